@@ -1,0 +1,16 @@
+// Bundles the relay CLI into dist/cli.js; dependencies stay in node_modules (better-sqlite3 is native).
+import { build } from "esbuild";
+
+await build({
+  entryPoints: ["src/cli.ts"],
+  outfile: "dist/cli.js",
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  packages: "external",
+  // Workspace packages ship TypeScript source, so they are bundled rather than imported at run time.
+  alias: { "@tab-relay/shared": "../shared/src/index.ts" },
+  sourcemap: true,
+  logLevel: "warning",
+});

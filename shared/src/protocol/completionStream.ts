@@ -1,0 +1,35 @@
+import { RelayError, isErrorCode } from "../errors";
+import { readSseEvents } from "../sse/sseDecoder";
+import { ChatCompletionChunk, ErrorEnvelope, SSE_DONE, type FinishReason } from "./completion";
+
+export type CompletionStreamEvent =
+  | { type: "delta"; content: string }
+  | { type: "done"; finishReason: FinishReason | null };
+
+/**
+ * Reads the relay's completion SSE stream as deltas then one `done`.
+ * A mid-stream `event: error` frame is thrown as a RelayError; a stream that ends without `[DONE]` is an error too.
+ */
+export async function* readCompletionStream(
+  body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+): AsyncGenerator<CompletionStreamEvent> {
+  let finishReason: FinishReason | null = null;
+  for await (const event of readSseEvents(body)) {
+    if (event.data === SSE_DONE) {
+      yield { type: "done", finishReason };
+      return;
+    }
+    const json: unknown = JSON.parse(event.data);
+    const failure = ErrorEnvelope.safeParse(json);
+    if (event.event === "error" || failure.success) {
+      const { code, message } = failure.success ? failure.data.error : { code: "UPSTREAM_ERROR", message: event.data };
+      throw new RelayError(isErrorCode(code) ? code : "UPSTREAM_ERROR", message);
+    }
+    const chunk = ChatCompletionChunk.parse(json);
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.finish_reason) finishReason = choice.finish_reason;
+    if (choice.delta.content) yield { type: "delta", content: choice.delta.content };
+  }
+  throw new RelayError("UPSTREAM_ERROR", "Completion stream ended without [DONE]");
+}

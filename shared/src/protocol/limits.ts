@@ -1,0 +1,17 @@
+/** Limits and defaults from the service spec, shared by the relay (enforcing) and clients (sizing context). */
+export const TAB_LIMITS = {
+  activeTextBeforeCursor: 16_384,
+  activeTextAfterCursor: 16_384,
+  surroundingContext: 32_768,
+  maxCompletionTokens: 500,
+} as const;
+
+export const TAB_DEFAULTS = {
+  model: "tab-v1",
+  debounceMs: 120,
+  minVisibleSuggestionLength: 2,
+  temperature: 0.2,
+  contextCharsBefore: 600,
+  contextCharsAfter: 80,
+  surroundingContextChars: 500,
+} as const;

@@ -1,0 +1,99 @@
+import type { SseEvent } from "./sseEncoder";
+
+/**
+ * Turns byte chunks into lines. Handles `\n`, `\r\n` and a lone `\r`, a CRLF split across two chunks,
+ * and UTF-8 sequences split across chunks.
+ */
+export class LineDecoder {
+  private readonly text = new TextDecoder("utf-8");
+  private buffer = "";
+  private pendingCR = false;
+
+  decode(chunk: Uint8Array | string): string[] {
+    let input = typeof chunk === "string" ? chunk : this.text.decode(chunk, { stream: true });
+    if (this.pendingCR && input.startsWith("\n")) input = input.slice(1);
+    this.pendingCR = false;
+    this.buffer += input;
+    const lines: string[] = [];
+    let start = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const ch = this.buffer.charCodeAt(i);
+      if (ch !== 10 && ch !== 13) continue;
+      lines.push(this.buffer.slice(start, i));
+      if (ch === 13) {
+        if (i + 1 === this.buffer.length) this.pendingCR = true;
+        else if (this.buffer.charCodeAt(i + 1) === 10) i++;
+      }
+      start = i + 1;
+    }
+    this.buffer = this.buffer.slice(start);
+    return lines;
+  }
+
+  flush(): string[] {
+    const rest = this.buffer + this.text.decode();
+    this.buffer = "";
+    return rest === "" ? [] : [rest];
+  }
+}
+
+/** Turns lines into events: joins multi-line `data:`, ignores `:` comments and unknown fields. */
+export class SseDecoder {
+  private data: string[] = [];
+  private event: string | undefined;
+  private id: string | undefined;
+
+  /** Returns a complete event when `line` is the blank line that ends one. */
+  decode(line: string): SseEvent | undefined {
+    if (line === "") {
+      if (this.data.length === 0 && this.event === undefined) return undefined;
+      const message: SseEvent = { data: this.data.join("\n") };
+      if (this.event !== undefined) message.event = this.event;
+      if (this.id !== undefined) message.id = this.id;
+      this.data = [];
+      this.event = undefined;
+      return message;
+    }
+    if (line.startsWith(":")) return undefined;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+    else if (field === "event") this.event = value;
+    else if (field === "id") this.id = value;
+    return undefined;
+  }
+}
+
+/** Reads a byte stream (a fetch body) as server-sent events. Breaking out of the loop cancels the stream. */
+export async function* readSseEvents(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  const lines = new LineDecoder();
+  const events = new SseDecoder();
+  const iterable: AsyncIterable<Uint8Array> =
+    Symbol.asyncIterator in body ? (body as AsyncIterable<Uint8Array>) : streamToIterable(body as ReadableStream<Uint8Array>);
+  for await (const chunk of iterable) {
+    for (const line of lines.decode(chunk)) {
+      const event = events.decode(line);
+      if (event) yield event;
+    }
+  }
+  for (const line of [...lines.flush(), ""]) {
+    const event = events.decode(line);
+    if (event) yield event;
+  }
+}
+
+async function* streamToIterable(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+    reader.releaseLock();
+  }
+}
