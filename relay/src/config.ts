@@ -1,0 +1,172 @@
+import { z } from "zod";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Per-minute limits; the spec's figures are the defaults. */
+export interface RateLimits {
+  reads: number;
+  writes: number;
+  session_reads: number;
+  session_writes: number;
+  agent_reads: number;
+  agent_posts: number;
+}
+
+export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
+  reads: 300,
+  writes: 60,
+  session_reads: 200,
+  session_writes: 40,
+  agent_reads: 240,
+  agent_posts: 60,
+});
+
+export interface UpstreamConfig {
+  url: string;
+  model: string;
+  apiKey: string | undefined;
+  api: "chat" | "completions";
+  timeoutMs: number;
+}
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  provider: "local" | "openai";
+  upstream: UpstreamConfig | undefined;
+  rateLimits: Readonly<RateLimits>;
+  rateLimitWindowMs: number;
+  maxBodyBytes: number;
+  shutdownGraceMs: number;
+  logLevel: LogLevel;
+  cacheEntries: number;
+  publicUrl: string | undefined;
+}
+
+export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Each setting: its environment variable and, when it has one, its command-line flag. */
+export const SETTINGS = {
+  dataDir: { env: "TAB_RELAY_DATA", flag: "data" },
+  host: { env: "TAB_RELAY_HOST", flag: "host" },
+  port: { env: "TAB_RELAY_PORT", flag: "port" },
+  provider: { env: "TAB_RELAY_PROVIDER", flag: "provider" },
+  upstreamUrl: { env: "TAB_RELAY_UPSTREAM_URL", flag: "upstream-url" },
+  upstreamModel: { env: "TAB_RELAY_UPSTREAM_MODEL", flag: "upstream-model" },
+  upstreamApiKey: { env: "TAB_RELAY_UPSTREAM_API_KEY", flag: "upstream-api-key" },
+  upstreamApi: { env: "TAB_RELAY_UPSTREAM_API", flag: "upstream-api" },
+  upstreamTimeoutMs: { env: "TAB_RELAY_UPSTREAM_TIMEOUT_MS", flag: "upstream-timeout-ms" },
+  rateLimits: { env: "TAB_RELAY_RATE_LIMITS", flag: "rate-limits" },
+  maxBodyBytes: { env: "TAB_RELAY_MAX_BODY_BYTES", flag: "max-body-bytes" },
+  shutdownGraceMs: { env: "TAB_RELAY_SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms" },
+  logLevel: { env: "TAB_RELAY_LOG_LEVEL", flag: "log-level" },
+  cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
+  publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Overrides = Partial<Record<SettingName, string | undefined>>;
+
+const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+const RawConfig = z.object({
+  dataDir: z.string().min(1, "is required"),
+  host: z.string().min(1).default("127.0.0.1"),
+  port: integer(0, 65535).default(8787),
+  provider: z.enum(["local", "openai"]).optional(),
+  upstreamUrl: httpUrl.optional(),
+  upstreamModel: z.string().min(1).optional(),
+  upstreamApiKey: z.string().min(1).optional(),
+  upstreamApi: z.enum(["chat", "completions"]).default("chat"),
+  upstreamTimeoutMs: integer(100, 600_000).default(10_000),
+  rateLimits: z.string().optional(),
+  maxBodyBytes: integer(1024, 64 * 1024 * 1024).default(512 * 1024),
+  shutdownGraceMs: integer(0, 600_000).default(10_000),
+  logLevel: z.enum(LOG_LEVELS).default("info"),
+  cacheEntries: integer(0, 1_000_000).default(1000),
+  publicUrl: httpUrl.optional(),
+});
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Reads the configuration once: flags win over environment variables, empty values count as unset,
+ * and every problem is reported together. The result is frozen.
+ */
+export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config> {
+  const raw: Record<string, string> = {};
+  for (const [name, setting] of Object.entries(SETTINGS) as [SettingName, (typeof SETTINGS)[SettingName]][]) {
+    const value = overrides[name] ?? env[setting.env];
+    if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
+  }
+  const problems: string[] = [];
+  const parsed = RawConfig.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0]) as SettingName;
+      const setting = SETTINGS[name];
+      const label = setting ? `${setting.env} (--${setting.flag})` : name;
+      problems.push(`${label}: ${issue.message}`);
+    }
+  }
+  const rateLimits = parseRateLimits(raw["rateLimits"], problems);
+  if (!parsed.success) throw new ConfigError(problems);
+  const c = parsed.data;
+  const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
+  if (provider === "openai" && !c.upstreamUrl) {
+    problems.push(`${SETTINGS.upstreamUrl.env} (--${SETTINGS.upstreamUrl.flag}): is required when the provider is openai`);
+  }
+  if (provider === "openai" && !c.upstreamModel) {
+    problems.push(`${SETTINGS.upstreamModel.env} (--${SETTINGS.upstreamModel.flag}): is required when the provider is openai`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const upstream: UpstreamConfig | undefined =
+    provider === "openai" && c.upstreamUrl && c.upstreamModel
+      ? Object.freeze({ url: c.upstreamUrl, model: c.upstreamModel, apiKey: c.upstreamApiKey, api: c.upstreamApi, timeoutMs: c.upstreamTimeoutMs })
+      : undefined;
+  return Object.freeze({
+    dataDir: c.dataDir,
+    host: c.host,
+    port: c.port,
+    provider,
+    upstream,
+    rateLimits: Object.freeze(rateLimits),
+    rateLimitWindowMs: 60_000,
+    maxBodyBytes: c.maxBodyBytes,
+    shutdownGraceMs: c.shutdownGraceMs,
+    logLevel: c.logLevel,
+    cacheEntries: c.cacheEntries,
+    publicUrl: c.publicUrl?.replace(/\/+$/, ""),
+  });
+}
+
+/** `reads=300,writes=60,...`: any subset of the six names; the rest keep their defaults. */
+export function parseRateLimits(value: string | undefined, problems: string[]): RateLimits {
+  const limits: RateLimits = { ...DEFAULT_RATE_LIMITS };
+  if (value === undefined) return limits;
+  const label = `${SETTINGS.rateLimits.env} (--${SETTINGS.rateLimits.flag})`;
+  for (const part of value.split(",")) {
+    const match = /^\s*([a-z_]+)\s*=\s*(\d+)\s*$/.exec(part);
+    if (!match) {
+      problems.push(`${label}: "${part.trim()}" is not of the form name=number`);
+      continue;
+    }
+    const [, name = "", amount = ""] = match;
+    if (!(name in limits)) {
+      problems.push(`${label}: unknown limit "${name}" (known: ${Object.keys(DEFAULT_RATE_LIMITS).join(", ")})`);
+      continue;
+    }
+    const n = Number(amount);
+    if (n < 1 || n > 10_000_000) problems.push(`${label}: ${name} must be between 1 and 10000000`);
+    else limits[name as keyof RateLimits] = n;
+  }
+  return limits;
+}
