@@ -1,0 +1,26 @@
+import { createHash, randomBytes } from "node:crypto";
+import { SECRET_PREFIXES, generateSecret, hasValidChecksum } from "@tab-relay/shared";
+
+/** SHA-256 hex of a secret: what the database keeps instead of the secret. Lookups by hash avoid comparing secrets. */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+/** A short, non-secret reminder of which key this is: the prefix, four characters, and the checksum's tail. */
+export function secretHint(secret: string): string {
+  const prefix = secret.startsWith(SECRET_PREFIXES.agentToken) ? SECRET_PREFIXES.agentToken : SECRET_PREFIXES.apiKey;
+  return `${secret.slice(0, prefix.length + 4)}…${secret.slice(-4)}`;
+}
+
+export function newApiKeySecret(): string {
+  return generateSecret(SECRET_PREFIXES.apiKey);
+}
+
+export function looksLikeApiKey(token: string): boolean {
+  return hasValidChecksum(token, SECRET_PREFIXES.apiKey);
+}
+
+/** Random identifiers for rows: a readable type prefix and 16 base32 characters. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(10).toString("base64url").replace(/[-_]/g, "x").slice(0, 16)}`;
+}

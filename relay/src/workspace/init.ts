@@ -1,0 +1,39 @@
+import { RelayError } from "@tab-relay/shared";
+import { z } from "zod";
+import { createApiKey } from "../auth/apiKeys";
+import { SCOPES } from "../auth/scopes";
+import { newId } from "../auth/secrets";
+import type { Clock } from "../clock";
+import type { Store, User, Workspace } from "../store/types";
+
+export const WorkspaceSlug = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/, "must be 1-64 lowercase letters, digits or inner hyphens");
+
+export interface InitializedWorkspace {
+  workspace: Workspace;
+  user: User;
+  apiKey: string;
+}
+
+/** Creates a workspace, its owner, and an owner key with every scope, all in one transaction. */
+export async function initWorkspace(
+  store: Store,
+  clock: Clock,
+  input: { slug: string; name?: string | undefined; ownerName: string },
+): Promise<InitializedWorkspace> {
+  const slug = WorkspaceSlug.safeParse(input.slug);
+  if (!slug.success) throw new RelayError("VALIDATION_ERROR", `workspace: ${slug.error.issues[0]?.message ?? "invalid"}`);
+  const ownerName = input.ownerName.trim();
+  if (ownerName === "" || ownerName.length > 100) throw new RelayError("VALIDATION_ERROR", "owner: must be 1-100 characters");
+  return store.transaction(async (tx) => {
+    if (await tx.workspaces.getBySlug(slug.data)) {
+      throw new RelayError("VALIDATION_ERROR", `workspace: a workspace with the slug "${slug.data}" already exists`);
+    }
+    const now = new Date(clock.now()).toISOString();
+    const workspace = await tx.workspaces.create({ id: newId("ws"), slug: slug.data, name: input.name?.trim() || slug.data, createdAt: now });
+    const user = await tx.users.create({ id: newId("usr"), workspaceId: workspace.id, name: ownerName, role: "owner", createdAt: now });
+    const { secret } = await createApiKey(tx, clock, { workspaceId: workspace.id, user, name: "Owner key (created by init)", scopes: SCOPES });
+    return { workspace, user, apiKey: secret };
+  });
+}
