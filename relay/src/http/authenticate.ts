@@ -1,0 +1,54 @@
+import { RelayError } from "@tab-relay/shared";
+import type { RequestHandler } from "express";
+import { effectiveScopes } from "../auth/apiKeys";
+import type { Scope } from "../auth/scopes";
+import { hashSecret, looksLikeApiKey } from "../auth/secrets";
+import type { Store } from "../store/types";
+
+const BEARER = /^Bearer ([^\s]+)$/;
+
+/**
+ * Resolves the API key in `Authorization: Bearer <key>`. A failure is recorded on the request rather than
+ * thrown, so the rate limiter still counts (and answers headers for) unauthenticated attempts.
+ */
+export function createAuthenticate(deps: { store: Store }): RequestHandler {
+  return async function authenticate(req, _res, next) {
+    const header = req.headers.authorization;
+    if (header === undefined) {
+      req.authError = new RelayError("UNAUTHORIZED", "Missing Authorization header; send `Authorization: Bearer <API key>`");
+      return next();
+    }
+    const token = BEARER.exec(header)?.[1];
+    if (token === undefined) {
+      req.authError = new RelayError("UNAUTHORIZED", "Authorization header must be exactly `Bearer <API key>`");
+      return next();
+    }
+    // The checksum rejects typos and foreign tokens without touching the database.
+    const owner = looksLikeApiKey(token) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(token)) : undefined;
+    if (!owner) {
+      req.authError = new RelayError("UNAUTHORIZED", "Invalid API key");
+    } else if (owner.key.revoked_at !== null) {
+      req.authError = new RelayError("UNAUTHORIZED", "This API key has been revoked");
+    } else {
+      req.caller = { ...owner, scopes: effectiveScopes(owner.key, owner.user) };
+      if (owner.user.removed_at !== null) {
+        req.authError = new RelayError("FORBIDDEN", "The user this API key belongs to was removed from the workspace");
+      }
+    }
+    next();
+  };
+}
+
+/** Raises the authentication failure recorded earlier, once the request has been counted. */
+export const requireCaller: RequestHandler = function requireCaller(req, _res, next) {
+  next(req.authError);
+};
+
+export function requireScope(scope: Scope): RequestHandler {
+  return function checkScope(req, _res, next) {
+    if (!req.caller?.scopes.has(scope)) {
+      return next(new RelayError("FORBIDDEN", `This API key lacks the scope ${scope}`));
+    }
+    next();
+  };
+}

@@ -1,0 +1,22 @@
+import type { RelayError } from "@tab-relay/shared";
+import type { Scope } from "../auth/scopes";
+import type { KeyOwner } from "../store/types";
+
+/** What the auth middleware learned about the caller. */
+export interface Caller extends KeyOwner {
+  scopes: ReadonlySet<Scope>;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- express's documented way to type request fields
+  namespace Express {
+    interface Request {
+      requestId: string;
+      caller?: Caller;
+      /** Why authentication failed; raised after the rate limiter has counted the request. */
+      authError?: RelayError;
+      /** The route pattern used in logs and metrics (never the raw path, which may hold ids). */
+      routeName?: string;
+    }
+  }
+}

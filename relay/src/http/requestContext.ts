@@ -1,0 +1,42 @@
+import { randomBytes } from "node:crypto";
+import type { RequestHandler } from "express";
+import type { Logger } from "../logger";
+import type { Metrics } from "../metrics";
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Gives every request an id (echoed in `X-Request-Id`), and logs and measures it when the response ends. */
+export function createRequestContext(deps: { logger: Logger; metrics: Metrics }): RequestHandler {
+  return function requestContext(req, res, next) {
+    const started = process.hrtime.bigint();
+    const incoming = req.headers["x-request-id"];
+    req.requestId = typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString("base64url")}`;
+    res.setHeader("X-Request-Id", req.requestId);
+    res.on("close", () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = req.routeName ?? "unmatched";
+      const status = res.headersSent ? res.statusCode : 499;
+      const labels = { route, method: req.method, status: String(status) };
+      deps.metrics.httpRequests.inc(labels);
+      deps.metrics.httpDuration.observe(labels, seconds);
+      deps.logger.info("request", {
+        request_id: req.requestId,
+        method: req.method,
+        route,
+        status,
+        duration_ms: Math.round(seconds * 1e6) / 1e3,
+        key_id: req.caller?.key.id,
+        aborted: !res.writableFinished || undefined,
+      });
+    });
+    next();
+  };
+}
+
+/** Names the route (mount point + pattern) for logs and metrics, so ids in paths never become labels. */
+export function named(pattern: string): RequestHandler {
+  return function nameRoute(req, _res, next) {
+    req.routeName = req.baseUrl + pattern;
+    next();
+  };
+}
