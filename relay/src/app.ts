@@ -1,0 +1,71 @@
+import { RelayError } from "@tab-relay/shared";
+import express, { type Express, Router } from "express";
+import type { Clock } from "./clock";
+import type { CompletionService } from "./completion/service";
+import type { Config } from "./config";
+import { createAuthenticate, requireCaller } from "./http/authenticate";
+import { createJsonBody } from "./http/body";
+import { createErrorHandler, notFound } from "./http/errors";
+import { createRateLimit } from "./http/rateLimit";
+import { createRequestContext } from "./http/requestContext";
+import type { Lifecycle } from "./lifecycle";
+import type { Logger } from "./logger";
+import type { Metrics } from "./metrics";
+import type { RateLimitStore } from "./rateLimit/types";
+import { createApiKeysRouter } from "./routes/apiKeys";
+import { createHealthRouter } from "./routes/health";
+import { createMeRouter } from "./routes/me";
+import { COMPLETIONS_PATH, createTabRouter } from "./routes/tab";
+import type { Store } from "./store/types";
+
+export interface AppDeps {
+  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes">;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  rateLimitStore: RateLimitStore;
+  completions: CompletionService;
+  providerName: string;
+  lifecycle: Lifecycle;
+}
+
+/** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(createRequestContext(deps));
+  app.use(function refuseWhileDraining(_req, res, next) {
+    if (!deps.lifecycle.draining) return next();
+    res.setHeader("Connection", "close");
+    next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
+  });
+  app.use(createHealthRouter({ lifecycle: deps.lifecycle, metrics: deps.metrics, provider: deps.providerName }));
+
+  const api = Router();
+  api.use(createAuthenticate(deps));
+  api.use(
+    createRateLimit({
+      store: deps.rateLimitStore,
+      clock: deps.clock,
+      metrics: deps.metrics,
+      limits: deps.config.rateLimits,
+      windowMs: deps.config.rateLimitWindowMs,
+      isStreamingRoute: (req) => req.method === "POST" && req.path === COMPLETIONS_PATH,
+    }),
+  );
+  api.use(requireCaller);
+  api.use(...createJsonBody(deps.config.maxBodyBytes));
+  api.use(createMeRouter());
+  api.use(createApiKeysRouter(deps));
+  api.use(createTabRouter(deps));
+  api.use(notFound);
+
+  // The spec's samples use both prefixes, so both serve the same API.
+  app.use("/api/v1", api);
+  app.use("/v1", api);
+  app.use(notFound);
+  app.use(createErrorHandler(deps));
+  return app;
+}

@@ -1,0 +1,98 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { createApp } from "./app";
+import { type Clock, systemClock } from "./clock";
+import { createCompletionService } from "./completion/service";
+import type { Config } from "./config";
+import { createLifecycle } from "./lifecycle";
+import { type Logger, createJsonLogger } from "./logger";
+import { createMetrics } from "./metrics";
+import { createLocalProvider } from "./providers/local";
+import { createOpenAIProvider } from "./providers/openai";
+import type { ModelProvider } from "./providers/types";
+import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
+import { openSqliteStore } from "./store/sqlite";
+import type { Store } from "./store/types";
+
+export const DATABASE_FILE = "relay.db";
+
+export function databasePath(dataDir: string): string {
+  return join(dataDir, DATABASE_FILE);
+}
+
+export function openStore(config: Pick<Config, "dataDir">): Promise<Store> {
+  return openSqliteStore(databasePath(config.dataDir));
+}
+
+export function createProvider(config: Pick<Config, "provider" | "upstream">, fetchImpl: typeof fetch): ModelProvider {
+  if (config.provider === "openai" && config.upstream) {
+    const { url, model, apiKey, api, timeoutMs } = config.upstream;
+    return createOpenAIProvider({ baseUrl: url, model, api, fetch: fetchImpl, timeoutMs, ...(apiKey ? { apiKey } : {}) });
+  }
+  return createLocalProvider();
+}
+
+export interface RunningRelay {
+  url: string;
+  server: Server;
+  store: Store;
+  /** Stops accepting, lets streams finish within the grace period, then closes everything. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  clock?: Clock;
+  fetch?: typeof fetch;
+  store?: Store;
+}
+
+/** The composition root: builds the real dependencies from config and listens. */
+export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
+  const store = options.store ?? (await openStore(config));
+  if ((await store.workspaces.count()) === 0) {
+    await store.close();
+    throw new Error(`No workspace in ${config.dataDir}: run \`tab-relay init --data ${config.dataDir} --workspace SLUG --owner NAME\` first`);
+  }
+  const metrics = createMetrics();
+  const lifecycle = createLifecycle();
+  const provider = createProvider(config, options.fetch ?? fetch);
+  const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
+  const app = createApp({
+    config,
+    store,
+    clock,
+    logger,
+    metrics,
+    rateLimitStore: createMemoryRateLimitStore(),
+    completions,
+    providerName: provider.name,
+    lifecycle,
+  });
+  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
+  server.listen(config.port, config.host);
+  await once(server, "listening");
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  logger.info("relay listening", { url, provider: provider.name, data: config.dataDir });
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = config.shutdownGraceMs) => {
+    closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const { finished, aborted } = await lifecycle.drain(graceMs);
+      server.closeAllConnections();
+      await closed;
+      await store.close();
+      logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
+    })();
+    return closing;
+  };
+  return { url, server, store, close };
+}

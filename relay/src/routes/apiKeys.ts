@@ -1,0 +1,66 @@
+import { RelayError } from "@tab-relay/shared";
+import { Router } from "express";
+import { z } from "zod";
+import { createApiKey } from "../auth/apiKeys";
+import { SCOPES, type Scope } from "../auth/scopes";
+import type { Clock } from "../clock";
+import { requireScope } from "../http/authenticate";
+import { parseWith } from "../http/body";
+import type { Caller } from "../http/context";
+import { named } from "../http/requestContext";
+import type { ApiKey, Store } from "../store/types";
+
+export const CreateApiKeyBody = z.object({
+  name: z.string().trim().min(1).max(100),
+  scopes: z.array(z.enum(SCOPES)).min(1),
+});
+
+const KeyIdParams = z.object({ id: z.string().min(1).max(64) });
+
+/** The key as the API shows it: never the secret, never the hash. */
+function present(key: ApiKey) {
+  return { id: key.id, name: key.name, hint: key.hint, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
+}
+
+/** POST/GET /api-keys and DELETE /api-keys/{id}. */
+export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Router {
+  const router = Router();
+
+  router.post("/api-keys", named("/api-keys"), requireScope("keys.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const body = parseWith(CreateApiKeyBody, req.body);
+    // A key can hand on only what it holds itself.
+    const wider = body.scopes.filter((scope) => !caller.scopes.has(scope));
+    if (wider.length > 0) throw new RelayError("FORBIDDEN", `scopes: this key cannot grant scopes it does not hold: ${wider.join(", ")}`);
+    const { key, secret } = await createApiKey(deps.store, deps.clock, {
+      workspaceId: caller.workspace.id,
+      user: caller.user,
+      name: body.name,
+      scopes: body.scopes as Scope[],
+    });
+    res.status(201).json({ data: { ...present(key), secret } });
+  });
+
+  router.get("/api-keys", named("/api-keys"), requireScope("keys.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const keys = await deps.store.apiKeys.listForUser(caller.workspace.id, caller.user.id);
+    res.json({ data: keys.map(present) });
+  });
+
+  router.delete("/api-keys/:id", named("/api-keys/:id"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const { id } = parseWith(KeyIdParams, req.params, "path");
+    const key = await deps.store.apiKeys.get(caller.workspace.id, id);
+    if (!key) throw new RelayError("NOT_FOUND", `path.id: no API key ${id} in this workspace`);
+    // Any key may revoke itself; revoking another needs keys.write, and someone else's key needs an owner or admin.
+    const self = key.id === caller.key.id;
+    if (!self && !caller.scopes.has("keys.write")) throw new RelayError("FORBIDDEN", "This API key lacks the scope keys.write");
+    const manager = caller.user.role === "owner" || caller.user.role === "admin";
+    if (key.user_id !== caller.user.id && !manager) throw new RelayError("FORBIDDEN", "Only an owner or admin can revoke another user's key");
+    if (key.revoked_at === null) await deps.store.apiKeys.revoke(caller.workspace.id, id, new Date(deps.clock.now()).toISOString());
+    const revoked = await deps.store.apiKeys.get(caller.workspace.id, id);
+    res.json({ data: present(revoked ?? key) });
+  });
+
+  return router;
+}

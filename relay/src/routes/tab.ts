@@ -1,0 +1,151 @@
+import { randomBytes } from "node:crypto";
+import type { Response } from "express";
+import { Router } from "express";
+import {
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  CompletionRequest,
+  type FinishReason,
+  RelayError,
+  SSE_DONE,
+  TAB_DEFAULTS,
+  encodeSseEvent,
+  toRelayError,
+} from "@tab-relay/shared";
+import type { Clock } from "../clock";
+import type { CompletionEvent, CompletionService } from "../completion/service";
+import { TAB_MODELS, findModel } from "../completion/models";
+import { countPromptTokens, countTokens } from "../completion/tokens";
+import { requireScope } from "../http/authenticate";
+import { parseWith } from "../http/body";
+import { named } from "../http/requestContext";
+import type { Lifecycle } from "../lifecycle";
+import type { Logger } from "../logger";
+
+export const COMPLETIONS_PATH = "/tab/chat/completions";
+
+/** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
+export function createTabRouter(deps: { completions: CompletionService; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
+  const router = Router();
+
+  router.get("/tab/models", named("/tab/models"), (_req, res) => {
+    res.json({ data: { models: TAB_MODELS } });
+  });
+
+  router.post(COMPLETIONS_PATH, named(COMPLETIONS_PATH), requireScope("tab.complete"), async (req, res) => {
+    const request = parseWith(CompletionRequest, req.body);
+    const model = request.model ?? TAB_DEFAULTS.model;
+    if (!findModel(model)) {
+      throw new RelayError("VALIDATION_ERROR", `model: unknown model "${model}"; available: ${TAB_MODELS.map((m) => m.id).join(", ")}`);
+    }
+    if (request.tab_context.workspace_slug !== req.caller?.workspace.slug) {
+      throw new RelayError("UNAUTHORIZED", "This API key is scoped to a different workspace than tab_context.workspace_slug");
+    }
+
+    const controller = new AbortController();
+    const finished = deps.lifecycle.begin(() => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")));
+    // The client went away: stop the model at once rather than generate text nobody will read.
+    const onClose = () => {
+      if (!res.writableFinished) controller.abort(new RelayError("VALIDATION_ERROR", "Client disconnected"));
+    };
+    res.on("close", onClose);
+    const meta = { id: `chatcmpl-${randomBytes(12).toString("base64url")}`, created: Math.floor(deps.clock.now() / 1000), model };
+    try {
+      const events = deps.completions.run(request, controller.signal);
+      if (request.stream === true) await streamCompletion(res, events, meta, request, controller.signal);
+      else await answerCompletion(res, events, meta, request);
+    } finally {
+      res.off("close", onClose);
+      finished();
+    }
+  });
+
+  return router;
+}
+
+interface Meta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+function chunk(meta: Meta, delta: ChatCompletionChunk["choices"][number]["delta"], finishReason: FinishReason | null): string {
+  const body: ChatCompletionChunk = {
+    id: meta.id,
+    object: "chat.completion.chunk",
+    created: meta.created,
+    model: meta.model,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  };
+  return encodeSseEvent({ data: JSON.stringify(body) });
+}
+
+async function streamCompletion(
+  res: Response,
+  events: AsyncGenerator<CompletionEvent>,
+  meta: Meta,
+  request: CompletionRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  let completion = "";
+  try {
+    for await (const event of events) {
+      if (event.type === "start") {
+        // Headers wait for the provider's first answer, so failures before it still get a real HTTP status.
+        res.writeHead(200, {
+          "Content-Type": "text/event-stream; charset=utf-8",
+          "Cache-Control": "no-cache, no-transform",
+          Connection: "keep-alive",
+          "X-Accel-Buffering": "no",
+        });
+        res.write(chunk(meta, { role: "assistant", content: "" }, null));
+      } else if (event.type === "text") {
+        completion += event.text;
+        res.write(chunk(meta, { content: event.text }, null));
+      } else {
+        let tail = chunk(meta, {}, event.finishReason);
+        if (request.stream_options?.include_usage) {
+          const usage = usageOf(request, completion);
+          tail += encodeSseEvent({ data: JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }) });
+        }
+        res.end(`${tail}${encodeSseEvent({ data: SSE_DONE })}`);
+      }
+    }
+  } catch (error) {
+    if (signal.aborted && res.destroyed) return;
+    if (!res.headersSent) throw error;
+    // Mid-stream failure: an `event: error` frame with the usual envelope, and no [DONE].
+    const failure = toRelayError(signal.aborted ? signal.reason : error);
+    res.end(encodeSseEvent({ event: "error", data: JSON.stringify(failure.toBody()) }));
+  }
+}
+
+async function answerCompletion(
+  res: Response,
+  events: AsyncGenerator<CompletionEvent>,
+  meta: Meta,
+  request: CompletionRequest,
+): Promise<void> {
+  let content = "";
+  let finishReason: FinishReason = "stop";
+  for await (const event of events) {
+    if (event.type === "text") content += event.text;
+    else if (event.type === "end") finishReason = event.finishReason;
+  }
+  if (res.destroyed) return;
+  const body: ChatCompletion = {
+    id: meta.id,
+    object: "chat.completion",
+    created: meta.created,
+    model: meta.model,
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: finishReason }],
+    usage: usageOf(request, content),
+  };
+  res.json(body);
+}
+
+function usageOf(request: CompletionRequest, completion: string) {
+  const prompt = countPromptTokens(request.tab_context);
+  const output = countTokens(completion);
+  return { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output };
+}
