@@ -1,0 +1,88 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Clock } from "../../relay/src/clock";
+import { type Config, loadConfig } from "../../relay/src/config";
+import { silentLogger, type Logger } from "../../relay/src/logger";
+import { type RunningRelay, openStore, startRelay } from "../../relay/src/main";
+import type { InitializedWorkspace } from "../../relay/src/workspace/init";
+import { initWorkspace } from "../../relay/src/workspace/init";
+
+export interface TestRelay extends InitializedWorkspace {
+  url: string;
+  dataDir: string;
+  config: Readonly<Config>;
+  relay: RunningRelay;
+  /** Calls the relay with the owner key unless `key` is given (`null` sends no Authorization header). */
+  request(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** A real relay on 127.0.0.1 port 0 over a real SQLite file in a fresh temporary data folder. */
+export async function startTestRelay(
+  options: { env?: Record<string, string>; clock?: Clock; fetch?: typeof fetch; logger?: Logger; slug?: string } = {},
+): Promise<TestRelay> {
+  const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-test-"));
+  const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
+  const store = await openStore(config);
+  const clock = options.clock ?? { now: () => Date.now() };
+  const init = await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
+  const relay = await startRelay(config, {
+    store,
+    clock,
+    logger: options.logger ?? silentLogger,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const request: TestRelay["request"] = (path, init_ = {}) => {
+    const { key, json, headers, ...rest } = init_;
+    const h = new Headers(headers);
+    const token = key === undefined ? init.apiKey : key;
+    if (token !== null) h.set("Authorization", `Bearer ${token}`);
+    if (json !== undefined) h.set("Content-Type", "application/json");
+    return fetch(relay.url + path, { ...rest, headers: h, ...(json !== undefined ? { body: JSON.stringify(json) } : {}) });
+  };
+  return {
+    ...init,
+    url: relay.url,
+    dataDir,
+    config,
+    relay,
+    request,
+    async close() {
+      await relay.close(0);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A minimal valid completion body; `context` overrides tab_context fields. */
+export function completionBody(context: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return {
+    model: "tab-v1",
+    tab_context: {
+      surface: "code",
+      workspace_slug: "acme",
+      entity_id: "src/add.ts",
+      document_type: "plaintext",
+      active_text_before_cursor: "function add(a, b) {\n  return a + b;\n}\n\nfunction add(a, b) {",
+      active_text_after_cursor: "",
+      code_language: "typescript",
+      ...context,
+    },
+    ...extra,
+  };
+}
+
+/** A clock the test moves by hand. */
+export function fakeClock(start: number): Clock & { advance(ms: number): void; set(ms: number): void } {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms) {
+      now += ms;
+    },
+    set(ms) {
+      now = ms;
+    },
+  };
+}
