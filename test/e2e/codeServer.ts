@@ -1,0 +1,364 @@
+// Drives a real VS Code in end-to-end tests: code-server (VS Code 1.100.3 served over HTTP) with a throwaway
+// profile, and Debian's Chromium through playwright-core. /work/shared/notes/vscode-e2e.md explains the recipe.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { homedir, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
+
+export const CODE_SERVER_VERSION = "4.100.3";
+export const CHROMIUM_PATH = "/usr/bin/chromium";
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const SETUP_SCRIPT = join(REPO_ROOT, "test/e2e/setup.sh");
+
+export function e2eHome(): string {
+  return process.env.TAB_RELAY_E2E_HOME ?? join(homedir(), ".cache/tab-relay-e2e");
+}
+
+function codeServerPrefix(): string {
+  return join(e2eHome(), `code-server-${CODE_SERVER_VERSION}`);
+}
+
+export function codeServerBin(): string {
+  return join(codeServerPrefix(), "node_modules/.bin/code-server");
+}
+
+function prerequisitesPresent(): boolean {
+  return existsSync(join(codeServerPrefix(), ".install-complete")) && existsSync(codeServerBin()) && existsSync(CHROMIUM_PATH);
+}
+
+export type Prerequisites = { ready: true } | { ready: false; reason: string };
+
+/** Runs the setup script when code-server or Chromium is missing (about a minute the first time). */
+export function ensurePrerequisites(): Prerequisites {
+  if (prerequisitesPresent()) return { ready: true };
+  console.log(`[e2e] code-server ${CODE_SERVER_VERSION} or Chromium missing: running ${SETUP_SCRIPT}`);
+  const result = spawnSync("bash", [SETUP_SCRIPT], { stdio: ["ignore", "inherit", "inherit"], timeout: 15 * 60_000 });
+  if (result.status === 0 && prerequisitesPresent()) return { ready: true };
+  const how = result.error ? result.error.message : `exit code ${String(result.status ?? result.signal)}`;
+  return { ready: false, reason: `${SETUP_SCRIPT} failed (${how}); see its output above` };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs` with `what`. */
+export async function waitUntil<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export interface CodeServerOptions {
+  /** The extension to install, packaged. */
+  vsix: string;
+  /** Files written into the opened workspace folder, by relative path. */
+  workspaceFiles: Record<string, string>;
+  /** User settings on top of the quiet defaults below. */
+  settings?: Record<string, unknown>;
+  /** Extra environment for code-server, which its extension host (where the extension runs) inherits. */
+  env?: Record<string, string>;
+  /** Where screenshots, the code-server log, the browser console and VS Code's logs end up. */
+  outDir: string;
+}
+
+// Nothing but the inline completion may compete for Tab, and nothing may change what is typed (auto-closed
+// brackets and quotes would put text after the cursor that the fixture does not expect).
+const QUIET_SETTINGS: Record<string, unknown> = {
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "telemetry.telemetryLevel": "off",
+  "security.workspace.trust.enabled": false,
+  "extensions.autoUpdate": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.ignoreRecommendations": true,
+  "update.mode": "none",
+  "git.enabled": false,
+  "files.autoSave": "off",
+  "editor.inlineSuggest.enabled": true,
+  "editor.quickSuggestions": { other: "off", comments: "off", strings: "off" },
+  "editor.suggestOnTriggerCharacters": false,
+  "editor.wordBasedSuggestions": "off",
+  "editor.parameterHints.enabled": false,
+  "editor.autoClosingBrackets": "never",
+  "editor.autoClosingQuotes": "never",
+  "editor.autoSurround": "never",
+  "editor.formatOnType": false,
+  "editor.acceptSuggestionOnEnter": "off",
+};
+
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+];
+
+const GHOST_SAME_LINE = ".ghost-text-decoration, .ghost-text-decoration-preview";
+const GHOST_LINES_BELOW = ".suggest-preview-text .view-line";
+
+/** One code-server process with a fresh profile, and one headless Chromium page showing its workbench. */
+export class VsCodeSession {
+  private browser: Browser | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly page: Page,
+    readonly workspaceDir: string,
+    readonly outDir: string,
+    private readonly workDir: string,
+    private readonly server: ChildProcess,
+    private readonly extensionIds: string[],
+  ) {}
+
+  static async start(options: CodeServerOptions): Promise<VsCodeSession> {
+    const work = mkdtempSync(join(tmpdir(), "tab-relay-e2e-"));
+    const dirs = {
+      userData: join(work, "user-data"),
+      extensions: join(work, "extensions"),
+      workspace: join(work, "workspace"),
+      xdgConfig: join(work, "xdg-config"),
+      xdgData: join(work, "xdg-data"),
+      xdgCache: join(work, "xdg-cache"),
+      tmp: join(work, "tmp"),
+    };
+    for (const dir of [...Object.values(dirs), join(dirs.userData, "User"), options.outDir]) mkdirSync(dir, { recursive: true });
+    for (const [name, content] of Object.entries(options.workspaceFiles)) {
+      mkdirSync(dirname(join(dirs.workspace, name)), { recursive: true });
+      writeFileSync(join(dirs.workspace, name), content);
+    }
+    const configFile = join(work, "code-server.yaml");
+    writeFileSync(configFile, "auth: none\ncert: false\n");
+    writeFileSync(join(dirs.userData, "User/settings.json"), JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2));
+
+    // code-server, VS Code and Chromium otherwise leave config, caches and sockets in ~ and /tmp.
+    const isolatedEnv: Record<string, string | undefined> = {
+      ...process.env,
+      XDG_CONFIG_HOME: dirs.xdgConfig,
+      XDG_DATA_HOME: dirs.xdgData,
+      XDG_CACHE_HOME: dirs.xdgCache,
+      TMPDIR: dirs.tmp,
+    };
+    const serverEnv = { ...isolatedEnv, ...options.env };
+    const profileFlags = ["--config", configFile, "--user-data-dir", dirs.userData, "--extensions-dir", dirs.extensions];
+
+    const install = spawnSync(codeServerBin(), [...profileFlags, "--install-extension", options.vsix, "--force"], {
+      env: serverEnv,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    if (install.status !== 0) {
+      rmSync(work, { recursive: true, force: true });
+      throw new Error(`code-server --install-extension ${options.vsix} failed:\n${install.stdout}\n${install.stderr}`);
+    }
+    const installed = JSON.parse(readFileSync(join(dirs.extensions, "extensions.json"), "utf8")) as { identifier: { id: string } }[];
+    const extensionIds = installed.map((entry) => entry.identifier.id);
+
+    const port = await freePort();
+    const server = spawn(
+      codeServerBin(),
+      [
+        ...profileFlags,
+        "--bind-addr",
+        `127.0.0.1:${port}`,
+        "--auth",
+        "none",
+        "--disable-telemetry",
+        "--disable-update-check",
+        "--disable-workspace-trust",
+        "--disable-getting-started-override",
+        "--ignore-last-opened",
+        dirs.workspace,
+      ],
+      // Its own process group, so that close() also ends the forked server and the extension hosts.
+      { env: serverEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const serverLog = createWriteStream(join(options.outDir, "code-server.log"));
+    server.stdout?.pipe(serverLog);
+    server.stderr?.pipe(serverLog);
+    let exited = false;
+    server.on("exit", () => (exited = true));
+
+    const base = `http://127.0.0.1:${port}`;
+    let session: VsCodeSession | undefined;
+    try {
+      await waitUntil("code-server /healthz", 60_000, async () => {
+        if (exited) throw new Error(`code-server exited during startup; see ${join(options.outDir, "code-server.log")}`);
+        return (await fetch(`${base}/healthz`).then((response) => response.ok).catch(() => false)) || undefined;
+      });
+      const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, env: isolatedEnv, args: CHROMIUM_ARGS });
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      const consoleLog = createWriteStream(join(options.outDir, "browser-console.log"));
+      page.on("console", (message) => consoleLog.write(`${message.type()}: ${message.text()}\n`));
+      page.on("pageerror", (error) => consoleLog.write(`pageerror: ${error.message}\n`));
+      session = new VsCodeSession(page, dirs.workspace, options.outDir, work, server, extensionIds);
+      session.browser = browser;
+
+      await page.goto(`${base}/?folder=${encodeURIComponent(dirs.workspace)}`);
+      await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+      // The explorer lists the workspace once the remote file system is connected.
+      const firstFile = Object.keys(options.workspaceFiles)[0];
+      if (firstFile !== undefined) {
+        await page.locator(".explorer-folders-view .monaco-list-row", { hasText: firstFile.split("/")[0] ?? firstFile }).first().waitFor({ timeout: 60_000 });
+      }
+      return session;
+    } catch (error) {
+      if (session) await session.close();
+      else killGroup(server);
+      throw error;
+    }
+  }
+
+  /** Waits until the extension host has activated every installed extension; typing earlier requests nothing. */
+  async waitForActivation(timeoutMs = 60_000): Promise<void> {
+    const ids = this.extensionIds.map((id) => id.toLowerCase());
+    await waitUntil(`activation of ${ids.join(", ")}`, timeoutMs, () => {
+      const log = this.extensionHostLog().toLowerCase();
+      const failed = ids.find((id) => log.includes(`activating extension ${id} failed`));
+      if (failed) throw new Error(`extension ${failed} failed to activate; see ${join(this.outDir, "vscode-logs")}`);
+      return ids.every((id) => log.includes(`_doactivateextension ${id},`)) || undefined;
+    });
+  }
+
+  /** The remote extension host's log: one line per activation, and the error when activate() throws. */
+  extensionHostLog(): string {
+    const root = join(this.workDir, "user-data/logs");
+    if (!existsSync(root)) return "";
+    let text = "";
+    for (const stamp of readdirSync(root, { withFileTypes: true })) {
+      if (!stamp.isDirectory()) continue;
+      for (const sub of readdirSync(join(root, stamp.name))) {
+        const file = join(root, stamp.name, sub, "remoteexthost.log");
+        if (sub.startsWith("exthost") && existsSync(file)) text += readFileSync(file, "utf8");
+      }
+    }
+    return text;
+  }
+
+  /** Opens a workspace file through Quick Open, focuses its editor and puts the cursor at the end. */
+  async openFile(name: string): Promise<Locator> {
+    const page = this.page;
+    await page.keyboard.press("Control+P");
+    const quickInput = page.locator(".quick-input-widget");
+    await quickInput.locator("input").waitFor({ state: "visible" });
+    await page.keyboard.type(name);
+    await quickInput.locator(".monaco-list-row", { hasText: name }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const editor = page.locator(`.editor-instance .monaco-editor[data-uri$="/${name}"]`);
+    await editor.waitFor({ timeout: 30_000 });
+    await editor.locator(".view-lines").click();
+    await page.keyboard.press("Control+End");
+    return editor;
+  }
+
+  async screenshot(name: string): Promise<string> {
+    const path = join(this.outDir, `${name}.png`);
+    await this.page.screenshot({ path });
+    return path;
+  }
+
+  /** The status bar entries' texts (codicons render as empty glyphs). */
+  async statusBarTexts(): Promise<string[]> {
+    return (await this.page.locator(".statusbar-item").allInnerTexts()).map((text) => text.trim()).filter((text) => text !== "");
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.browser?.close().catch(() => undefined);
+    killGroup(this.server);
+    await waitUntil("code-server to exit", 5_000, () => (this.server.exitCode !== null || this.server.signalCode !== null) || undefined).catch(
+      () => undefined,
+    );
+    try {
+      process.kill(-(this.server.pid ?? 0), "SIGKILL");
+    } catch {
+      // the whole group is gone already
+    }
+    try {
+      cpSync(join(this.workDir, "user-data/logs"), join(this.outDir, "vscode-logs"), { recursive: true });
+    } catch {
+      // no logs were written
+    }
+    rmSync(this.workDir, { recursive: true, force: true });
+  }
+}
+
+function killGroup(server: ChildProcess): void {
+  if (server.pid === undefined || server.exitCode !== null || server.signalCode !== null) return;
+  try {
+    process.kill(-server.pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * The ghost text currently shown in `editor`, or undefined when there is none: the part on the cursor's line,
+ * then the lines below it. Those are a view zone whose lines are `.view-line`s of syntax-highlighted spans.
+ */
+export async function readGhostText(editor: Locator): Promise<string | undefined> {
+  const sameLine = await editor.locator(GHOST_SAME_LINE).allTextContents();
+  const linesBelow = await editor.locator(GHOST_LINES_BELOW).allTextContents();
+  if (sameLine.length === 0 && linesBelow.length === 0) return undefined;
+  return [sameLine.join(""), ...linesBelow].join("\n").replace(/\u00a0/g, " ");
+}
+
+/**
+ * Types `text` and waits until the ghost text satisfies `accept`. If none shows up within a few seconds, the
+ * last character is retyped: an edit is what re-triggers VS Code's inline completions (an explicit trigger sent
+ * while no provider answered is ignored until the text changes).
+ */
+export async function typeAndWaitForGhostText(
+  page: Page,
+  editor: Locator,
+  text: string,
+  accept: (ghost: string) => boolean,
+  timeoutMs = 30_000,
+): Promise<string> {
+  await page.keyboard.type(text, { delay: 25 });
+  const deadline = Date.now() + timeoutMs;
+  let lastSeen: string | undefined;
+  let lastEdit = Date.now();
+  for (;;) {
+    lastSeen = await readGhostText(editor);
+    if (lastSeen !== undefined && accept(lastSeen)) return lastSeen;
+    if (Date.now() > deadline) {
+      throw new Error(`no matching ghost text after typing ${JSON.stringify(text)}; last seen: ${JSON.stringify(lastSeen ?? null)}`);
+    }
+    if (lastSeen === undefined && Date.now() - lastEdit > 5_000) {
+      await page.keyboard.press("Backspace");
+      await page.keyboard.type(text.slice(-1));
+      lastEdit = Date.now();
+    }
+    await sleep(100);
+  }
+}
+
+/** The editor's visible text, with the non-breaking spaces Monaco renders turned back into spaces. */
+export async function editorText(editor: Locator): Promise<string> {
+  return (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
+}

@@ -1,0 +1,64 @@
+// Starts the relay for the end-to-end test the way a user would: through its CLI, in a throwaway data dir.
+import { spawn, spawnSync } from "node:child_process";
+import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, REPO_ROOT, waitUntil } from "./codeServer";
+
+export interface RelayUnderTest {
+  url: string;
+  workspaceSlug: string;
+  apiKey: string;
+  /** Revokes `apiKey` through the relay's API, as its owner would. */
+  revokeKey(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const CLI = join(REPO_ROOT, "relay/bin/tab-relay.js");
+
+export async function startCliRelay(workspaceSlug: string, logFile: string): Promise<RelayUnderTest> {
+  const data = mkdtempSync(join(tmpdir(), "tab-relay-e2e-data-"));
+  const init = spawnSync(process.execPath, [CLI, "init", "--data", data, "--workspace", workspaceSlug, "--owner", "e2e", "--json"], {
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  if (init.status !== 0) throw new Error(`tab-relay init failed:\n${init.stdout}\n${init.stderr}`);
+  const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
+
+  const port = await freePort();
+  const server = spawn(process.execPath, [CLI, "serve", "--data", data, "--port", String(port), "--host", "127.0.0.1"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const log = createWriteStream(logFile);
+  server.stdout.pipe(log);
+  server.stderr.pipe(log);
+  let exited = false;
+  server.on("exit", () => (exited = true));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (!exited) {
+      server.kill("SIGTERM");
+      await waitUntil("the relay to exit", 5_000, () => exited || undefined).catch(() => server.kill("SIGKILL"));
+    }
+    rmSync(data, { recursive: true, force: true });
+  };
+  try {
+    await waitUntil("relay /healthz", 30_000, async () => {
+      if (exited) throw new Error(`tab-relay serve exited during startup; see ${logFile}`);
+      return (await fetch(`${url}/healthz`).then((response) => response.ok).catch(() => false)) || undefined;
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url, workspaceSlug, apiKey, revokeKey: () => revokeOwnKey(url, apiKey), stop };
+}
+
+async function revokeOwnKey(url: string, apiKey: string): Promise<void> {
+  const headers = { authorization: `Bearer ${apiKey}` };
+  const me = await fetch(`${url}/api/v1/me`, { headers });
+  if (!me.ok) throw new Error(`GET /api/v1/me answered ${me.status}: ${await me.text()}`);
+  const { data } = (await me.json()) as { data: { api_key: { id: string } } };
+  const revoked = await fetch(`${url}/api/v1/api-keys/${encodeURIComponent(data.api_key.id)}`, { method: "DELETE", headers });
+  if (!revoked.ok) throw new Error(`DELETE /api/v1/api-keys/${data.api_key.id} answered ${revoked.status}: ${await revoked.text()}`);
+}
