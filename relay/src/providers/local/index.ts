@@ -1,0 +1,1 @@
+export { createLocalProvider, predictContinuation, splitIntoFragments } from "./localProvider";
