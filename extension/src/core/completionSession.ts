@@ -1,0 +1,197 @@
+import { TAB_DEFAULTS } from "@tab-relay/shared";
+import { TypingThroughCache } from "./cache";
+import { buildTabContext, cursorText, isSingleLineContext } from "./context";
+import { debounce } from "./debounce";
+import { postprocess } from "./postprocess";
+import { prefilter } from "./prefilter";
+import { buildRequestBody, requestCompletion, type RequestOutcome } from "./request";
+import type { Settings } from "./settings";
+import type { StatusController } from "./status";
+import type { Clock, CompletionInput, FetchLike, Logger, Suggestion } from "./types";
+
+export interface SessionDeps {
+  readonly clock: Clock;
+  readonly fetch: FetchLike;
+  readonly logger: Logger;
+  readonly getSettings: () => Settings;
+  /** The API key, looked up per request so a new key takes effect at once; never logged. */
+  readonly getApiKey: () => Promise<string | undefined>;
+  readonly status: StatusController;
+  readonly cache?: TypingThroughCache;
+  /** Called as things happen, for benchmarks and tests that need timings. */
+  readonly onEvent?: (event: SessionEvent) => void;
+}
+
+export type SessionEvent =
+  | { readonly type: "cacheHit"; readonly at: number }
+  | { readonly type: "requestStarted"; readonly at: number }
+  | { readonly type: "requestEnded"; readonly at: number; readonly outcome: RequestOutcome }
+  | { readonly type: "shown"; readonly at: number; readonly suggestion: Suggestion };
+
+/** Running totals since the session started. */
+export interface SessionStats {
+  provideCalls: number;
+  skipped: number;
+  cacheHits: number;
+  debounceCancelled: number;
+  requestsStarted: number;
+  requestsCompleted: number;
+  requestsAborted: number;
+  requestsTimedOut: number;
+  requestsFailed: number;
+  suggestionsShown: number;
+}
+
+/**
+ * The inline completion pipeline: one `provide` call per cursor position, read top to bottom in `run`.
+ * A newer call aborts the older one, whether it is still waiting out the debounce or already streaming.
+ */
+export class CompletionSession {
+  private readonly cache: TypingThroughCache;
+  private current: AbortController | undefined;
+  private readonly counters: SessionStats = {
+    provideCalls: 0,
+    skipped: 0,
+    cacheHits: 0,
+    debounceCancelled: 0,
+    requestsStarted: 0,
+    requestsCompleted: 0,
+    requestsAborted: 0,
+    requestsTimedOut: 0,
+    requestsFailed: 0,
+    suggestionsShown: 0,
+  };
+
+  constructor(private readonly deps: SessionDeps) {
+    this.cache = deps.cache ?? new TypingThroughCache();
+  }
+
+  get stats(): Readonly<SessionStats> {
+    return { ...this.counters };
+  }
+
+  async provide(input: CompletionInput, signal?: AbortSignal): Promise<Suggestion | undefined> {
+    this.counters.provideCalls++;
+    this.current?.abort();
+    const controller = new AbortController();
+    this.current = controller;
+    const cancel = () => controller.abort();
+    signal?.addEventListener("abort", cancel, { once: true });
+    if (signal?.aborted) controller.abort();
+    try {
+      return await this.run(input, controller.signal);
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      if (this.current === controller) this.current = undefined;
+    }
+  }
+
+  /** Forgets shown suggestions, e.g. after the relay or model changed. */
+  clearCache(): void {
+    this.cache.clear();
+  }
+
+  dispose(): void {
+    this.current?.abort();
+  }
+
+  private async run(input: CompletionInput, signal: AbortSignal): Promise<Suggestion | undefined> {
+    const { clock, status } = this.deps;
+    const settings = this.deps.getSettings();
+    const gate = status.gate();
+    if (prefilter(input, settings, gate.pause) !== undefined) return this.skip();
+
+    const cursor = cursorText(input);
+    const remainder = this.cache.lookup(input.uri, cursor);
+    if (remainder !== undefined) {
+      this.counters.cacheHits++;
+      this.deps.onEvent?.({ type: "cacheHit", at: clock.now() });
+      return this.show(input, remainder, true);
+    }
+    if (gate.blocked !== undefined) return this.skip();
+
+    if (!(await debounce(clock, settings.debounceMs, signal))) {
+      this.counters.debounceCancelled++;
+      return undefined;
+    }
+    const apiKey = await this.deps.getApiKey();
+    if (apiKey === undefined || apiKey === "" || signal.aborted) return this.skip();
+
+    const singleLine = isSingleLineContext(input, cursor);
+    const body = buildRequestBody(settings, buildTabContext(input, settings));
+    this.counters.requestsStarted++;
+    this.deps.onEvent?.({ type: "requestStarted", at: clock.now() });
+    status.dispatch({ type: "requestStarted" });
+    const outcome = await requestCompletion(this.deps, {
+      relayUrl: settings.relayUrl,
+      apiKey,
+      body,
+      timeoutMs: settings.requestTimeoutMs,
+      singleLine,
+      signal,
+    });
+    status.dispatch({ type: "requestEnded", outcome });
+    this.count(outcome);
+    this.deps.onEvent?.({ type: "requestEnded", at: clock.now(), outcome });
+
+    const text =
+      outcome.kind === "ok"
+        ? postprocess(outcome.text, { before: cursor.before, after: cursor.after, singleLine, minVisibleChars: TAB_DEFAULTS.minVisibleSuggestionLength })
+        : undefined;
+    this.log(input, body.tab_context.surface, outcome, text);
+    if (text === undefined) return undefined;
+    this.cache.store(input.uri, cursor, text);
+    return this.show(input, text, false);
+  }
+
+  private show(input: CompletionInput, text: string, fromCache: boolean): Suggestion | undefined {
+    if (text.replace(/\s/g, "").length < TAB_DEFAULTS.minVisibleSuggestionLength) return undefined;
+    const selected = input.selected;
+    // With an IntelliSense item selected, ghost text must extend that item and replace the same range.
+    const suggestion: Suggestion = selected
+      ? { insertText: selected.text + text, start: selected.start, end: selected.end, fromCache }
+      : { insertText: text, start: input.offset, end: input.offset, fromCache };
+    this.counters.suggestionsShown++;
+    this.deps.onEvent?.({ type: "shown", at: this.deps.clock.now(), suggestion });
+    return suggestion;
+  }
+
+  private skip(): undefined {
+    this.counters.skipped++;
+    return undefined;
+  }
+
+  private count(outcome: RequestOutcome): void {
+    if (outcome.kind === "ok") this.counters.requestsCompleted++;
+    else if (outcome.kind === "aborted") this.counters.requestsAborted++;
+    else if (outcome.kind === "timeout") this.counters.requestsTimedOut++;
+    else this.counters.requestsFailed++;
+  }
+
+  private log(input: CompletionInput, surface: string, outcome: RequestOutcome, shown: string | undefined): void {
+    const where = `${surface} ${input.relativePath ?? input.uri}`;
+    const line = `${where}: ${describeOutcome(outcome)}`;
+    if (outcome.kind === "failed" || outcome.kind === "unreachable") this.deps.logger.warn(line);
+    else if (outcome.kind === "ok") this.deps.logger.info(`${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars`}`);
+    else this.deps.logger.info(line);
+  }
+}
+
+/** One line per request for the output channel: status, timing, and how it ended. */
+export function describeOutcome(outcome: RequestOutcome): string {
+  switch (outcome.kind) {
+    case "ok": {
+      const first = outcome.firstChunkMs === undefined ? "" : `, first chunk ${outcome.firstChunkMs} ms`;
+      const ended = outcome.ended === "done" ? "" : ` (${outcome.ended})`;
+      return `${outcome.status} in ${outcome.durationMs} ms${first}, ${outcome.text.length} chars${ended}`;
+    }
+    case "aborted":
+      return `aborted after ${outcome.durationMs} ms (typing went on)`;
+    case "timeout":
+      return `timed out after ${outcome.durationMs} ms`;
+    case "unreachable":
+      return `relay unreachable after ${outcome.durationMs} ms: ${outcome.message}`;
+    case "failed":
+      return `${outcome.status ?? "stream"} ${outcome.code} in ${outcome.durationMs} ms: ${outcome.message}`;
+  }
+}

@@ -1,0 +1,112 @@
+/* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { TabContext } from "@tab-relay/shared";
+import { allocate, buildTabContext, cursorText, head, isSingleLineContext, surfaceFor, tail } from "./context";
+import { DEFAULT_SETTINGS } from "./settings";
+import { inputAt } from "./testing";
+
+const settings = { ...DEFAULT_SETTINGS, workspaceSlug: "acme" };
+
+test("sends about 600 characters before and 80 after the cursor by default", () => {
+  const before = "b".repeat(1000);
+  const after = "a".repeat(200);
+  const context = buildTabContext(inputAt(`${before}█${after}`), settings);
+  assert.equal(context.active_text_before_cursor, before.slice(-600));
+  assert.equal(context.active_text_after_cursor, after.slice(0, 80));
+  assert.equal(TabContext.safeParse(context).success, true);
+});
+
+test("window sizes come from the settings", () => {
+  const context = buildTabContext(inputAt("0123456789█abcdef"), { ...settings, contextCharsBefore: 4, contextCharsAfter: 2 });
+  assert.equal(context.active_text_before_cursor, "6789");
+  assert.equal(context.active_text_after_cursor, "ab");
+});
+
+test("fills the editor fields: entity, path, title, language, workspace", () => {
+  const context = buildTabContext(inputAt("let a = █"), settings);
+  assert.equal(context.surface, "code");
+  assert.equal(context.workspace_slug, "acme");
+  assert.equal(context.entity_id, "src/app.ts");
+  assert.equal(context.file_path, "src/app.ts");
+  assert.equal(context.document_title, "app.ts");
+  assert.equal(context.code_language, "typescript");
+  assert.equal(context.document_type, "plaintext");
+  assert.equal(context.active_text_after_cursor, undefined);
+});
+
+test("an untitled document is identified by its URI and has no file path", () => {
+  const context = buildTabContext(
+    inputAt("hello █", { uri: "untitled:Untitled-1", relativePath: undefined, scheme: "untitled", languageId: "plaintext", title: "Untitled-1" }),
+    settings,
+  );
+  assert.equal(context.entity_id, "untitled:Untitled-1");
+  assert.equal(context.file_path, undefined);
+  assert.equal(context.surface, "notes");
+  assert.equal(context.code_language, undefined);
+});
+
+test("maps markdown to docs, plain text to notes, the commit box to messages, and the rest to code", () => {
+  assert.equal(surfaceFor({ scheme: "file", languageId: "markdown" }, settings), "docs");
+  assert.equal(surfaceFor({ scheme: "file", languageId: "plaintext" }, settings), "notes");
+  assert.equal(surfaceFor({ scheme: "vscode-scm", languageId: "scminput" }, settings), "messages");
+  assert.equal(surfaceFor({ scheme: "file", languageId: "git-commit" }, settings), "messages");
+  assert.equal(surfaceFor({ scheme: "vscode-scm", languageId: "unknown" }, settings), "messages");
+  assert.equal(surfaceFor({ scheme: "file", languageId: "rust" }, settings), "code");
+  const markdown = buildTabContext(inputAt("# Title\n█", { languageId: "markdown" }), settings);
+  assert.equal(markdown.document_type, "markdown");
+  assert.equal(markdown.surface, "docs");
+});
+
+test("the surface setting maps language ids to any surface name, over the defaults", () => {
+  const custom = { ...settings, surfaces: { markdown: "email", yaml: "issue" } };
+  assert.equal(surfaceFor({ scheme: "file", languageId: "markdown" }, custom), "email");
+  assert.equal(surfaceFor({ scheme: "file", languageId: "yaml" }, custom), "issue");
+});
+
+test("surrounding context comes from the rest of the document and the other visible editors, within budget", () => {
+  const top = `import { helper } from "./helper";\n${"// filler\n".repeat(100)}`;
+  const bottom = `${"\n".repeat(5)}${"// more\n".repeat(20)}export function last() {}\n`;
+  const input = inputAt(`${top}function f() {\n  return █\n}${bottom}`, {
+    otherEditors: [{ path: "src/helper.ts", languageId: "typescript", text: "export function helper(): number { return 42; }" }],
+  });
+  const context = buildTabContext(input, { ...settings, contextCharsBefore: 100, contextCharsAfter: 10, surroundingContextChars: 500 });
+  const surrounding = context.surrounding_context ?? "";
+  assert.ok(surrounding.length <= 500, `${surrounding.length} chars`);
+  assert.match(surrounding, /import \{ helper \} from/);
+  assert.match(surrounding, /--- src\/helper\.ts ---\nexport function helper\(\): number \{ return 42; \}/);
+  assert.match(surrounding, /\/\/ more/);
+  assert.equal(surrounding.includes("return █"), false);
+});
+
+test("no surrounding context when its budget is zero or there is nothing else", () => {
+  assert.equal(buildTabContext(inputAt("a█b"), settings).surrounding_context, undefined);
+  const input = inputAt(`${"x".repeat(2000)}█`, { otherEditors: [{ path: "b.ts", languageId: "typescript", text: "other" }] });
+  assert.equal(buildTabContext(input, { ...settings, surroundingContextChars: 0 }).surrounding_context, undefined);
+});
+
+test("a selected IntelliSense item is treated as already typed, and forces a single line", () => {
+  const input = inputAt("console.l█", { selected: { start: 8, end: 9, text: "log" } });
+  assert.deepEqual(cursorText(input), { before: "console.log", after: "" });
+  assert.equal(buildTabContext(input, settings).active_text_before_cursor, "console.log");
+  assert.equal(isSingleLineContext(input, cursorText(input)), true);
+});
+
+test("a context is single-line when non-blank text follows the cursor on its line", () => {
+  const single = inputAt("foo(█)\nbar");
+  const multi = inputAt("foo() {█  \n}");
+  assert.equal(isSingleLineContext(single, cursorText(single)), true);
+  assert.equal(isSingleLineContext(multi, cursorText(multi)), false);
+});
+
+test("allocate shares a budget equally and passes on what a source does not need", () => {
+  assert.deepEqual(allocate(100, [10, 200, 200]), [10, 45, 45]);
+  assert.deepEqual(allocate(100, [0, 0]), [0, 0]);
+  assert.deepEqual(allocate(30, [100]), [30]);
+});
+
+test("windows never split a surrogate pair", () => {
+  assert.equal(tail("a😀b", 3), "😀b");
+  assert.equal(tail("a😀b", 2), "b");
+  assert.equal(head("a😀b", 2), "a");
+});

@@ -1,0 +1,32 @@
+/* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { prefilter } from "./prefilter";
+import { DEFAULT_SETTINGS } from "./settings";
+import { inputAt } from "./testing";
+
+const settings = { ...DEFAULT_SETTINGS, workspaceSlug: "acme" };
+
+test("lets an ordinary cursor position through", () => {
+  assert.equal(prefilter(inputAt("const x = █"), settings, undefined), undefined);
+  assert.equal(prefilter(inputAt("call(█)"), settings, undefined), undefined);
+});
+
+test("skips when the user disabled or snoozed completions", () => {
+  assert.equal(prefilter(inputAt("x█"), { ...settings, enabled: false }, undefined), "disabled");
+  assert.equal(prefilter(inputAt("x█"), settings, "disabled"), "disabled");
+  assert.equal(prefilter(inputAt("x█"), settings, "snoozed"), "snoozed");
+});
+
+test("skips languages that are not enabled", () => {
+  assert.equal(prefilter(inputAt("x█"), { ...settings, disabledLanguages: ["typescript"] }, undefined), "language disabled");
+});
+
+test("skips the middle of a word, where ghost text cannot fit", () => {
+  assert.equal(prefilter(inputAt("cons█t x"), settings, undefined), "inside a word");
+  assert.equal(prefilter(inputAt("const █x"), settings, undefined), "inside a word");
+});
+
+test("skips an empty document", () => {
+  assert.equal(prefilter(inputAt("  █\n"), settings, undefined), "empty document");
+});

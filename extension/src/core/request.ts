@@ -1,0 +1,173 @@
+import { ErrorEnvelope, RelayError, codeForStatus, readCompletionStream, type CompletionRequest, type TabContext } from "@tab-relay/shared";
+import type { Settings } from "./settings";
+import type { Clock, FetchLike } from "./types";
+
+export const COMPLETIONS_PATH = "/api/v1/tab/chat/completions";
+
+export type RequestOutcome =
+  | {
+      readonly kind: "ok";
+      readonly text: string;
+      /** `done`: the stream ended; `first line`: a single-line context had its line; `timeout`: the complete lines so far. */
+      readonly ended: "done" | "first line" | "timeout";
+      readonly status: number;
+      readonly firstChunkMs: number | undefined;
+      readonly durationMs: number;
+    }
+  | { readonly kind: "aborted"; readonly durationMs: number }
+  | { readonly kind: "timeout"; readonly durationMs: number }
+  | { readonly kind: "unreachable"; readonly message: string; readonly durationMs: number }
+  | {
+      readonly kind: "failed";
+      readonly status: number | undefined;
+      readonly code: string;
+      readonly message: string;
+      readonly retryAfterMs: number | undefined;
+      readonly durationMs: number;
+    };
+
+export interface RelayRequest {
+  readonly relayUrl: string;
+  readonly apiKey: string;
+  readonly body: CompletionRequest;
+  readonly timeoutMs: number;
+  /** Stop at the first newline: ghost text mid-line can only be one line. */
+  readonly singleLine: boolean;
+  /** Aborted when the user types on; the HTTP request is aborted with it. */
+  readonly signal: AbortSignal;
+}
+
+export function buildRequestBody(settings: Settings, tabContext: TabContext): CompletionRequest {
+  const body: CompletionRequest = { model: settings.model, stream: true, tab_context: tabContext };
+  if (settings.maxCompletionTokens !== undefined) body.max_completion_tokens = settings.maxCompletionTokens;
+  return body;
+}
+
+/**
+ * POSTs one streaming completion request and reads the SSE answer until it is complete enough to show.
+ * Never throws: every way a request can end is a RequestOutcome.
+ */
+export async function requestCompletion(deps: { fetch: FetchLike; clock: Clock }, request: RelayRequest): Promise<RequestOutcome> {
+  const { clock } = deps;
+  const started = clock.now();
+  const elapsed = () => clock.now() - started;
+  if (request.signal.aborted) return { kind: "aborted", durationMs: 0 };
+
+  const controller = new AbortController();
+  let stopped: "cancelled" | "timeout" | undefined;
+  const onCancel = () => {
+    stopped ??= "cancelled";
+    controller.abort();
+  };
+  request.signal.addEventListener("abort", onCancel, { once: true });
+  const timer = clock.setTimeout(() => {
+    stopped ??= "timeout";
+    controller.abort();
+  }, request.timeoutMs);
+
+  let text = "";
+  let firstChunkAt: number | undefined;
+  const ok = (value: string, ended: "done" | "first line" | "timeout", status: number): RequestOutcome => ({
+    kind: "ok",
+    text: value,
+    ended,
+    status,
+    firstChunkMs: firstChunkAt === undefined ? undefined : firstChunkAt - started,
+    durationMs: elapsed(),
+  });
+
+  let status = 0;
+  let consumed = false;
+  try {
+    let response: Response;
+    try {
+      response = await deps.fetch(`${request.relayUrl}${COMPLETIONS_PATH}`, {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          Accept: "text/event-stream",
+          Authorization: `Bearer ${request.apiKey}`,
+        },
+        body: JSON.stringify(request.body),
+        signal: controller.signal,
+      });
+    } catch (error) {
+      if (stopped !== undefined) return { kind: stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
+      return { kind: "unreachable", message: describe(error), durationMs: elapsed() };
+    }
+    status = response.status;
+    if (!response.ok) {
+      const outcome = await failure(response, clock, elapsed);
+      consumed = true;
+      return outcome;
+    }
+    if (response.body === null) return failed(status, "UPSTREAM_ERROR", "Response has no body", elapsed());
+
+    for await (const event of readCompletionStream(response.body)) {
+      if (event.type === "done") {
+        consumed = true;
+        return ok(text, "done", status);
+      }
+      firstChunkAt ??= clock.now();
+      text += event.content;
+      const newline = request.singleLine ? text.indexOf("\n") : -1;
+      if (newline !== -1) return ok(text.slice(0, newline), "first line", status);
+    }
+    return failed(status, "UPSTREAM_ERROR", "Completion stream ended early", elapsed());
+  } catch (error) {
+    if (stopped === "cancelled") return { kind: "aborted", durationMs: elapsed() };
+    if (stopped === "timeout") {
+      // Whole lines that arrived in time are worth showing; a half line is not.
+      const lastNewline = request.singleLine ? -1 : text.lastIndexOf("\n");
+      return lastNewline > 0 ? ok(text.slice(0, lastNewline), "timeout", status) : { kind: "timeout", durationMs: elapsed() };
+    }
+    if (error instanceof RelayError) return failed(status, error.code, error.message, elapsed());
+    return failed(status, "UPSTREAM_ERROR", describe(error), elapsed());
+  } finally {
+    clock.clearTimeout(timer);
+    request.signal.removeEventListener("abort", onCancel);
+    // Releases the connection when the stream was left early (first line, or an error).
+    if (!consumed) controller.abort();
+  }
+}
+
+async function failure(response: Response, clock: Clock, elapsed: () => number): Promise<RequestOutcome> {
+  const body = await response.text().catch(() => "");
+  let code: string = codeForStatus(response.status);
+  let message = `HTTP ${response.status}`;
+  try {
+    const envelope = ErrorEnvelope.safeParse(JSON.parse(body));
+    if (envelope.success) ({ code, message } = envelope.data.error);
+  } catch {
+    // A proxy's HTML error page: the status alone has to do.
+  }
+  return {
+    kind: "failed",
+    status: response.status,
+    code,
+    message,
+    retryAfterMs: parseRetryAfter(response.headers.get("retry-after"), clock.now()),
+    durationMs: elapsed(),
+  };
+}
+
+function failed(status: number, code: string, message: string, durationMs: number): RequestOutcome {
+  return { kind: "failed", status: status === 0 ? undefined : status, code, message, retryAfterMs: undefined, durationMs };
+}
+
+/** `Retry-After` is either delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return `${error.message}${cause}`;
+  }
+  return String(error);
+}

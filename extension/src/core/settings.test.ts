@@ -1,0 +1,51 @@
+/* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { DEFAULT_SETTINGS, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
+
+test("missing values take the spec's defaults", () => {
+  const { settings, problems } = parseSettings({});
+  assert.deepEqual(problems, []);
+  assert.equal(settings.relayUrl, "http://127.0.0.1:8787");
+  assert.equal(settings.model, "tab-v1");
+  assert.equal(settings.debounceMs, 120);
+  assert.equal(settings.contextCharsBefore, 600);
+  assert.equal(settings.contextCharsAfter, 80);
+  assert.equal(settings.surroundingContextChars, 500);
+});
+
+test("an invalid value falls back to its default and is reported by setting name, the rest still applies", () => {
+  const { settings, problems } = parseSettings({ debounceMs: -5, relayUrl: "ftp://x", workspaceSlug: "acme", model: "tab-v2" });
+  assert.equal(settings.debounceMs, DEFAULT_SETTINGS.debounceMs);
+  assert.equal(settings.relayUrl, DEFAULT_SETTINGS.relayUrl);
+  assert.equal(settings.workspaceSlug, "acme");
+  assert.equal(settings.model, "tab-v2");
+  assert.equal(problems.length, 2);
+  assert.match(problems[0] ?? "", /^tabRelay\.relayUrl: /);
+  assert.match(problems[1] ?? "", /^tabRelay\.debounceMs: /);
+});
+
+test("a trailing slash on the relay URL is dropped so paths join cleanly", () => {
+  assert.equal(parseSettings({ relayUrl: "https://relay.example.com/ " }).settings.relayUrl, "https://relay.example.com");
+});
+
+test("a null max tokens means the relay's default", () => {
+  assert.equal(parseSettings({ maxCompletionTokens: null }).settings.maxCompletionTokens, undefined);
+  assert.equal(parseSettings({ maxCompletionTokens: 64 }).settings.maxCompletionTokens, 64);
+  assert.equal(parseSettings({ maxCompletionTokens: 501 }).problems.length, 1);
+});
+
+test("the workspace slug and the key are required before any request", () => {
+  const { settings } = parseSettings({});
+  assert.deepEqual(missingConfiguration(settings, false), ["tabRelay.workspaceSlug", "API key"]);
+  assert.deepEqual(missingConfiguration({ ...settings, workspaceSlug: "acme" }, true), []);
+});
+
+test("disabled languages win over enabled ones, and * enables the rest", () => {
+  const settings = { ...DEFAULT_SETTINGS, enabledLanguages: ["*"], disabledLanguages: ["plaintext"] };
+  assert.equal(isLanguageEnabled(settings, "typescript"), true);
+  assert.equal(isLanguageEnabled(settings, "plaintext"), false);
+  const only = { ...DEFAULT_SETTINGS, enabledLanguages: ["python"] };
+  assert.equal(isLanguageEnabled(only, "python"), true);
+  assert.equal(isLanguageEnabled(only, "typescript"), false);
+});

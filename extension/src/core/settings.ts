@@ -1,0 +1,111 @@
+import { TAB_DEFAULTS, TAB_LIMITS } from "@tab-relay/shared";
+import { z } from "zod";
+
+/** The extension's settings (`tabRelay.*`), validated; the pipeline reads nothing else. */
+export interface Settings {
+  readonly enabled: boolean;
+  readonly relayUrl: string;
+  readonly workspaceSlug: string;
+  readonly model: string;
+  readonly debounceMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxCompletionTokens: number | undefined;
+  readonly contextCharsBefore: number;
+  readonly contextCharsAfter: number;
+  readonly surroundingContextChars: number;
+  /** Language ids to complete in; `*` means all. */
+  readonly enabledLanguages: readonly string[];
+  /** Language ids never to complete in; wins over `enabledLanguages`. */
+  readonly disabledLanguages: readonly string[];
+  /** Language id → surface name, merged over DEFAULT_SURFACES. */
+  readonly surfaces: Readonly<Record<string, string>>;
+}
+
+/** Markdown is prose for docs, plain text is notes, the commit box is a message; everything else is code. */
+export const DEFAULT_SURFACES: Readonly<Record<string, string>> = {
+  markdown: "docs",
+  plaintext: "notes",
+  scminput: "messages",
+  "git-commit": "messages",
+};
+
+export const DEFAULT_SETTINGS: Settings = {
+  enabled: true,
+  relayUrl: "http://127.0.0.1:8787",
+  workspaceSlug: "",
+  model: TAB_DEFAULTS.model,
+  debounceMs: TAB_DEFAULTS.debounceMs,
+  requestTimeoutMs: 5_000,
+  maxCompletionTokens: undefined,
+  contextCharsBefore: TAB_DEFAULTS.contextCharsBefore,
+  contextCharsAfter: TAB_DEFAULTS.contextCharsAfter,
+  surroundingContextChars: TAB_DEFAULTS.surroundingContextChars,
+  enabledLanguages: ["*"],
+  disabledLanguages: [],
+  surfaces: {},
+};
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+const FIELDS = {
+  enabled: z.boolean(),
+  relayUrl: z
+    .string()
+    .trim()
+    .refine((value) => value === "" || /^https?:\/\/[^\s]+$/.test(value), "must be an http(s) URL")
+    .transform((value) => value.replace(/\/+$/, "")),
+  workspaceSlug: z.string().trim().max(128),
+  model: z.string().trim().min(1).max(128),
+  debounceMs: int(0, 5_000),
+  requestTimeoutMs: int(100, 120_000),
+  maxCompletionTokens: int(1, TAB_LIMITS.maxCompletionTokens).nullable().transform((value) => value ?? undefined),
+  contextCharsBefore: int(1, TAB_LIMITS.activeTextBeforeCursor),
+  contextCharsAfter: int(0, TAB_LIMITS.activeTextAfterCursor),
+  surroundingContextChars: int(0, TAB_LIMITS.surroundingContext),
+  enabledLanguages: z.array(z.string().min(1)),
+  disabledLanguages: z.array(z.string().min(1)),
+  surfaces: z.record(z.string().min(1), z.string().trim().min(1).max(64)),
+} satisfies { [K in keyof Settings]: z.ZodType<Settings[K], unknown> };
+
+export interface ParsedSettings {
+  readonly settings: Settings;
+  /** One line per rejected value, e.g. `tabRelay.debounceMs: Too big: expected number to be <=5000`. */
+  readonly problems: readonly string[];
+}
+
+/**
+ * Validates raw configuration values field by field. A missing value takes its default; an invalid one takes
+ * its default too and is reported, so one typo in settings.json does not switch completions off.
+ */
+export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSettings {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(FIELDS) as [keyof Settings, z.ZodType][]) {
+    const value = raw[key];
+    if (value === undefined) {
+      out[key] = DEFAULT_SETTINGS[key];
+      continue;
+    }
+    const parsed = schema.safeParse(value);
+    if (parsed.success) out[key] = parsed.data;
+    else {
+      out[key] = DEFAULT_SETTINGS[key];
+      problems.push(`tabRelay.${key}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    }
+  }
+  return { settings: Object.freeze(out) as unknown as Settings, problems };
+}
+
+/** What still has to be set before a request can be made, as setting names people can look up. */
+export function missingConfiguration(settings: Settings, hasApiKey: boolean): string[] {
+  const missing: string[] = [];
+  if (settings.relayUrl === "") missing.push("tabRelay.relayUrl");
+  if (settings.workspaceSlug === "") missing.push("tabRelay.workspaceSlug");
+  if (!hasApiKey) missing.push("API key");
+  return missing;
+}
+
+export function isLanguageEnabled(settings: Settings, languageId: string): boolean {
+  if (settings.disabledLanguages.includes(languageId)) return false;
+  return settings.enabledLanguages.includes("*") || settings.enabledLanguages.includes(languageId);
+}

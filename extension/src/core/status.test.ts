@@ -1,0 +1,156 @@
+/* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { RequestOutcome } from "./request";
+import { StatusController, deriveStatus, initialStatus, reduceStatus, type Notice, type StatusKind, type StatusModel } from "./status";
+import { STATUS_TEXT, describeStatus } from "./statusView";
+import { FakeClock } from "./testing";
+
+const NOW = 1_000_000;
+const ready = initialStatus(true, []);
+
+function failed(status: number, retryAfterMs?: number): RequestOutcome {
+  return { kind: "failed", status, code: "X", message: `HTTP ${status}`, retryAfterMs, durationMs: 5 };
+}
+const ok: RequestOutcome = { kind: "ok", text: "x", ended: "done", status: 200, firstChunkMs: 1, durationMs: 2 };
+const unreachable: RequestOutcome = { kind: "unreachable", message: "ECONNREFUSED", durationMs: 1 };
+
+function after(model: StatusModel, outcome: RequestOutcome, now = NOW): StatusModel {
+  return reduceStatus(reduceStatus(model, { type: "requestStarted" }, now), { type: "requestEnded", outcome }, now);
+}
+
+test("ready → requesting while a request is in flight → ready", () => {
+  const started = reduceStatus(ready, { type: "requestStarted" }, NOW);
+  assert.equal(deriveStatus(started, NOW), "requesting");
+  assert.equal(deriveStatus(reduceStatus(started, { type: "requestEnded", outcome: ok }, NOW), NOW), "ready");
+});
+
+test("disabled and enabled again by configuration", () => {
+  const off = reduceStatus(ready, { type: "configured", enabled: false, missing: [] }, NOW);
+  assert.equal(deriveStatus(off, NOW), "disabled");
+  assert.equal(deriveStatus(reduceStatus(off, { type: "configured", enabled: true, missing: [] }, NOW), NOW), "ready");
+});
+
+test("not configured until the missing settings and key are there", () => {
+  const missing = reduceStatus(ready, { type: "configured", enabled: true, missing: ["API key"] }, NOW);
+  assert.equal(deriveStatus(missing, NOW), "notConfigured");
+  assert.equal(deriveStatus(reduceStatus(missing, { type: "configured", enabled: true, missing: [] }, NOW), NOW), "ready");
+});
+
+test("snoozed until the given time, or until resumed", () => {
+  const snoozed = reduceStatus(ready, { type: "snoozed", until: NOW + 5 * 60_000 }, NOW);
+  assert.equal(deriveStatus(snoozed, NOW + 1), "snoozed");
+  assert.equal(deriveStatus(reduceStatus(snoozed, { type: "tick" }, NOW + 5 * 60_000), NOW + 5 * 60_000), "ready");
+  assert.equal(deriveStatus(reduceStatus(snoozed, { type: "resumed" }, NOW), NOW), "ready");
+});
+
+test("401 → unauthorized until the key changes", () => {
+  const rejected = after(ready, failed(401));
+  assert.equal(deriveStatus(rejected, NOW), "unauthorized");
+  assert.equal(deriveStatus(reduceStatus(rejected, { type: "tick" }, NOW + 3_600_000), NOW + 3_600_000), "unauthorized");
+  assert.equal(deriveStatus(reduceStatus(rejected, { type: "credentialsChanged" }, NOW), NOW), "ready");
+});
+
+test("403 → forbidden until retried", () => {
+  const forbidden = after(ready, failed(403));
+  assert.equal(deriveStatus(forbidden, NOW), "forbidden");
+  assert.equal(deriveStatus(reduceStatus(forbidden, { type: "retry" }, NOW), NOW), "ready");
+});
+
+test("429 → rate limited for Retry-After, then ready again by itself", () => {
+  const limited = after(ready, failed(429, 7_000));
+  assert.equal(deriveStatus(limited, NOW + 6_999), "rateLimited");
+  assert.equal(deriveStatus(reduceStatus(limited, { type: "tick" }, NOW + 7_000), NOW + 7_000), "ready");
+});
+
+test("429 without Retry-After backs off exponentially", () => {
+  const first = after(ready, failed(429));
+  const second = after(reduceStatus(first, { type: "tick" }, NOW + 1_000), failed(429), NOW + 1_000);
+  assert.deepEqual(first.problem?.kind === "rateLimited" && first.problem.until, NOW + 1_000);
+  assert.deepEqual(second.problem?.kind === "rateLimited" && second.problem.until, NOW + 1_000 + 2_000);
+});
+
+test("a connection failure → relay unreachable, with growing retry delays, until a request succeeds", () => {
+  const once = after(ready, unreachable);
+  const twice = after(once, unreachable, NOW + 1_000);
+  assert.equal(deriveStatus(twice, NOW), "unreachable");
+  assert.equal(once.problem?.kind === "unreachable" && once.problem.retryAt, NOW + 1_000);
+  assert.equal(twice.problem?.kind === "unreachable" && twice.problem.retryAt, NOW + 1_000 + 2_000);
+  assert.equal(deriveStatus(after(twice, ok), NOW), "ready");
+});
+
+test("a server error or timeout is logged but does not change the state", () => {
+  assert.equal(deriveStatus(after(ready, failed(502)), NOW), "ready");
+  assert.equal(deriveStatus(after(ready, { kind: "timeout", durationMs: 5_000 }), NOW), "ready");
+});
+
+test("the controller blocks requests while rate limited and resumes by itself when Retry-After has passed", async () => {
+  const clock = new FakeClock(NOW);
+  const status = new StatusController(clock, ready);
+  const seen: StatusKind[] = [];
+  status.onChange((kind) => seen.push(kind));
+  status.dispatch({ type: "requestStarted" });
+  status.dispatch({ type: "requestEnded", outcome: failed(429, 3_000) });
+  assert.equal(status.gate().blocked, "rateLimited");
+  await clock.advance(2_999);
+  assert.equal(status.kind, "rateLimited");
+  await clock.advance(1);
+  assert.equal(status.kind, "ready");
+  assert.equal(status.gate().blocked, undefined);
+  assert.deepEqual(seen, ["requesting", "rateLimited", "ready"]);
+});
+
+test("the controller ends a snooze by itself", async () => {
+  const clock = new FakeClock(NOW);
+  const status = new StatusController(clock, ready);
+  status.dispatch({ type: "snoozed", until: NOW + 15 * 60_000 });
+  assert.deepEqual(status.gate(), { pause: "snoozed", blocked: "snoozed" });
+  await clock.advance(15 * 60_000);
+  assert.equal(status.kind, "ready");
+  assert.equal(clock.pendingTimers, 0);
+});
+
+test("blocks requests to an unreachable relay only until the retry time", () => {
+  const clock = new FakeClock(NOW);
+  const status = new StatusController(clock, after(ready, unreachable));
+  assert.equal(status.gate().blocked, "unreachable");
+  const later = new StatusController(new FakeClock(NOW + 1_000), after(ready, unreachable));
+  assert.equal(later.gate().blocked, undefined);
+  assert.equal(later.kind, "unreachable");
+});
+
+test("each problem is announced once, not on every failed request", () => {
+  const status = new StatusController(new FakeClock(NOW), ready);
+  const notices: Notice[] = [];
+  status.onNotice((notice) => notices.push(notice));
+  for (let i = 0; i < 3; i++) {
+    status.dispatch({ type: "requestStarted" });
+    status.dispatch({ type: "requestEnded", outcome: failed(401) });
+  }
+  assert.deepEqual(notices, [{ kind: "unauthorized", message: "HTTP 401" }]);
+  status.dispatch({ type: "credentialsChanged" });
+  status.dispatch({ type: "requestStarted" });
+  status.dispatch({ type: "requestEnded", outcome: failed(401) });
+  assert.equal(notices.length, 2);
+});
+
+test("a rate limit is shown in the status bar but not announced", () => {
+  const status = new StatusController(new FakeClock(NOW), ready);
+  const notices: Notice[] = [];
+  status.onNotice((notice) => notices.push(notice));
+  status.dispatch({ type: "requestStarted" });
+  status.dispatch({ type: "requestEnded", outcome: failed(429, 1_000) });
+  assert.deepEqual(notices, []);
+  status.dispose();
+});
+
+test("every state has its own status bar text, and unauthorized offers to set the key", () => {
+  const texts = Object.values(STATUS_TEXT);
+  assert.equal(new Set(texts).size, texts.length);
+  assert.equal(STATUS_TEXT.unauthorized, "$(error) Tab: unauthorized");
+  const view = describeStatus("unauthorized", after(ready, failed(401)), NOW, String);
+  assert.equal(view.severity, "error");
+  assert.equal(view.actions[0], "setApiKey");
+  assert.deepEqual(describeStatus("disabled", ready, NOW, String).actions[0], "enable");
+  assert.deepEqual(describeStatus("snoozed", ready, NOW, String).actions[0], "resume");
+});

@@ -1,0 +1,221 @@
+import type { RequestOutcome } from "./request";
+import type { Clock } from "./types";
+
+export type StatusKind =
+  | "ready"
+  | "requesting"
+  | "disabled"
+  | "snoozed"
+  | "notConfigured"
+  | "unauthorized"
+  | "forbidden"
+  | "rateLimited"
+  | "unreachable";
+
+/** A condition reported by the relay (or its absence) that stops or slows requests until it clears. */
+export type Problem =
+  | { readonly kind: "unauthorized"; readonly message: string }
+  | { readonly kind: "forbidden"; readonly message: string }
+  | { readonly kind: "rateLimited"; readonly until: number; readonly message: string }
+  | { readonly kind: "unreachable"; readonly retryAt: number; readonly message: string };
+
+export interface StatusModel {
+  readonly enabled: boolean;
+  /** Settings (or the API key) still needed before requests can be made. */
+  readonly missing: readonly string[];
+  readonly snoozedUntil: number | undefined;
+  readonly problem: Problem | undefined;
+  /** Consecutive 429s and connection failures, for backoff when the relay gives no Retry-After. */
+  readonly failureStreak: number;
+  readonly inFlight: number;
+}
+
+export type StatusEvent =
+  | { readonly type: "configured"; readonly enabled: boolean; readonly missing: readonly string[] }
+  | { readonly type: "credentialsChanged" }
+  | { readonly type: "snoozed"; readonly until: number }
+  | { readonly type: "resumed" }
+  | { readonly type: "retry" }
+  | { readonly type: "requestStarted" }
+  | { readonly type: "requestEnded"; readonly outcome: RequestOutcome }
+  | { readonly type: "tick" };
+
+const MAX_RETRY_AFTER_MS = 60 * 60_000;
+const RATE_LIMIT_BACKOFF = { baseMs: 1_000, maxMs: 60_000 };
+const UNREACHABLE_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
+
+export function initialStatus(enabled: boolean, missing: readonly string[]): StatusModel {
+  return { enabled, missing, snoozedUntil: undefined, problem: undefined, failureStreak: 0, inFlight: 0 };
+}
+
+/** Doubling delay per consecutive failure, capped. */
+export function backoffMs(streak: number, policy: { baseMs: number; maxMs: number }): number {
+  return Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(streak, 20));
+}
+
+/** The status model's transitions; pure, with time passed in. */
+export function reduceStatus(model: StatusModel, event: StatusEvent, now: number): StatusModel {
+  switch (event.type) {
+    case "configured":
+      return { ...model, enabled: event.enabled, missing: event.missing };
+    case "credentialsChanged":
+    case "retry":
+      return { ...model, problem: undefined, failureStreak: 0 };
+    case "snoozed":
+      return { ...model, snoozedUntil: event.until };
+    case "resumed":
+      return { ...model, snoozedUntil: undefined };
+    case "requestStarted":
+      return { ...model, inFlight: model.inFlight + 1 };
+    case "requestEnded":
+      return afterRequest({ ...model, inFlight: Math.max(0, model.inFlight - 1) }, event.outcome, now);
+    case "tick":
+      return expire(model, now);
+  }
+}
+
+function afterRequest(model: StatusModel, outcome: RequestOutcome, now: number): StatusModel {
+  switch (outcome.kind) {
+    case "ok":
+      return { ...model, problem: undefined, failureStreak: 0 };
+    case "aborted":
+    case "timeout":
+      return model;
+    case "unreachable": {
+      const retryAt = now + backoffMs(model.failureStreak, UNREACHABLE_BACKOFF);
+      return { ...model, problem: { kind: "unreachable", retryAt, message: outcome.message }, failureStreak: model.failureStreak + 1 };
+    }
+    case "failed":
+      if (outcome.status === 401) return { ...model, problem: { kind: "unauthorized", message: outcome.message } };
+      if (outcome.status === 403) return { ...model, problem: { kind: "forbidden", message: outcome.message } };
+      if (outcome.status === 429) {
+        const wait = outcome.retryAfterMs ?? backoffMs(model.failureStreak, RATE_LIMIT_BACKOFF);
+        const until = now + Math.min(wait, MAX_RETRY_AFTER_MS);
+        return { ...model, problem: { kind: "rateLimited", until, message: outcome.message }, failureStreak: model.failureStreak + 1 };
+      }
+      // Other failures (a bad gateway, a malformed stream) are logged but do not stop the next request.
+      return model;
+  }
+}
+
+/** Ends a snooze or a rate-limit wait whose time has come. */
+function expire(model: StatusModel, now: number): StatusModel {
+  let next = model;
+  if (next.snoozedUntil !== undefined && next.snoozedUntil <= now) next = { ...next, snoozedUntil: undefined };
+  if (next.problem?.kind === "rateLimited" && next.problem.until <= now) next = { ...next, problem: undefined };
+  return next;
+}
+
+/** What the status bar shows; the user's own switches first, then what blocks requests, then activity. */
+export function deriveStatus(model: StatusModel, now: number): StatusKind {
+  if (!model.enabled) return "disabled";
+  if (model.snoozedUntil !== undefined && model.snoozedUntil > now) return "snoozed";
+  if (model.missing.length > 0) return "notConfigured";
+  const problem = model.problem;
+  if (problem?.kind === "unauthorized" || problem?.kind === "forbidden") return problem.kind;
+  if (problem?.kind === "rateLimited" && problem.until > now) return "rateLimited";
+  if (problem?.kind === "unreachable") return "unreachable";
+  return model.inFlight > 0 ? "requesting" : "ready";
+}
+
+export interface Gate {
+  /** The user switched completions off: show nothing, not even cached suggestions. */
+  readonly pause: "disabled" | "snoozed" | undefined;
+  /** Why no request may be sent now (cached suggestions may still be shown). */
+  readonly blocked: StatusKind | undefined;
+}
+
+export function gateOf(model: StatusModel, now: number): Gate {
+  const kind = deriveStatus(model, now);
+  if (kind === "disabled" || kind === "snoozed") return { pause: kind, blocked: kind };
+  if (kind === "notConfigured" || kind === "unauthorized" || kind === "forbidden" || kind === "rateLimited") {
+    return { pause: undefined, blocked: kind };
+  }
+  if (model.problem?.kind === "unreachable" && model.problem.retryAt > now) return { pause: undefined, blocked: "unreachable" };
+  return { pause: undefined, blocked: undefined };
+}
+
+/** Problems worth interrupting the user for, once each time they start. */
+const NOTIFY: ReadonlySet<Problem["kind"]> = new Set(["unauthorized", "forbidden", "unreachable"]);
+
+export interface Notice {
+  readonly kind: Problem["kind"];
+  readonly message: string;
+}
+
+/**
+ * Holds the status model, wakes itself up when a snooze or a rate-limit wait ends (so completions resume without
+ * the user doing anything), and tells listeners about changes and about new problems (once per problem).
+ */
+export class StatusController {
+  private state: StatusModel;
+  /** The last kind listeners heard about; derived kinds change with time alone, so compare against this. */
+  private shown: StatusKind;
+  private timer: unknown;
+  private readonly changeListeners = new Set<(kind: StatusKind) => void>();
+  private readonly noticeListeners = new Set<(notice: Notice) => void>();
+
+  constructor(
+    private readonly clock: Clock,
+    initial: StatusModel,
+  ) {
+    this.state = initial;
+    this.shown = deriveStatus(initial, clock.now());
+  }
+
+  get model(): StatusModel {
+    return this.state;
+  }
+
+  get kind(): StatusKind {
+    return deriveStatus(this.state, this.clock.now());
+  }
+
+  gate(): Gate {
+    return gateOf(this.state, this.clock.now());
+  }
+
+  dispatch(event: StatusEvent): void {
+    const now = this.clock.now();
+    const before = this.state;
+    this.state = reduceStatus(before, event, now);
+    this.armTimer(now);
+    const problem = this.state.problem;
+    if (problem && NOTIFY.has(problem.kind) && problem.kind !== before.problem?.kind) {
+      for (const listener of this.noticeListeners) listener({ kind: problem.kind, message: problem.message });
+    }
+    const kind = deriveStatus(this.state, now);
+    if (kind === this.shown) return;
+    this.shown = kind;
+    for (const listener of this.changeListeners) listener(kind);
+  }
+
+  onChange(listener: (kind: StatusKind) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  onNotice(listener: (notice: Notice) => void): () => void {
+    this.noticeListeners.add(listener);
+    return () => this.noticeListeners.delete(listener);
+  }
+
+  dispose(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.changeListeners.clear();
+    this.noticeListeners.clear();
+  }
+
+  private armTimer(now: number): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    const deadlines = [this.state.snoozedUntil, this.state.problem?.kind === "rateLimited" ? this.state.problem.until : undefined]
+      .filter((at): at is number => at !== undefined && at > now);
+    if (deadlines.length === 0) return;
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.dispatch({ type: "tick" });
+    }, Math.min(...deadlines) - now);
+  }
+}

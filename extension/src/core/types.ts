@@ -1,0 +1,55 @@
+/** Time, as the pipeline sees it; the extension passes the system clock, tests a FakeClock. */
+export interface Clock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** The subset of `fetch` the pipeline uses, so tests can script responses. */
+export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
+
+/** Another editor visible next to the active one; its visible text feeds the surrounding context. */
+export interface VisibleEditorText {
+  readonly path: string;
+  readonly languageId: string;
+  readonly text: string;
+}
+
+/** The IntelliSense item selected in the suggest widget, as offsets into the document. */
+export interface SelectedCompletion {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** Everything the pipeline needs to know about one cursor position, as plain data. */
+export interface CompletionInput {
+  /** Stable identity of the document: its URI. */
+  readonly uri: string;
+  /** Workspace-relative path for files inside the workspace, else undefined. */
+  readonly relativePath: string | undefined;
+  /** The URI scheme (`file`, `untitled`, `vscode-scm`, ...). */
+  readonly scheme: string;
+  readonly languageId: string;
+  /** A short human title: the file name, or `Untitled-1`. */
+  readonly title: string;
+  readonly text: string;
+  /** Cursor offset into `text`. */
+  readonly offset: number;
+  readonly selected?: SelectedCompletion | undefined;
+  readonly otherEditors?: readonly VisibleEditorText[] | undefined;
+}
+
+/** What to show: replace `[start, end)` of the document with `insertText`. */
+export interface Suggestion {
+  readonly insertText: string;
+  readonly start: number;
+  readonly end: number;
+  readonly fromCache: boolean;
+}
