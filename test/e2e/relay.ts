@@ -1,6 +1,6 @@
 // Starts the relay for the end-to-end test the way a user would: through its CLI, in a throwaway data dir.
 import { spawn, spawnSync } from "node:child_process";
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, REPO_ROOT, waitUntil } from "./codeServer";
@@ -15,18 +15,23 @@ export interface RelayUnderTest {
 }
 
 const CLI = join(REPO_ROOT, "relay/bin/tab-relay.js");
+// The developer's own relay settings (provider, model, keys) must not leak in: the test wants the local engine.
+const relayEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_")));
 
-export async function startCliRelay(workspaceSlug: string, logFile: string): Promise<RelayUnderTest> {
+/** `tab-relay init` in a fresh data dir, then `tab-relay serve` on a free port with the local engine. */
+export async function startCliRelay(workspaceSlug: string, logFile: string, cli = CLI): Promise<RelayUnderTest> {
   const data = mkdtempSync(join(tmpdir(), "tab-relay-e2e-data-"));
-  const init = spawnSync(process.execPath, [CLI, "init", "--data", data, "--workspace", workspaceSlug, "--owner", "e2e", "--json"], {
+  const init = spawnSync(process.execPath, [cli, "init", "--data", data, "--workspace", workspaceSlug, "--owner", "e2e", "--json"], {
     encoding: "utf8",
+    env: relayEnv,
     timeout: 30_000,
   });
   if (init.status !== 0) throw new Error(`tab-relay init failed:\n${init.stdout}\n${init.stderr}`);
   const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
 
   const port = await freePort();
-  const server = spawn(process.execPath, [CLI, "serve", "--data", data, "--port", String(port), "--host", "127.0.0.1"], {
+  const server = spawn(process.execPath, [cli, "serve", "--data", data, "--port", String(port), "--host", "127.0.0.1"], {
+    env: relayEnv,
     stdio: ["ignore", "pipe", "pipe"],
   });
   const log = createWriteStream(logFile);
@@ -58,7 +63,14 @@ async function revokeOwnKey(url: string, apiKey: string): Promise<void> {
   const headers = { authorization: `Bearer ${apiKey}` };
   const me = await fetch(`${url}/api/v1/me`, { headers });
   if (!me.ok) throw new Error(`GET /api/v1/me answered ${me.status}: ${await me.text()}`);
-  const { data } = (await me.json()) as { data: { api_key: { id: string } } };
-  const revoked = await fetch(`${url}/api/v1/api-keys/${encodeURIComponent(data.api_key.id)}`, { method: "DELETE", headers });
-  if (!revoked.ok) throw new Error(`DELETE /api/v1/api-keys/${data.api_key.id} answered ${revoked.status}: ${await revoked.text()}`);
+  const { data } = (await me.json()) as { data: { key: { id: string } } };
+  const revoked = await fetch(`${url}/api/v1/api-keys/${encodeURIComponent(data.key.id)}`, { method: "DELETE", headers });
+  if (!revoked.ok) throw new Error(`DELETE /api/v1/api-keys/${data.key.id} answered ${revoked.status}: ${await revoked.text()}`);
+}
+
+/** The CLI runs the bundle in relay/dist; a fresh checkout has none until `npm run build`. */
+export function ensureRelayBuilt(): void {
+  if (existsSync(join(REPO_ROOT, "relay/dist/cli.js"))) return;
+  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
+  if (build.status !== 0) throw new Error(`building the relay failed:\n${build.stdout}\n${build.stderr}`);
 }

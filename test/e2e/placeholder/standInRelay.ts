@@ -38,7 +38,7 @@ export async function startStandInRelay(workspaceSlug: string): Promise<RelayUnd
       if (revoked || request.headers.authorization !== `Bearer ${apiKey}`) {
         return send(401, { error: { code: "INVALID_API_KEY", message: "invalid or revoked API key" } });
       }
-      if (request.method === "GET" && request.url === "/api/v1/me") return send(200, { data: { api_key: { id: keyId } } });
+      if (request.method === "GET" && request.url === "/api/v1/me") return send(200, { data: { key: { id: keyId } } });
       if (request.method === "DELETE" && request.url === `/api/v1/api-keys/${keyId}`) {
         revoked = true;
         return send(200, { data: { id: keyId, revoked: true } });
@@ -59,8 +59,8 @@ export async function startStandInRelay(workspaceSlug: string): Promise<RelayUnd
     apiKey,
     revokeKey: async () => {
       const headers = { authorization: `Bearer ${apiKey}` };
-      const me = (await (await fetch(`http://127.0.0.1:${port}/api/v1/me`, { headers })).json()) as { data: { api_key: { id: string } } };
-      const answer = await fetch(`http://127.0.0.1:${port}/api/v1/api-keys/${me.data.api_key.id}`, { method: "DELETE", headers });
+      const me = (await (await fetch(`http://127.0.0.1:${port}/api/v1/me`, { headers })).json()) as { data: { key: { id: string } } };
+      const answer = await fetch(`http://127.0.0.1:${port}/api/v1/api-keys/${me.data.key.id}`, { method: "DELETE", headers });
       if (!answer.ok) throw new Error(`revocation answered ${answer.status}`);
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
