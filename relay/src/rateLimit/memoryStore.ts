@@ -9,7 +9,11 @@ interface Window {
  * Fixed windows aligned to multiples of `windowMs` since the epoch, so every bucket resets on the same
  * boundary and `X-RateLimit-Reset` is predictable. Expired windows are swept lazily when the map grows.
  */
-export function createMemoryRateLimitStore(options: { maxBuckets?: number } = {}): RateLimitStore {
+export interface MemoryRateLimitStore extends RateLimitStore {
+  hit(bucket: string, limit: number, windowMs: number, now: number): RateLimitResult;
+}
+
+export function createMemoryRateLimitStore(options: { maxBuckets?: number } = {}): MemoryRateLimitStore {
   const windows = new Map<string, Window>();
   const maxBuckets = options.maxBuckets ?? 100_000;
   return {
