@@ -1,7 +1,8 @@
 /* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_SETTINGS, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
+import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
+import { DEFAULT_SETTINGS, apiKeyFormatWarning, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
 
 test("missing values take the spec's defaults", () => {
   const { settings, problems } = parseSettings({});
@@ -48,4 +49,11 @@ test("disabled languages win over enabled ones, and * enables the rest", () => {
   const only = { ...DEFAULT_SETTINGS, enabledLanguages: ["python"] };
   assert.equal(isLanguageEnabled(only, "python"), true);
   assert.equal(isLanguageEnabled(only, "typescript"), false);
+});
+
+test("warns about a pasted key without the prefix or with a broken checksum, not about a real one", () => {
+  const real = generateSecret(SECRET_PREFIXES.apiKey);
+  assert.equal(apiKeyFormatWarning(real), undefined);
+  assert.match(apiKeyFormatWarning("sk-abc") ?? "", /start with svc_ws_/);
+  assert.match(apiKeyFormatWarning(`${real.slice(0, -1)}${real.endsWith("A") ? "B" : "A"}`) ?? "", /checksum/);
 });

@@ -1,4 +1,4 @@
-import { TAB_DEFAULTS, TAB_LIMITS } from "@tab-relay/shared";
+import { SECRET_PREFIXES, TAB_DEFAULTS, TAB_LIMITS, hasValidChecksum } from "@tab-relay/shared";
 import { z } from "zod";
 
 /** The extension's settings (`tabRelay.*`), validated; the pipeline reads nothing else. */
@@ -108,4 +108,13 @@ export function missingConfiguration(settings: Settings, hasApiKey: boolean): st
 export function isLanguageEnabled(settings: Settings, languageId: string): boolean {
   if (settings.disabledLanguages.includes(languageId)) return false;
   return settings.enabledLanguages.includes("*") || settings.enabledLanguages.includes(languageId);
+}
+
+/** A warning for a pasted value that does not look like a tab-relay key; undefined when it does. */
+export function apiKeyFormatWarning(value: string): string | undefined {
+  const key = value.trim();
+  if (key === "") return undefined;
+  if (!key.startsWith(SECRET_PREFIXES.apiKey)) return `tab-relay API keys start with ${SECRET_PREFIXES.apiKey}`;
+  if (!hasValidChecksum(key, SECRET_PREFIXES.apiKey)) return "This key's checksum does not match; it may be mistyped";
+  return undefined;
 }

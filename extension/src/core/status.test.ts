@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { RequestOutcome } from "./request";
 import { StatusController, deriveStatus, initialStatus, reduceStatus, type Notice, type StatusKind, type StatusModel } from "./status";
-import { STATUS_TEXT, describeStatus } from "./statusView";
+import { STATUS_TEXT, describeNotice, describeStatus } from "./statusView";
 import { FakeClock } from "./testing";
 
 const NOW = 1_000_000;
@@ -153,4 +153,11 @@ test("every state has its own status bar text, and unauthorized offers to set th
   assert.equal(view.actions[0], "setApiKey");
   assert.deepEqual(describeStatus("disabled", ready, NOW, String).actions[0], "enable");
   assert.deepEqual(describeStatus("snoozed", ready, NOW, String).actions[0], "resume");
+});
+
+test("the one-time notice for an unreachable relay names the URL and offers the settings", () => {
+  const notice = describeNotice("unreachable", "ECONNREFUSED", "http://127.0.0.1:8787");
+  assert.match(notice.message, /http:\/\/127\.0\.0\.1:8787 \(ECONNREFUSED\)/);
+  assert.deepEqual(notice.actions, ["openSettings", "showLog"]);
+  assert.deepEqual(describeNotice("unauthorized", "Invalid API key", "x").actions[0], "setApiKey");
 });

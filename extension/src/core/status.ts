@@ -135,11 +135,15 @@ export function gateOf(model: StatusModel, now: number): Gate {
   return { pause: undefined, blocked: undefined };
 }
 
-/** Problems worth interrupting the user for, once each time they start. */
-const NOTIFY: ReadonlySet<Problem["kind"]> = new Set(["unauthorized", "forbidden", "unreachable"]);
+/** Problems worth interrupting the user for, once each time they start; a rate limit only shows in the status bar. */
+export type NoticeKind = "unauthorized" | "forbidden" | "unreachable";
+
+function isNoticeKind(kind: Problem["kind"]): kind is NoticeKind {
+  return kind !== "rateLimited";
+}
 
 export interface Notice {
-  readonly kind: Problem["kind"];
+  readonly kind: NoticeKind;
   readonly message: string;
 }
 
@@ -181,7 +185,7 @@ export class StatusController {
     this.state = reduceStatus(before, event, now);
     this.armTimer(now);
     const problem = this.state.problem;
-    if (problem && NOTIFY.has(problem.kind) && problem.kind !== before.problem?.kind) {
+    if (problem && isNoticeKind(problem.kind) && problem.kind !== before.problem?.kind) {
       for (const listener of this.noticeListeners) listener({ kind: problem.kind, message: problem.message });
     }
     const kind = deriveStatus(this.state, now);

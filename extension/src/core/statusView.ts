@@ -1,4 +1,4 @@
-import type { StatusKind, StatusModel } from "./status";
+import type { NoticeKind, StatusKind, StatusModel } from "./status";
 
 export type StatusActionId = "enable" | "disable" | "snooze" | "resume" | "setApiKey" | "clearApiKey" | "openSettings" | "showLog" | "retry";
 
@@ -90,5 +90,22 @@ export function describeStatus(kind: StatusKind, model: StatusModel, now: number
         severity: "error",
         actions: ["retry", "openSettings", "snooze", "showLog"],
       };
+  }
+}
+
+export interface NoticeView {
+  readonly message: string;
+  readonly actions: readonly StatusActionId[];
+}
+
+/** The one-time message for a new problem; later failures of the same kind only show in the status bar and log. */
+export function describeNotice(kind: NoticeKind, detail: string, relayUrl: string): NoticeView {
+  switch (kind) {
+    case "unauthorized":
+      return { message: `Tab: the relay rejected the API key (${detail}). Set a valid key to get completions again.`, actions: ["setApiKey", "showLog"] };
+    case "forbidden":
+      return { message: `Tab: the API key may not be used here (${detail}). Check tabRelay.workspaceSlug and the key's scope.`, actions: ["openSettings", "showLog"] };
+    case "unreachable":
+      return { message: `Tab: cannot reach the relay at ${relayUrl} (${detail}). Retrying in the background.`, actions: ["openSettings", "showLog"] };
   }
 }

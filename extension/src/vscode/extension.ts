@@ -1,0 +1,70 @@
+// The composition root: the only place that builds real effects (clock, fetch, environment) and wires the core
+// pipeline to VS Code.
+import * as vscode from "vscode";
+import { CompletionSession, StatusController, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
+import { ApiKeyStore } from "./apiKeySecret";
+import { registerCommands } from "./commands";
+import { createInlineCompletionProvider } from "./inlineCompletionProvider";
+import { onSettingsChanged, readSettings } from "./settings";
+import { StatusBar, showNotice } from "./statusBar";
+
+const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel("Tab", { log: true });
+  const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
+  let settings: Settings = readSettings().settings;
+  const status = new StatusController(systemClock, initialStatus(settings.enabled, []));
+  const session = new CompletionSession({
+    clock: systemClock,
+    fetch: (url, init) => fetch(url, init),
+    logger: log,
+    getSettings: () => settings,
+    getApiKey: () => apiKeys.get(),
+    status,
+  });
+
+  /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
+  const sync = async (keyChanged: boolean) => {
+    const parsed = readSettings();
+    for (const problem of parsed.problems) log.warn(`ignored invalid setting ${problem}`);
+    const previous = settings;
+    settings = parsed.settings;
+    const hasKey = (await apiKeys.get()) !== undefined;
+    status.dispatch({ type: "configured", enabled: settings.enabled, missing: missingConfiguration(settings, hasKey) });
+    const target = (s: Settings) => `${s.relayUrl} ${s.workspaceSlug} ${s.model}`;
+    if (keyChanged || target(previous) !== target(settings)) {
+      status.dispatch({ type: "credentialsChanged" });
+      session.clearCache();
+    }
+    log.info(`relay ${settings.relayUrl}, workspace "${settings.workspaceSlug}", model ${settings.model}, key from ${await apiKeys.source()}`);
+  };
+  await sync(false);
+
+  const statusBar = new StatusBar(status, systemClock.now);
+  const unsubscribeNotices = status.onNotice((notice) => void showNotice(notice, settings.relayUrl));
+  context.subscriptions.push(
+    log,
+    statusBar,
+    vscode.languages.registerInlineCompletionItemProvider(
+      [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
+      createInlineCompletionProvider(session),
+    ),
+    ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar }),
+    onSettingsChanged(() => void sync(false)),
+    apiKeys.onDidChange(() => void sync(true)),
+    {
+      dispose: () => {
+        unsubscribeNotices();
+        session.dispose();
+        status.dispose();
+      },
+    },
+  );
+}
+
+export function deactivate(): void {}
