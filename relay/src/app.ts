@@ -41,7 +41,7 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader("Connection", "close");
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
   });
-  app.use(createHealthRouter({ lifecycle: deps.lifecycle, metrics: deps.metrics, provider: deps.providerName }));
+  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
 
   const api = Router();
   api.use(createAuthenticate(deps));

@@ -1,16 +1,12 @@
 import { Router } from "express";
 import { named } from "../http/requestContext";
-import type { Lifecycle } from "../lifecycle";
 import type { Metrics } from "../metrics";
 
 /** GET /healthz (no auth) and GET /metrics (Prometheus text). */
-export function createHealthRouter(deps: { lifecycle: Lifecycle; metrics: Metrics; provider: string }): Router {
+export function createHealthRouter(deps: { metrics: Metrics; provider: string }): Router {
   const router = Router();
+  // While draining, the app answers 503 before this router is reached, so a load balancer stops sending.
   router.get("/healthz", named("/healthz"), (_req, res) => {
-    if (deps.lifecycle.draining) {
-      res.status(503).json({ status: "draining" });
-      return;
-    }
     res.json({ status: "ok", provider: deps.provider });
   });
   router.get("/metrics", named("/metrics"), (_req, res) => {
