@@ -144,14 +144,14 @@ test("splitText keeps surrogate pairs whole and never makes more pieces than cha
   assert.equal(splitText("abcdefghij", 3).join(""), "abcdefghij");
 });
 
-test("serves a thousand zero-delay streams quickly", async () => {
+test("serves many concurrent zero-delay streams, and record: false keeps none of them", async () => {
   const upstream = await startUpstreamStandIn({ record: false, behaviour: { kind: "reply", text: "x".repeat(64), chunks: 8 } });
   try {
     const start = performance.now();
     let served = 0;
     await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        for (let i = 0; i < 50; i++) {
+      Array.from({ length: 10 }, async () => {
+        for (let i = 0; i < 20; i++) {
           const response = await post(`${upstream.url}/chat/completions`, { messages: [], stream: true });
           if ((await response.text()).endsWith("data: [DONE]\n\n")) served++;
         }
@@ -159,7 +159,7 @@ test("serves a thousand zero-delay streams quickly", async () => {
     );
     const elapsed = performance.now() - start;
     console.log(`upstream stand-in: ${served} streams in ${elapsed.toFixed(0)} ms (${((served / elapsed) * 1000).toFixed(0)}/s)`);
-    assert.equal(served, 1000);
+    assert.equal(served, 200);
     assert.equal(upstream.requests.length, 0, "record: false keeps nothing");
   } finally {
     await upstream.close();

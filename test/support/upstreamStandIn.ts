@@ -28,7 +28,7 @@ export type StandInBehaviour =
   | { kind: "error"; status: number; body?: string | object; headersDelayMs?: number }
   /** Never answer; the request stays open until the client goes away or the server closes. */
   | { kind: "hang" }
-  /** Stream `sent` as chunks (after the headers), then destroy the socket; with `sent: []` nothing is answered. */
+  /** Send the headers and `sent` as chunks, then destroy the socket (after `delayMs`); with `sent: []` nothing is answered. */
   | { kind: "disconnect"; sent: readonly string[]; delayMs?: number }
   /** Answer 200 with exactly these bytes, for malformed or unusual streams. */
   | { kind: "raw"; body: string; contentType?: string; status?: number };
@@ -169,8 +169,8 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
           return;
         }
         startStream(res);
-        for (const fragment of b.sent) res.write(encodeChunk(wire, fragment, null));
-        later(exchange, b.delayMs, destroy);
+        // Destroying at once would discard writes still buffered in the socket; wait until they are flushed.
+        res.write(b.sent.map((fragment) => encodeChunk(wire, fragment, null)).join(""), () => later(exchange, b.delayMs, destroy));
         return;
       }
       case "reply":

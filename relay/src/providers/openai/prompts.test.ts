@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { TabContext } from "@tab-relay/shared";
+import { buildChatMessages, buildCompletionsPrompt, CURSOR_MARKER, HEADER_CONTEXT_MAX_CHARS, surfaceInstructions } from "./prompts";
+
+function context(overrides: Partial<TabContext> = {}): TabContext {
+  return {
+    surface: "code",
+    workspace_slug: "acme",
+    entity_id: "src/math.ts",
+    document_type: "plaintext",
+    active_text_before_cursor: "function add(a, b) {\n  return ",
+    active_text_after_cursor: "\n}\n",
+    ...overrides,
+  } as TabContext;
+}
+
+function chat(overrides: Partial<TabContext> = {}): { system: string; user: string } {
+  const messages = buildChatMessages(context(overrides));
+  assert.deepEqual(
+    messages.map((message) => message.role),
+    ["system", "user"],
+  );
+  return { system: messages[0]?.content ?? "", user: messages[1]?.content ?? "" };
+}
+
+describe("buildCompletionsPrompt", () => {
+  test("the prompt ends with the text before the cursor and the suffix is the text after it", () => {
+    const { prompt, suffix } = buildCompletionsPrompt(context());
+    assert.ok(prompt.endsWith("function add(a, b) {\n  return "));
+    assert.equal(suffix, "\n}\n");
+  });
+
+  test("with no metadata and no context, code gets no header at all", () => {
+    assert.equal(buildCompletionsPrompt(context()).prompt, "function add(a, b) {\n  return ");
+  });
+
+  test("a missing text after the cursor becomes an empty suffix", () => {
+    const { suffix } = buildCompletionsPrompt(context({ active_text_after_cursor: undefined }));
+    assert.equal(suffix, "");
+  });
+
+  test("code gets a path header in the language's line-comment syntax", () => {
+    assert.ok(buildCompletionsPrompt(context({ file_path: "src/math.ts", code_language: "typescript" })).prompt.startsWith("// Path: src/math.ts\nfunction add"));
+    assert.ok(buildCompletionsPrompt(context({ file_path: "app/main.py" })).prompt.startsWith("# Path: app/main.py\n"));
+    assert.ok(buildCompletionsPrompt(context({ code_language: "sql" })).prompt.startsWith("-- Language: sql\n"));
+  });
+
+  test("languages without line comments get a block comment that the context cannot close early", () => {
+    const { prompt } = buildCompletionsPrompt(context({ code_language: "html", surrounding_context: "a --> b" }));
+    assert.ok(prompt.startsWith("<!--\nLanguage: html\nContext:\na -- > b\n-->\n"), prompt);
+  });
+
+  test("surrounding context goes into the header, one commented line per context line", () => {
+    const { prompt } = buildCompletionsPrompt(context({ code_language: "typescript", surrounding_context: "import { sum } from './sum';\nconst x = 1;" }));
+    assert.ok(prompt.startsWith("// Language: typescript\n// Context:\n// import { sum } from './sum';\n// const x = 1;\nfunction add"), prompt);
+  });
+
+  test("long surrounding context is cut to its most recent lines", () => {
+    const lines = Array.from({ length: 400 }, (_, i) => `line ${i}`);
+    const { prompt } = buildCompletionsPrompt(context({ surrounding_context: lines.join("\n") }));
+    const header = prompt.slice(0, prompt.indexOf("function add"));
+    const kept = header.split("\n").filter((line) => line.startsWith("// line ")).map((line) => line.slice(3));
+    assert.ok(kept.join("\n").length <= HEADER_CONTEXT_MAX_CHARS, `kept ${kept.join("\n").length} chars`);
+    assert.ok(kept.length > 100, "a useful amount is kept");
+    assert.equal(kept.at(-1), "line 399");
+    assert.equal(kept[0], `line ${400 - kept.length}`, "the cut falls on a line boundary");
+  });
+
+  test("prose surfaces get a plain title header separated by a blank line", () => {
+    const { prompt } = buildCompletionsPrompt(context({ surface: "notes", note_title: "Groceries", active_text_before_cursor: "- eggs\n- " }));
+    assert.equal(prompt, "Note: Groceries\n\n- eggs\n- ");
+  });
+
+  test("markdown prose surfaces get an HTML comment header", () => {
+    const { prompt } = buildCompletionsPrompt(context({ surface: "docs", document_type: "markdown", document_title: "Design", active_text_before_cursor: "# Goals\n" }));
+    assert.equal(prompt, "<!--\nDocument: Design\n-->\n# Goals\n");
+  });
+
+  test("custom surfaces are named in the header", () => {
+    const { prompt } = buildCompletionsPrompt(context({ surface: "email", active_text_before_cursor: "Hi Sam," }));
+    assert.equal(prompt, "Email\n\nHi Sam,");
+  });
+
+  test("mid-line requests stop at the newline; end-of-line requests don't", () => {
+    assert.deepEqual(buildCompletionsPrompt(context({ active_text_after_cursor: "b);\nnext()" })).stop, ["\n"]);
+    assert.equal(buildCompletionsPrompt(context({ active_text_after_cursor: "   \nnext()" })).stop, undefined);
+    assert.equal(buildCompletionsPrompt(context()).stop, undefined);
+  });
+});
+
+describe("buildChatMessages", () => {
+  test("the user message holds the text with the cursor marker between before and after", () => {
+    const { user } = chat();
+    assert.ok(user.includes(`function add(a, b) {\n  return ${CURSOR_MARKER}\n}\n`));
+    assert.equal(user.split(CURSOR_MARKER).length - 1, 2, "the text and the closing instruction each name the marker once");
+  });
+
+  test("the system message asks for only the inserted text: no fences, no explanation", () => {
+    const { system } = chat();
+    assert.match(system, /only the text to insert at the cursor/i);
+    assert.match(system, /no code fences/i);
+    assert.match(system, /no explanations/i);
+    assert.ok(system.includes(CURSOR_MARKER));
+  });
+
+  test("code instructions name the language and the file, and the text tag carries them", () => {
+    const { system, user } = chat({ code_language: "typescript", file_path: "src/math.ts" });
+    assert.match(system, /completing typescript source code in the file src\/math\.ts/);
+    assert.match(user, /<text path="src\/math\.ts" language="typescript">/);
+    assert.doesNotMatch(system, /Markdown/, "document_type says nothing about code");
+  });
+
+  test("each known surface gets its own instructions", () => {
+    const expectations: Array<[Partial<TabContext>, RegExp]> = [
+      [{ surface: "code" }, /source code/],
+      [{ surface: "notes", note_title: "Trip" }, /personal note titled "Trip"/],
+      [{ surface: "docs", document_title: "RFC 12" }, /document titled "RFC 12"/],
+      [{ surface: "messages" }, /chat message .* colleagues/],
+      [{ surface: "tasks", taskboard_file_id: "board-7" }, /task board \(board board-7\)/],
+      [{ surface: "calendar" }, /calendar event/],
+    ];
+    const seen = new Set<string>();
+    for (const [overrides, pattern] of expectations) {
+      const text = surfaceInstructions(context(overrides));
+      assert.match(text, pattern);
+      seen.add(text);
+    }
+    assert.equal(seen.size, expectations.length);
+  });
+
+  test("surface names are matched without regard to case", () => {
+    assert.equal(surfaceInstructions(context({ surface: "Notes" })), surfaceInstructions(context({ surface: "notes" })));
+  });
+
+  test("custom surfaces get generic instructions that name them", () => {
+    const email = surfaceInstructions(context({ surface: "email" }));
+    const issue = surfaceInstructions(context({ surface: "issue" }));
+    assert.match(email, /"email" surface/);
+    assert.match(issue, /"issue" surface/);
+    assert.doesNotMatch(email, /source code|personal note|task board/);
+  });
+
+  test("document type, title and block kind reach the instructions of prose surfaces", () => {
+    const markdown = chat({ surface: "email", document_type: "markdown", document_title: "Offer", block_kind: "bulleted-list" }).system;
+    assert.match(markdown, /Markdown; keep its Markdown syntax/);
+    assert.match(markdown, /titled "Offer"/);
+    assert.match(markdown, /"bulleted-list" block/);
+    assert.match(chat({ surface: "messages" }).system, /plain text; do not add Markdown/);
+  });
+
+  test("the cursor in the middle of a line asks for the rest of that line only", () => {
+    assert.match(chat({ active_text_after_cursor: ");" }).system, /middle of a line/);
+    assert.doesNotMatch(chat().system, /middle of a line/);
+  });
+
+  test("surrounding context is given whole, inside its own tag before the text", () => {
+    const surrounding = "Ada: can you review?\n".repeat(200);
+    const { user } = chat({ surface: "messages", surrounding_context: surrounding });
+    assert.ok(user.startsWith(`<context>\n${surrounding}\n</context>`));
+    assert.ok(user.indexOf("<context>") < user.indexOf("<text"));
+  });
+});
