@@ -159,11 +159,10 @@ test("a single-line context shows its first line while the relay is still stream
   const { session } = pipeline();
   const closedBefore = standIn.closedEarly;
   const closed = standIn.nextClose();
-  const started = Date.now();
   const shown = await session.provide(inputAt("call(█);\n"));
   assert.equal(shown?.insertText, "a, b");
-  assert.ok(Date.now() - started < 600, `took ${Date.now() - started} ms`);
   await closed;
+  // The client hung up before the relay could finish: the line was shown without waiting for the rest.
   assert.equal(standIn.closedEarly, closedBefore + 1);
 });
 
