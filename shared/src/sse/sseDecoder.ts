@@ -11,6 +11,8 @@ export class LineDecoder {
 
   decode(chunk: Uint8Array | string): string[] {
     let input = typeof chunk === "string" ? chunk : this.text.decode(chunk, { stream: true });
+    // An empty chunk (or one holding only part of a UTF-8 sequence) must not forget a CR awaiting its LF.
+    if (input === "") return [];
     if (this.pendingCR && input.startsWith("\n")) input = input.slice(1);
     this.pendingCR = false;
     this.buffer += input;
