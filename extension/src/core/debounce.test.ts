@@ -1,4 +1,3 @@
-/* eslint-disable no-restricted-imports -- tests run under Node; the platform-free rule is for the pipeline itself */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { debounce } from "./debounce";
