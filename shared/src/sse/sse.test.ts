@@ -1,7 +1,5 @@
-/* eslint-disable no-restricted-imports -- the tests run under Node's test runner; the code they test stays platform-free */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-/* eslint-enable no-restricted-imports */
 import { LineDecoder, SseDecoder, readSseEvents } from "./sseDecoder";
 import { encodeSseComment, encodeSseEvent, type SseEvent } from "./sseEncoder";
 
