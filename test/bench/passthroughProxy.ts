@@ -1,0 +1,51 @@
+/**
+ * The baseline the relay is measured against: the least a Node HTTP server can do between a client and
+ * the upstream. It pipes each request to the target over keep-alive connections and pipes the answer
+ * back, with no parsing, authentication or re-encoding.
+ * Usage: node --import tsx test/bench/passthroughProxy.ts http://127.0.0.1:PORT
+ * Prints one JSON line `{"url": "http://127.0.0.1:PORT"}` on stdout once it listens; stops on SIGTERM.
+ */
+import { Agent, type IncomingHttpHeaders, createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+
+const target = new URL(process.argv[2] ?? "http://127.0.0.1:1");
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+// Hop-by-hop headers describe one connection, not the message; Node sets its own on each side.
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "te", "trailer"]);
+
+function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name)) out[name] = value;
+  return out;
+}
+
+const server = createServer((req, res) => {
+  const upstream = request(
+    { agent, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...endToEnd(req.headers), host: target.host } },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
+      answer.pipe(res);
+    },
+  );
+  upstream.on("error", () => {
+    if (!res.headersSent) res.writeHead(502);
+    res.end();
+  });
+  res.on("close", () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
+  req.pipe(upstream);
+});
+server.keepAliveTimeout = 30_000;
+
+server.listen(0, "127.0.0.1", () => {
+  const { port } = server.address() as AddressInfo;
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
+});
+
+const stop = () => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);
