@@ -14,13 +14,12 @@ import {
   VsCodeSession,
   waitUntil,
 } from "./codeServer";
-import { packagePlaceholderExtension } from "./placeholder/package";
-import { startStandInRelay } from "./placeholder/standInRelay";
-import type { RelayUnderTest } from "./relay";
+import { packageTabRelayExtension } from "./extensionPackage";
+import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
-// The two things under test; switch these to the real extension and relay.
-const packageExtension = (dir: string) => packagePlaceholderExtension(dir);
-const startRelay = (workspaceSlug: string, _logFile: string): Promise<RelayUnderTest> => startStandInRelay(workspaceSlug);
+// The two things under test.
+const packageExtension = (dir: string) => packageTabRelayExtension(dir);
+const startRelay = (workspaceSlug: string, logFile: string): Promise<RelayUnderTest> => startCliRelay(workspaceSlug, logFile);
 
 const OUTPUT = join(REPO_ROOT, "test-output/e2e");
 
@@ -75,6 +74,7 @@ describe("the extension in a real VS Code", { skip }, () => {
 
   before(async () => {
     if (!prerequisites.ready) throw new Error(`cannot run the VS Code end-to-end test: ${prerequisites.reason}`);
+    ensureRelayBuilt();
     packagingDir = mkdtempSync(join(tmpdir(), "tab-relay-e2e-vsix-"));
     vsix = await packageExtension(packagingDir);
   });
