@@ -480,8 +480,13 @@ class TokenLimit implements Stage {
   private unit = "";
   private unitBytes = 0;
   private unitEmitted = 0;
-  /** Exact token count of `committed` when it was last measured, and the UTF-8 bytes committed since. */
+  /**
+   * An upper bound on the tokens of `committed` up to the last measurement, and the text committed since (with its
+   * UTF-8 bytes). Measuring only the new text keeps the total tokenized text linear in the output; the whole
+   * output is tokenized only when the bound says the budget may be exhausted.
+   */
   private measuredTokens = 0;
+  private sinceMeasured = "";
   private bytesSinceMeasured = 0;
 
   constructor(
@@ -515,7 +520,7 @@ class TokenLimit implements Stage {
     return this.unit === "" ? "" : this.completeUnit();
   }
 
-  /** Byte bound: tokens(committed + new) <= measured + tokens(since) + tokens(new) <= measured + their bytes. */
+  /** By subadditivity, tokens(committed + new) <= measured + tokens(since + new) <= measured + their bytes. */
   private withinBound(unitBytes: number): boolean {
     return this.measuredTokens + this.bytesSinceMeasured + unitBytes <= this.maxTokens;
   }
@@ -530,36 +535,51 @@ class TokenLimit implements Stage {
     this.unitBytes = 0;
     if (this.withinBound(bytes)) {
       this.bytesSinceMeasured += bytes;
+      this.sinceMeasured += unit;
       this.committed += unit;
       return unit.slice(unitEmitted);
     }
-    const tokens = this.countTokens(start + unit);
+    const bound = this.measuredTokens + this.countTokens(this.sinceMeasured + unit);
+    const tokens = bound <= this.maxTokens ? bound : this.countTokens(start + unit);
     if (tokens <= this.maxTokens) {
       this.measuredTokens = tokens;
+      this.sinceMeasured = "";
       this.bytesSinceMeasured = 0;
       this.committed += unit;
       return unit.slice(unitEmitted);
     }
-    // Over budget inside this unit. The prefix the byte bound covers fits (and may be out already); binary-search
-    // the rest, assuming counts grow with the prefix, and end on neither whitespace nor half a surrogate pair.
+    // Over budget inside this unit. The prefix the byte bound covers fits (and may be out already); beyond it,
+    // binary-search with the cheap bound (tokenizing only the text since the last measurement), then confirm the
+    // next char with an exact count, which usually settles it; counts are assumed to grow with the prefix.
     let safe = 0;
-    for (let bound = 0; safe < unit.length; safe++) {
-      bound += utf8Length(unit[safe] ?? "");
-      if (!this.withinBound(bound)) break;
+    for (let bytes = 0; safe < unit.length; safe++) {
+      bytes += utf8Length(unit[safe] ?? "");
+      if (!this.withinBound(bytes)) break;
     }
-    let fits = safe;
-    let over = unit.length;
-    while (over - fits > 1) {
-      const middle = (fits + over) >>> 1;
-      if (this.countTokens(start + unit.slice(0, middle)) <= this.maxTokens) fits = middle;
-      else over = middle;
-    }
+    const since = this.sinceMeasured;
+    let fits = this.longestFitting(unit, safe, unit.length, (prefix) => this.measuredTokens + this.countTokens(since + prefix));
+    fits = this.longestFitting(unit, fits, unit.length, (prefix) => this.countTokens(start + prefix));
     // The floor is decided by content alone (unlike `unitEmitted`, which it never undercuts), so the cut is the
     // same however the text was split.
     fits = trimmedEnd(unit, trimmedEnd(unit, 0, safe), fits);
     this.stopped = true;
     this.committed += unit.slice(0, fits);
     return unit.slice(unitEmitted, fits);
+  }
+
+  /** The longest prefix length in [fits, over) whose count fits, given that `fits` does and `over` does not. */
+  private longestFitting(unit: string, fits: number, over: number, count: (prefix: string) => number): number {
+    let low = fits;
+    let high = over;
+    // Try the very next char first: with a tight bound that is the answer, found with one count.
+    if (high - low > 1 && count(unit.slice(0, low + 1)) > this.maxTokens) return low;
+    if (high - low > 1) low++;
+    while (high - low > 1) {
+      const middle = (low + high) >>> 1;
+      if (count(unit.slice(0, middle)) <= this.maxTokens) low = middle;
+      else high = middle;
+    }
+    return low;
   }
 }
 
