@@ -112,6 +112,12 @@ describe("postprocess: text already after the cursor", () => {
     assert.equal(whole(context("{\n", "  }\n"), "  return 1;\n  }\n").text, "  return 1;\n");
   });
 
+  it("does not double whitespace the text after the cursor already starts with", () => {
+    assert.equal(whole(context("call(a,", " b)"), " b)").text, "");
+    assert.equal(whole(context("{\n", "  }"), "  }").text, "");
+    assert.equal(whole(context("const total = ", "price * qty;"), "base + price * qty;").text, "base + ");
+  });
+
   it("emits nothing when the output is exactly what follows the cursor", () => {
     const result = whole(context("foo(a", ")"), ")");
     assert.equal(result.text, "");

@@ -315,8 +315,8 @@ class SuffixOverlapStop implements Stage {
   private readonly nextLine: string;
   /** A closing bracket that comes first after the cursor (possibly lines below). */
   private readonly closer: string;
-  /** The text after the cursor starts with a line break: the output's own trailing line break would double it. */
-  private readonly afterStartsNewLine: boolean;
+  /** Whitespace the text after the cursor starts with; at a cut it stands in for the output's own. */
+  private readonly afterWhitespace: string;
 
   private pending = "";
   private heldWhitespace = "";
@@ -336,9 +336,9 @@ class SuffixOverlapStop implements Stage {
     this.nextLine = nextLine.slice(0, ANCHOR_MAX);
     const first = after.trimStart()[0] ?? "";
     this.closer = CLOSERS.includes(first) ? first : "";
-    this.afterStartsNewLine = /^[ \t]*\r?\n/.test(after);
-    // Output that begins on a blank cursor line begins a line of its own.
-    this.lineHasContent = /\S/.test(before.slice(before.lastIndexOf("\n") + 1));
+    this.afterWhitespace = /^\s*/.exec(after)?.[0] ?? "";
+    // Output begins a line of its own only when the cursor line is blank on both sides of the cursor.
+    this.lineHasContent = /\S/.test(before.slice(before.lastIndexOf("\n") + 1)) || this.restOfLine !== "";
   }
 
   push(text: string): string {
@@ -427,15 +427,16 @@ class SuffixOverlapStop implements Stage {
   }
 
   /**
-   * Whitespace right before the overlap: the indentation of a line the overlap starts goes with it, and when
-   * the text after the cursor brings its own line break, so do the output's trailing line breaks.
+   * The output's whitespace right before the overlap, less what the text after the cursor already brings: on a
+   * new line of output the existing text keeps its own indentation (and its own line break, if it starts with
+   * one); within a line the output keeps only the whitespace the existing text does not supply.
    */
   private cutWhitespace(): string {
     const held = this.takeWhitespace();
-    if (this.afterStartsNewLine) return "";
-    if (this.lineHasContent) return held;
+    const existing = this.afterWhitespace;
     const lineBreak = held.lastIndexOf("\n");
-    return lineBreak < 0 ? "" : held.slice(0, lineBreak + 1);
+    if (lineBreak >= 0) return existing.includes("\n") ? "" : held.slice(0, lineBreak + 1);
+    return held.length > existing.length ? held.slice(0, held.length - existing.length) : "";
   }
 }
 

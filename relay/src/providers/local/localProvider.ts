@@ -44,7 +44,7 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
 }
 
 function finish(text: string, context: TabContext, maxTokens: number): string {
-  const stopped = stopForSurface(text, context.surface, context.active_text_before_cursor);
+  const stopped = stopForSurface(text, context.surface, context.active_text_before_cursor, context.active_text_after_cursor);
   return stopBeforeExistingText(limitLength(stopped, maxTokens), context.active_text_after_cursor ?? "");
 }
 

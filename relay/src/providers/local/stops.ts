@@ -1,10 +1,17 @@
 const SINGLE_LINE_SURFACES = new Set(["messages", "tasks", "calendar"]);
 const OPENERS = "([{";
 const CLOSERS = ")]}";
+const WORD_CHAR = /[\p{L}\p{N}_$]/u;
+/** A continuation sharing this much of its start with the text after the cursor is a near-copy of it. */
+const NEAR_REPEAT_CHARS = 8;
 
-/** Cuts a predicted continuation where a suggestion on this surface should end. */
-export function stopForSurface(text: string, surface: string, before: string): string {
-  if (SINGLE_LINE_SURFACES.has(surface)) return firstLine(text);
+/**
+ * Cuts a predicted continuation where a suggestion on this surface should end. With words after the cursor on
+ * its line the cursor is mid-text, where a multi-line insertion would split that line: one line only then
+ * (closing brackets and punctuation alone after the cursor do not count, so `f(|)` can still get a block).
+ */
+export function stopForSurface(text: string, surface: string, before: string, after = ""): string {
+  if (SINGLE_LINE_SURFACES.has(surface) || WORD_CHAR.test(firstLine(after))) return firstLine(text);
   if (surface === "code") return dropTrailingBlankLines(stopAtBlockEnd(text, before));
   return dropTrailingBlankLines(stopAtParagraphEnd(text));
 }
@@ -91,15 +98,14 @@ export function stopBeforeExistingText(text: string, after: string): string {
   const lineBreak = after.indexOf("\n");
   const restOfLine = (lineBreak < 0 ? after : after.slice(0, lineBreak)).trim();
   if (restOfLine !== "") {
+    // "|apples and pears" + "apples and bananas": a variant of what is there, inserted in front of it.
+    if (commonPrefixLength(text, after) >= Math.min(NEAR_REPEAT_CHARS, restOfLine.length)) return "";
     const cut = CLOSERS.includes(restOfLine[0] ?? "") ? firstUnopenedCloser(text) : text.indexOf(restOfLine);
     return cut < 0 ? text : text.slice(0, cut);
   }
 
-  const nextLine = after
-    .split("\n")
-    .map((line) => line.trim())
-    .find((line) => line !== "");
-  if (nextLine === undefined) return text;
+  const nextLine = firstNonBlankLine(after);
+  if (nextLine === "") return text;
   let lineStart = text.indexOf("\n") + 1;
   while (lineStart > 0) {
     const newline = text.indexOf("\n", lineStart);
@@ -109,6 +115,23 @@ export function stopBeforeExistingText(text: string, after: string): string {
     lineStart = newline + 1;
   }
   return text;
+}
+
+function commonPrefixLength(a: string, b: string): number {
+  const limit = Math.min(a.length, b.length);
+  let length = 0;
+  while (length < limit && a.charCodeAt(length) === b.charCodeAt(length)) length++;
+  return length;
+}
+
+function firstNonBlankLine(text: string): string {
+  for (let start = 0; start < text.length; ) {
+    const newline = text.indexOf("\n", start);
+    const line = text.slice(start, newline < 0 ? text.length : newline).trim();
+    if (line !== "" || newline < 0) return line;
+    start = newline + 1;
+  }
+  return "";
 }
 
 function firstUnopenedCloser(text: string): number {
