@@ -334,9 +334,10 @@ class SuffixOverlapStop implements Stage {
       start = end + 1;
     }
     this.nextLine = nextLine.slice(0, ANCHOR_MAX);
-    const first = after.trimStart()[0] ?? "";
-    this.closer = CLOSERS.includes(first) ? first : "";
-    this.afterWhitespace = /^\s*/.exec(after)?.[0] ?? "";
+    const firstContent = after.search(/\S/);
+    const first = firstContent < 0 ? "" : (after[firstContent] ?? "");
+    this.closer = first !== "" && CLOSERS.includes(first) ? first : "";
+    this.afterWhitespace = firstContent < 0 ? after : after.slice(0, firstContent);
     // Output begins a line of its own only when the cursor line is blank on both sides of the cursor.
     this.lineHasContent = /\S/.test(before.slice(before.lastIndexOf("\n") + 1)) || this.restOfLine !== "";
   }
