@@ -1,7 +1,7 @@
 // The extension end to end: the packaged .vsix in a real VS Code (code-server + headless Chromium), talking to
 // the relay started through its CLI with the local engine. Screenshots and logs go to test-output/e2e/<case>/.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -37,7 +37,7 @@ if (skip) console.error(`\n${"!".repeat(100)}\n[e2e] ${skip}\n${"!".repeat(100)}
 
 /**
  * Runs `body` against a fresh relay and a VS Code with the extension configured for it, then stops both.
- * A failing step leaves a picture of the workbench behind.
+ * A failing step leaves a picture of the workbench behind; timings.json says where the time went.
  */
 async function withRelayAndVsCode(
   name: string,
@@ -47,7 +47,14 @@ async function withRelayAndVsCode(
   const outDir = join(OUTPUT, name);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
+  const timings: Record<string, number> = {};
+  let phaseStart = Date.now();
+  const phase = (label: string) => {
+    timings[label] = Date.now() - phaseStart;
+    phaseStart = Date.now();
+  };
   const relay = await startRelay(`e2e-${name}`, join(outDir, "relay.log"));
+  phase("relayStartMs");
   let vscode: VsCodeSession | undefined;
   try {
     vscode = await VsCodeSession.start({
@@ -57,14 +64,19 @@ async function withRelayAndVsCode(
       settings: { "tabRelay.relayUrl": relay.url, "tabRelay.workspaceSlug": relay.workspaceSlug },
       env: { TAB_RELAY_API_KEY: relay.apiKey },
     });
+    phase("vscodeStartMs");
     await vscode.waitForActivation();
+    phase("activationMs");
     await body(relay, vscode);
+    phase("stepsMs");
   } catch (error) {
     await vscode?.screenshot("failure").catch(() => undefined);
     throw error;
   } finally {
     await vscode?.close();
     await relay.stop();
+    phase("teardownMs");
+    writeFileSync(join(outDir, "timings.json"), `${JSON.stringify(timings, null, 2)}\n`);
   }
 }
 
