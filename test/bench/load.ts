@@ -104,20 +104,32 @@ export async function fetchStream(target: StreamTarget): Promise<{ status: numbe
   return { status: response.status, text: await response.text() };
 }
 
+/** One measured window against one target; windows of the same cell are combined by `combineSlices`. */
+export interface LoadSlice {
+  ttfbMs: number[];
+  totalMs: number[];
+  errors: number;
+  firstError: string | undefined;
+  elapsedMs: number;
+  /** CPU milliseconds each measured process used during the window. */
+  cpuMs: Record<string, number>;
+  probe: Record<string, number>;
+}
+
 /**
  * Keeps `concurrency` streams in flight back to back, first for `warmupMs` (discarded: JIT, connection
  * set-up, SQLite page cache), then for `durationMs`. Every worker finishes its last stream, and the
- * streams/s figure divides by the time until the last one ended.
+ * window lasts until the last one ended.
  */
-export async function runLoad(target: StreamTarget, options: LoadOptions): Promise<LoadResult> {
+export async function runSlice(target: StreamTarget, options: LoadOptions): Promise<LoadSlice> {
   const agent = new Agent({ keepAlive: true, maxSockets: options.concurrency, maxFreeSockets: options.concurrency });
   const url = new URL(target.url);
   const body = Buffer.from(target.body);
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
 
   const phase = async (durationMs: number) => {
-    const ttfb: number[] = [];
-    const total: number[] = [];
+    const ttfbMs: number[] = [];
+    const totalMs: number[] = [];
     let errors = 0;
     let firstError: string | undefined;
     const started = performance.now();
@@ -126,8 +138,8 @@ export async function runLoad(target: StreamTarget, options: LoadOptions): Promi
       while (performance.now() < deadline) {
         const outcome = await streamOnce(agent, target, body, url, timeoutMs);
         if (outcome.ok) {
-          ttfb.push(outcome.ttfbMs);
-          total.push(outcome.totalMs);
+          ttfbMs.push(outcome.ttfbMs);
+          totalMs.push(outcome.totalMs);
         } else {
           errors++;
           firstError ??= outcome.error;
@@ -137,7 +149,7 @@ export async function runLoad(target: StreamTarget, options: LoadOptions): Promi
       }
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
-    return { ttfb, total, errors, firstError, elapsedMs: performance.now() - started };
+    return { ttfbMs, totalMs, errors, firstError, elapsedMs: performance.now() - started };
   };
 
   const cpuNow = (): Record<string, number> => {
@@ -158,25 +170,44 @@ export async function runLoad(target: StreamTarget, options: LoadOptions): Promi
     const measured = await phase(options.durationMs);
     const cpuAfter = cpuNow();
     const probe = (await options.probe?.end()) ?? {};
-    const cpuUsPerStream: Record<string, number> = {};
+    const cpuMs: Record<string, number> = {};
     for (const [name, after] of Object.entries(cpuAfter)) {
       const before = cpuBefore[name];
-      if (before !== undefined && measured.ttfb.length > 0) cpuUsPerStream[name] = ((after - before) * 1000) / measured.ttfb.length;
+      if (before !== undefined) cpuMs[name] = after - before;
     }
-    return {
-      target: target.name,
-      concurrency: options.concurrency,
-      completed: measured.ttfb.length,
-      errors: measured.errors,
-      firstError: measured.firstError,
-      elapsedMs: measured.elapsedMs,
-      streamsPerSecond: measured.ttfb.length / (measured.elapsedMs / 1000),
-      ttfbMs: summarize(measured.ttfb),
-      totalMs: summarize(measured.total),
-      cpuUsPerStream,
-      probe,
-    };
+    return { ...measured, cpuMs, probe };
   } finally {
     agent.destroy();
   }
+}
+
+/** One cell's figures from its windows: samples pooled, rates over the summed window time, probe values weighted by streams. */
+export function combineSlices(target: string, concurrency: number, slices: readonly LoadSlice[]): LoadResult {
+  const ttfb = slices.flatMap((s) => s.ttfbMs);
+  const total = slices.flatMap((s) => s.totalMs);
+  const elapsedMs = slices.reduce((sum, s) => sum + s.elapsedMs, 0);
+  const completed = ttfb.length;
+  const cpuUsPerStream: Record<string, number> = {};
+  const probe: Record<string, number> = {};
+  if (completed > 0) {
+    for (const name of new Set(slices.flatMap((s) => Object.keys(s.cpuMs)))) {
+      if (slices.every((s) => s.cpuMs[name] !== undefined)) cpuUsPerStream[name] = (slices.reduce((sum, s) => sum + (s.cpuMs[name] ?? 0), 0) * 1000) / completed;
+    }
+    for (const name of new Set(slices.flatMap((s) => Object.keys(s.probe)))) {
+      if (slices.every((s) => s.probe[name] !== undefined)) probe[name] = slices.reduce((sum, s) => sum + (s.probe[name] ?? 0) * s.ttfbMs.length, 0) / completed;
+    }
+  }
+  return {
+    target,
+    concurrency,
+    completed,
+    errors: slices.reduce((sum, s) => sum + s.errors, 0),
+    firstError: slices.find((s) => s.firstError !== undefined)?.firstError,
+    elapsedMs,
+    streamsPerSecond: completed / (elapsedMs / 1000),
+    ttfbMs: summarize(ttfb),
+    totalMs: summarize(total),
+    cpuUsPerStream,
+    probe,
+  };
 }

@@ -3,7 +3,7 @@
  * the upstream. It pipes each request to the target over keep-alive connections and pipes the answer
  * back, with no parsing, authentication or re-encoding.
  * Usage: node --import tsx test/bench/passthroughProxy.ts http://127.0.0.1:PORT
- * Prints one JSON line `{"url": "http://127.0.0.1:PORT"}` on stdout once it listens; stops on SIGTERM.
+ * Prints one JSON line `{"url": "http://127.0.0.1:PORT"}` on stdout once it listens; stops on SIGTERM or when stdin closes.
  */
 import { Agent, type IncomingHttpHeaders, createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -43,9 +43,15 @@ server.listen(0, "127.0.0.1", () => {
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
 });
 
+let stopping = false;
 const stop = () => {
+  if (stopping) return;
+  stopping = true;
   server.close(() => process.exit(0));
   server.closeAllConnections();
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
+// The benchmark holds our stdin open; when it closes, the benchmark is gone and so should we be.
+process.stdin.once("close", stop);
+process.stdin.resume();

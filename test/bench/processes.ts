@@ -19,6 +19,11 @@ export interface SpawnOptions {
   /** Which output announces readiness, and the pattern whose first group is returned. */
   ready: { stream: "stdout" | "stderr"; pattern: RegExp };
   timeoutMs?: number;
+  /**
+   * Keeps the child's stdin open as a lifeline: a child that exits when its stdin closes then also goes
+   * when the benchmark dies without the chance to stop it (SIGKILL, a crash in a helper script).
+   */
+  lifeline?: boolean;
 }
 
 const TAIL_CHARS = 4_096;
@@ -26,7 +31,7 @@ const live = new Set<ChildServer>();
 
 /** Starts `node ...args` and resolves once the ready pattern appears, with its first capture group. */
 export async function spawnServer(options: SpawnOptions): Promise<{ server: ChildServer; match: string }> {
-  const child = spawn(process.execPath, [...options.args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...options.args], { cwd: options.cwd, env: options.env, stdio: [options.lifeline ? "pipe" : "ignore", "pipe", "pipe"] });
   let stderr = "";
   let readyText = "";
   child.stderr?.on("data", (chunk: Buffer) => {

@@ -45,10 +45,12 @@ const context: BenchContext = {
   progress,
 };
 
-process.once("SIGINT", () => {
-  killAllSync();
-  process.exit(130);
-});
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+  process.once(signal, () => {
+    killAllSync();
+    process.exit(code);
+  });
+}
 process.once("exit", killAllSync);
 
 const machine = {

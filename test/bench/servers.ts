@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { StandInBehaviour } from "../support/upstreamStandIn";
 import { type ChildServer, spawnServer } from "./processes";
 
@@ -46,6 +47,7 @@ export async function startUpstream(env: ServerEnvironment, behaviour: StandInBe
     cwd: env.root,
     env: env.baseEnv,
     ready: { stream: "stdout", pattern: JSON_URL },
+    lifeline: true,
   });
   return { url: match, server };
 }
@@ -58,6 +60,7 @@ export async function startProxy(env: ServerEnvironment, origin: string): Promis
     cwd: env.root,
     env: env.baseEnv,
     ready: { stream: "stdout", pattern: JSON_URL },
+    lifeline: true,
   });
   return { url: match, server };
 }
@@ -94,10 +97,11 @@ export async function startBenchRelay(env: ServerEnvironment, options: RelayOpti
   try {
     ({ server, match: url } = await spawnServer({
       name: "tab-relay",
-      args: [...profiling, bin, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"],
+      args: [...profiling, "--import", pathToFileURL(join(env.root, "test/bench/lifeline.mjs")).href, bin, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"],
       cwd: env.root,
       env: { ...env.baseEnv, ...options.settings },
       ready: { stream: "stderr", pattern: /serving on (http:\/\/\S+)/ },
+      lifeline: true,
     }));
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });

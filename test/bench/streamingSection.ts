@@ -1,5 +1,5 @@
 import type { StandInBehaviour } from "../support/upstreamStandIn";
-import { type LoadResult, type StreamTarget, type WindowProbe, fetchStream, runLoad } from "./load";
+import { type LoadResult, type LoadSlice, type StreamTarget, type WindowProbe, combineSlices, fetchStream, runSlice } from "./load";
 import type { BenchContext, BenchSection, Goal, SectionReport } from "./sections";
 import { type BenchRelay, type RunningProxy, type RunningUpstream, startBenchRelay, startProxy, startUpstream } from "./servers";
 import { formatMs, round } from "./stats";
@@ -141,9 +141,14 @@ interface Cell {
   result: LoadResult;
 }
 
+/**
+ * Each cell is measured in rounds, the three paths taking turns, so a burst of other work on the machine
+ * lands on all of them rather than on whichever happened to run then. Later rounds warm up only briefly:
+ * each window opens fresh connections.
+ */
 function timing(context: BenchContext, concurrency: number) {
-  if (context.quick) return { warmupMs: 500, durationMs: 1_500 };
-  return concurrency === 1 ? { warmupMs: 1_500, durationMs: 5_000 } : { warmupMs: 2_000, durationMs: 6_000 };
+  if (context.quick) return { firstWarmupMs: 400, warmupMs: 200, sliceMs: 700, rounds: 2 };
+  return { firstWarmupMs: concurrency === 1 ? 1_500 : 2_000, warmupMs: 300, sliceMs: 2_000, rounds: 4 };
 }
 
 async function checkTarget(target: StreamTarget): Promise<void> {
@@ -189,20 +194,30 @@ export const streamingSection: BenchSection = {
       const pids: Record<PathName, number> = { upstream: upstream.server.pid, proxy: proxy.server.pid, relay: relay.server.pid };
 
       for (const concurrency of CONCURRENCIES) {
+        const plan = timing(context, concurrency);
+        context.progress(`${concurrency} in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per path, the paths taking turns`);
+        const slices: Record<PathName, LoadSlice[]> = { upstream: [], proxy: [], relay: [] };
+        for (let round = 0; round < plan.rounds; round++) {
+          for (const path of PATHS) {
+            const slice = await runSlice(targets[path], {
+              concurrency,
+              warmupMs: round === 0 ? plan.firstWarmupMs : plan.warmupMs,
+              durationMs: plan.sliceMs,
+              processes: pids,
+              ...(path === "relay" ? { probe: relayMetricsProbe(relay.url) } : {}),
+            });
+            slices[path].push(slice);
+            const rate = slice.ttfbMs.length / (slice.elapsedMs / 1000);
+            context.progress(`  round ${round + 1}/${plan.rounds}, ${PATH_LABELS[path]}: ${rate.toFixed(0)} streams/s${slice.errors > 0 ? `, ${slice.errors} errors` : ""}`);
+          }
+        }
         for (const path of PATHS) {
-          const { warmupMs, durationMs } = timing(context, concurrency);
-          context.progress(`${PATH_LABELS[path]}, ${concurrency} in flight: warm-up ${warmupMs / 1000} s, measuring ${durationMs / 1000} s`);
-          const result = await runLoad(targets[path], {
-            concurrency,
-            warmupMs,
-            durationMs,
-            processes: pids,
-            ...(path === "relay" ? { probe: relayMetricsProbe(relay.url) } : {}),
-          });
+          const result = combineSlices(path, concurrency, slices[path]);
           cells.push({ path, result });
           const cpu = result.cpuUsPerStream[path];
           context.progress(
-            `  ${result.completed} streams, ${result.streamsPerSecond.toFixed(0)}/s, TTFB p50 ${formatMs(result.ttfbMs.p50)} ms p99 ${formatMs(result.ttfbMs.p99)} ms` +
+            `${PATH_LABELS[path]}, ${concurrency} in flight: ${result.completed} streams, ${result.streamsPerSecond.toFixed(0)}/s, ` +
+              `TTFB p50 ${formatMs(result.ttfbMs.p50)} ms p99 ${formatMs(result.ttfbMs.p99)} ms` +
               (cpu === undefined ? "" : `, ${path} CPU ${cpu.toFixed(0)} µs/stream`) +
               (result.probe[FIRST_FRAGMENT] === undefined ? "" : `, provider first fragment ${formatMs(result.probe[FIRST_FRAGMENT])} ms mean`) +
               (result.errors > 0 ? `, ${result.errors} ERRORS (first: ${result.firstError})` : ""),
