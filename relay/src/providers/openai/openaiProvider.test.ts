@@ -157,9 +157,21 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     await upstream.waitForClientDisconnect(undefined, 1000);
   });
 
-  test("without firstByteTimeoutMs, timeoutMs covers only the headers", async () => {
-    upstream.enqueue({ kind: "reply", text: "slow but fine", firstChunkDelayMs: 300 });
-    assert.equal((await collect(provider({ timeoutMs: 150 }))).join(""), "slow but fine");
+  test("a stream whose chunks keep coming within timeoutMs is fine however long it takes", async () => {
+    upstream.enqueue({ kind: "reply", text: ["slow", " but", " fine", "!"], firstChunkDelayMs: 100, chunkDelayMs: 100 });
+    assert.equal((await collect(provider({ timeoutMs: 250 }))).join(""), "slow but fine!");
+  });
+
+  test("an upstream that goes silent mid-stream is UPSTREAM_TIMEOUT after timeoutMs, and its request is dropped", async () => {
+    upstream.enqueue({ kind: "reply", text: ["a +", " b", ";"], chunkDelayMs: 2000 });
+    const fragments: string[] = [];
+    const started = performance.now();
+    await assert.rejects(async () => {
+      for await (const fragment of provider({ timeoutMs: 200 }).stream(input(), new AbortController().signal)) fragments.push(fragment);
+    }, isRelayError("UPSTREAM_TIMEOUT", /silent for 200 ms/));
+    assert.deepEqual(fragments, ["a +"]);
+    assert.ok(performance.now() - started < 1500);
+    await upstream.waitForClientDisconnect(undefined, 1000);
   });
 
   test("a connection dropped mid-stream is UPSTREAM_ERROR after the fragments that did arrive", async () => {

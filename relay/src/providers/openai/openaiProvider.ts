@@ -10,7 +10,7 @@ export interface OpenAIProviderOptions {
   /** `completions` sends prompt + suffix (fill-in-the-middle); `chat` sends an instructed hole-filling prompt. */
   api: "chat" | "completions";
   fetch: typeof fetch;
-  /** How long to wait for the response headers. */
+  /** The longest silence allowed: before the response headers, and between chunks of the stream. */
   timeoutMs: number;
   /** How long to wait, after the headers, for the first byte of the body. */
   firstByteTimeoutMs?: number;
@@ -78,7 +78,11 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
 
       if (options.firstByteTimeoutMs !== undefined) {
         arm(options.firstByteTimeoutMs, `Upstream sent no data within ${options.firstByteTimeoutMs} ms of its headers`);
+      } else {
+        arm(options.timeoutMs, `Upstream sent no data within ${options.timeoutMs} ms of its headers`);
       }
+      // A server that stalls mid-stream would otherwise hold the client's request open for ever.
+      const onChunk = () => arm(options.timeoutMs, `Upstream went silent for ${options.timeoutMs} ms mid-stream`);
       try {
         if (/^application\/json/i.test(response.headers.get("content-type") ?? "")) {
           // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
@@ -89,7 +93,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
           return;
         }
         let sawData = false;
-        for await (const event of readSseEvents(firstByteWatch(response.body, disarm))) {
+        for await (const event of readSseEvents(watchChunks(response.body, onChunk))) {
           if (event.data === SSE_DONE) {
             finished = true;
             return;
@@ -129,13 +133,10 @@ export function joinUrl(baseUrl: string, path: string): string {
   return base.toString();
 }
 
-async function* firstByteWatch(body: ReadableStream<Uint8Array>, onFirstByte: () => void): AsyncGenerator<Uint8Array> {
-  let first = true;
+/** Calls `onChunk` for every non-empty chunk of the body, so a silence timer can be re-armed. */
+async function* watchChunks(body: ReadableStream<Uint8Array>, onChunk: () => void): AsyncGenerator<Uint8Array> {
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    if (first && chunk.byteLength > 0) {
-      first = false;
-      onFirstByte();
-    }
+    if (chunk.byteLength > 0) onChunk();
     yield chunk;
   }
 }
