@@ -3,13 +3,7 @@ import { after, before, describe, test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
 import { createApiKey } from "../../relay/src/auth/apiKeys";
 import { newId } from "../../relay/src/auth/secrets";
-import { completionBody, startTestRelay, type TestRelay } from "../support/relayHarness";
-
-async function errorOf(response: Response) {
-  const body = (await response.json()) as { error: { code: string; message: string } };
-  assert.deepEqual(Object.keys(body), ["error"]);
-  return body.error;
-}
+import { completionBody, errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
 
 describe("API keys and authentication", () => {
   let relay: TestRelay;

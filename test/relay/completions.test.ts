@@ -2,14 +2,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { readCompletionStream, readSseEvents } from "@tab-relay/shared";
-import { completionBody, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { completionBody, errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn, type UpstreamStandIn } from "../support/upstreamStandIn";
 
 const PATH = "/api/v1/tab/chat/completions";
-
-async function errorOf(response: Response) {
-  return ((await response.json()) as { error: { code: string; message: string } }).error;
-}
 
 /** The openai SDK pointed at the relay; tab_context rides along as an extra body field. */
 function sdk(relay: TestRelay, apiKey = relay.apiKey) {

@@ -55,6 +55,13 @@ export async function startTestRelay(
   };
 }
 
+/** The error envelope of a failed response, checked to hold nothing but `error`. */
+export async function errorOf(response: Response): Promise<{ code: string; message: string }> {
+  const body = (await response.json()) as { error: { code: string; message: string } };
+  if (Object.keys(body).join() !== "error") throw new Error(`not an error envelope: ${JSON.stringify(body)}`);
+  return body.error;
+}
+
 /** A minimal valid completion body; `context` overrides tab_context fields. */
 export function completionBody(context: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return {
