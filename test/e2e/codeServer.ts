@@ -2,7 +2,6 @@
 // profile, and Debian's Chromium through playwright-core. /work/shared/notes/vscode-e2e.md explains the recipe.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,15 +40,31 @@ export function ensurePrerequisites(): Prerequisites {
   return { ready: false, reason: `${SETUP_SCRIPT} failed (${how}); see its output above` };
 }
 
-export async function freePort(): Promise<number> {
+/**
+ * Resolves with the first capture group of `pattern` in the child's stdout and stderr together (for example
+ * the URL it listens on, when started on port 0); rejects if the child exits first or `timeoutMs` passes.
+ */
+export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs: number, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    let output = "";
+    const finish = (error: Error | undefined, value = "") => {
+      clearTimeout(timer);
+      child.stdout?.off("data", onData);
+      child.stderr?.off("data", onData);
+      child.off("exit", onExit);
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const value = pattern.exec(output)?.[1];
+      if (value !== undefined) finish(undefined, value);
+    };
+    const onExit = (code: number | null) => finish(new Error(`${what}: the process exited (${String(code)}) first:\n${output}`));
+    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${output}`)), timeoutMs);
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.on("exit", onExit);
   });
 }
 
@@ -176,13 +191,12 @@ export class VsCodeSession {
     const installed = JSON.parse(readFileSync(join(dirs.extensions, "extensions.json"), "utf8")) as { identifier: { id: string } }[];
     const extensionIds = installed.map((entry) => entry.identifier.id);
 
-    const port = await freePort();
     const server = spawn(
       codeServerBin(),
       [
         ...profileFlags,
         "--bind-addr",
-        `127.0.0.1:${port}`,
+        "127.0.0.1:0",
         "--auth",
         "none",
         "--disable-telemetry",
@@ -198,16 +212,12 @@ export class VsCodeSession {
     const serverLog = createWriteStream(join(options.outDir, "code-server.log"));
     server.stdout?.pipe(serverLog);
     server.stderr?.pipe(serverLog);
-    let exited = false;
-    server.on("exit", () => (exited = true));
 
-    const base = `http://127.0.0.1:${port}`;
     let session: VsCodeSession | undefined;
     try {
-      await waitUntil("code-server /healthz", 60_000, async () => {
-        if (exited) throw new Error(`code-server exited during startup; see ${join(options.outDir, "code-server.log")}`);
-        return (await fetch(`${base}/healthz`).then((response) => response.ok).catch(() => false)) || undefined;
-      });
+      const base = await waitForOutput(server, /HTTP server listening on (http:\/\/[\d.:]+)/, 60_000, "code-server to listen");
+      // The route table is complete a moment after that line.
+      await waitUntil("code-server /healthz", 30_000, async () => (await fetch(`${base}/healthz`).then((response) => response.ok).catch(() => false)) || undefined);
       const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, env: isolatedEnv, args: CHROMIUM_ARGS });
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const page = await context.newPage();

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, REPO_ROOT, waitUntil } from "./codeServer";
+import { REPO_ROOT, waitForOutput, waitUntil } from "./codeServer";
 
 export interface RelayUnderTest {
   url: string;
@@ -29,8 +29,7 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
   if (init.status !== 0) throw new Error(`tab-relay init failed:\n${init.stdout}\n${init.stderr}`);
   const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
 
-  const port = await freePort();
-  const server = spawn(process.execPath, [cli, "serve", "--data", data, "--port", String(port), "--host", "127.0.0.1"], {
+  const server = spawn(process.execPath, [cli, "serve", "--data", data, "--port", "0", "--host", "127.0.0.1"], {
     env: relayEnv,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -39,7 +38,6 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
   server.stderr.pipe(log);
   let exited = false;
   server.on("exit", () => (exited = true));
-  const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (!exited) {
       server.kill("SIGTERM");
@@ -47,11 +45,10 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
     }
     rmSync(data, { recursive: true, force: true });
   };
+  let url: string;
   try {
-    await waitUntil("relay /healthz", 30_000, async () => {
-      if (exited) throw new Error(`tab-relay serve exited during startup; see ${logFile}`);
-      return (await fetch(`${url}/healthz`).then((response) => response.ok).catch(() => false)) || undefined;
-    });
+    url = await waitForOutput(server, /serving on (http:\/\/\S+)/, 30_000, "tab-relay serve to listen");
+    await waitUntil("relay /healthz", 10_000, async () => (await fetch(`${url}/healthz`).then((response) => response.ok).catch(() => false)) || undefined);
   } catch (error) {
     await stop();
     throw error;
