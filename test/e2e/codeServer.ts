@@ -354,8 +354,10 @@ export async function typeAndWaitForGhostText(
   let lastSeen: string | undefined;
   let lastEdit = Date.now();
   for (;;) {
+    const previous = lastSeen;
     lastSeen = await readGhostText(editor);
-    if (lastSeen !== undefined && accept(lastSeen)) return lastSeen;
+    // A streamed suggestion may grow after it first shows; only a text that held still for one poll is final.
+    if (lastSeen !== undefined && lastSeen === previous && accept(lastSeen)) return lastSeen;
     if (Date.now() > deadline) {
       throw new Error(`no matching ghost text after typing ${JSON.stringify(text)}; last seen: ${JSON.stringify(lastSeen ?? null)}`);
     }
@@ -364,11 +366,6 @@ export async function typeAndWaitForGhostText(
       await page.keyboard.type(text.slice(-1));
       lastEdit = Date.now();
     }
-    await sleep(100);
+    await sleep(250);
   }
-}
-
-/** The editor's visible text, with the non-breaking spaces Monaco renders turned back into spaces. */
-export async function editorText(editor: Locator): Promise<string> {
-  return (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
 }
