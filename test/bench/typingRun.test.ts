@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { startTestRelay } from "../support/relayHarness";
+import { startUpstreamStandIn } from "../support/upstreamStandIn";
+import { ReplayClock } from "./typingClock";
+import { summarizeReplay } from "./typingReport";
+import { type ReplayOptions, replayTyping } from "./typingRun";
+import { DEFAULT_TYPIST } from "./typingTypist";
+
+const TEXT = [
+  "export function add(left: number, right: number): number {",
+  "  return left + right;",
+  "}",
+  "",
+  "export function subtract(left: number, right: number): number {",
+  "  return left - right;",
+  "}",
+  "",
+].join("\n");
+const START = TEXT.indexOf("export function subtract");
+
+async function replayAgainst(env: Record<string, string>, overrides: Partial<ReplayOptions> = {}) {
+  const clock = new ReplayClock(Date.now());
+  const relay = await startTestRelay({ env, clock });
+  try {
+    const options: ReplayOptions = {
+      relayUrl: relay.url,
+      apiKey: relay.apiKey,
+      workspaceSlug: relay.workspace.slug,
+      clock,
+      text: TEXT,
+      start: START,
+      end: TEXT.length,
+      path: "src/math.ts",
+      languageId: "typescript",
+      debounceMs: 120,
+      typist: { ...DEFAULT_TYPIST, typoRate: 0.05 },
+      seed: 5,
+      ...overrides,
+    };
+    return await replayTyping(options);
+  } finally {
+    await relay.close();
+  }
+}
+
+test("the typist types the file to the end, and every keystroke's provide call is accounted for", async () => {
+  const run = await replayAgainst({});
+  assert.equal(run.finalText, TEXT);
+  const { stats } = run;
+  assert.equal(stats.provideCalls, run.actions.length);
+  assert.equal(stats.provideCalls, stats.skipped + stats.cacheHits + stats.debounceCancelled + stats.requestsStarted);
+  assert.equal(run.requests.length, stats.requestsStarted);
+  assert.ok(run.requests.every((r) => r.outcome !== undefined && r.endedAt !== undefined && r.endedAt >= r.startedAt));
+  assert.ok(run.actions.some((a) => a.shown !== undefined), "the local engine predicts from the first function");
+
+  const figures = summarizeReplay(run, { file: "src/math.ts", start: START, seed: 5, debounceMs: 120 });
+  assert.equal(figures.chars.typed + figures.chars.accepted, TEXT.length - START);
+  assert.equal(figures.keystrokes.typos, figures.keystrokes.backspaces);
+  assert.ok(figures.requests.maxPerPause <= 1);
+  // Minutes of typing, replayed in the time the requests took.
+  assert.ok(run.skippedMs > run.virtualMs / 2, `skipped ${run.skippedMs} of ${run.virtualMs} ms`);
+});
+
+test("a keystroke that arrives while a slow model is still answering aborts the request, up to the model", async () => {
+  const upstream = await startUpstreamStandIn({ behaviour: { kind: "reply", text: "/* later */", headersDelayMs: 300 } });
+  try {
+    const run = await replayAgainst(
+      { TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "stand-in-model" },
+      { end: TEXT.indexOf("\n", START) + 1 },
+    );
+    const superseded = run.requests.filter((r) => r.supersededInFlight);
+    assert.ok(superseded.length > 0, "with a 300 ms model, some requests are still in flight at the next keystroke");
+    assert.ok(superseded.every((r) => r.outcome === "aborted"));
+    assert.ok(run.requests.filter((r) => r.outcome === "ok").every((r) => r.endedAt !== undefined && r.endedAt - r.startedAt >= 300));
+    // The relay learns of each abort over HTTP and drops its own request to the model: the model answers in full
+    // only the requests the typist waited for.
+    const completed = run.requests.filter((r) => r.outcome === "ok").length;
+    await waitFor(() => upstream.requests.length - upstream.clientDisconnects() === completed);
+  } finally {
+    await upstream.close();
+  }
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
