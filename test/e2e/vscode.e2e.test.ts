@@ -18,8 +18,8 @@ import { packageTabRelayExtension } from "./extensionPackage";
 import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
 // The two things under test.
-const packageExtension = (dir: string) => packageTabRelayExtension(dir);
-const startRelay = (workspaceSlug: string, logFile: string): Promise<RelayUnderTest> => startCliRelay(workspaceSlug, logFile);
+const packageExtension = packageTabRelayExtension;
+const startRelay = startCliRelay;
 
 const OUTPUT = join(REPO_ROOT, "test-output/e2e");
 
@@ -80,15 +80,16 @@ async function withRelayAndVsCode(
   }
 }
 
-describe("the extension in a real VS Code", { skip }, () => {
+// Each case normally takes 10 to 25 s; the bound only keeps a hung browser from stalling the whole suite.
+describe("the extension in a real VS Code", { skip, timeout: 300_000 }, () => {
   let packagingDir = "";
   let vsix = "";
 
-  before(async () => {
+  before(() => {
     if (!prerequisites.ready) throw new Error(`cannot run the VS Code end-to-end test: ${prerequisites.reason}`);
     ensureRelayBuilt();
     packagingDir = mkdtempSync(join(tmpdir(), "tab-relay-e2e-vsix-"));
-    vsix = await packageExtension(packagingDir);
+    vsix = packageExtension(packagingDir);
   });
   after(() => rmSync(packagingDir, { recursive: true, force: true }));
 
