@@ -25,6 +25,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { DEFAULT_SETTINGS } from "../../extension/src/core/settings";
+import { TypingRhythm } from "../../extension/src/core/debounce";
 import { startTestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn } from "../support/upstreamStandIn";
 import { ReplayClock } from "./typingClock";
@@ -78,6 +79,9 @@ interface SlowModelFigures extends TypingFigures {
 const runs: TypingFigures[] = [];
 let slow: SlowModelFigures | undefined;
 
+// One typist, one editor: the rhythm the extension learns (and remembers across restarts) carries over from
+// the warm-up to every replay, as it does from file to file in one VS Code.
+const rhythm = new TypingRhythm();
 const local = await startRelayOnReplayTime();
 try {
   // A short unrecorded replay first, so compiling the relay's and the pipeline's hot paths is not in the figures.
@@ -133,6 +137,7 @@ async function typeFile(relay: Relay, file: string, runSeed: number, ms: number,
     debounceMs: ms,
     typist: DEFAULT_TYPIST,
     seed: runSeed,
+    rhythm,
   });
   return summarizeReplay(result, { file, start, seed: runSeed, debounceMs: ms });
 }

@@ -7,6 +7,7 @@
  */
 // The core's files one by one: its index re-exports with `export *`, which Node cannot name from ESM.
 import { CompletionSession, type SessionStats } from "../../extension/src/core/completionSession";
+import type { TypingRhythm } from "../../extension/src/core/debounce";
 import type { RequestOutcome } from "../../extension/src/core/request";
 import { DEFAULT_SETTINGS } from "../../extension/src/core/settings";
 import { StatusController, initialStatus } from "../../extension/src/core/status";
@@ -29,6 +30,8 @@ export interface ReplayOptions {
   readonly debounceMs: number;
   readonly typist: TypistModel;
   readonly seed: number;
+  /** The typist's rhythm as the extension has learned it; shared across replays like one VS Code across files. */
+  readonly rhythm?: TypingRhythm;
 }
 
 export type ActionKind = "type" | "typo" | "backspace" | "acceptAll" | "acceptLine";
@@ -89,6 +92,7 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
     getSettings: () => ({ ...DEFAULT_SETTINGS, relayUrl: options.relayUrl, workspaceSlug: options.workspaceSlug, debounceMs: options.debounceMs }),
     getApiKey: () => Promise.resolve(options.apiKey),
     status,
+    ...(options.rhythm ? { rhythm: options.rhythm } : {}),
     onEvent: (event) => {
       if (event.type === "requestStarted") {
         // A request belongs to the latest keystroke: every older provide call was cancelled before it could send.

@@ -219,3 +219,34 @@ test("reports what a benchmark needs: requests, aborts, cache hits, and when eac
   assert.equal(session.stats.cacheHits, 1);
   assert.equal(session.stats.suggestionsShown, 2);
 });
+
+test("a fast typist's pause is waited out a little longer, so mid-word gaps send nothing", async () => {
+  // Until four gaps are known the floor applies, so the first four keystrokes each start a request.
+  const learning: FetchStep[] = Array.from({ length: 4 }, () => ({ kind: "hang" }));
+  const { clock, fake, session } = harness([...learning, sse("items.length;")]);
+  const text = "const total = values.reduce((sum, v) => sum + v, 0);";
+  // Keystrokes 150 ms apart: longer than the 120 ms floor, so a fixed debounce would fire on every one.
+  for (let i = 1; i <= 30; i++) {
+    void session.provide(inputAt(`${text.slice(0, i)}█`));
+    await clock.advance(150);
+  }
+  assert.equal(fake.calls.length, 4);
+  const last = session.provide(inputAt(`${text.slice(0, 31)}█`));
+  await clock.advance(187);
+  assert.equal(fake.calls.length, 4);
+  await clock.advance(1);
+  assert.equal(fake.calls.length, 5);
+  assert.equal((await last)?.insertText, "items.length;");
+});
+
+test("with adaptiveDebounce off, the debounce is exactly the setting whatever the rhythm", async () => {
+  const { clock, fake, session } = harness([sse("a"), sse("items.length;")], { adaptiveDebounce: false });
+  for (let i = 1; i <= 12; i++) {
+    void session.provide(inputAt(`${"abcdefghijklmnop".slice(0, i)}█`));
+    await clock.advance(100);
+  }
+  assert.equal(fake.calls.length, 0);
+  void session.provide(inputAt("abcdefghijklm█"));
+  await clock.advance(120);
+  assert.equal(fake.calls.length, 1);
+});

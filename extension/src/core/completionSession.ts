@@ -1,7 +1,7 @@
 import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { TypingThroughCache } from "./cache";
 import { buildTabContext, cursorText, isSingleLineContext } from "./context";
-import { debounce } from "./debounce";
+import { TypingRhythm, debounce } from "./debounce";
 import { postprocess } from "./postprocess";
 import { prefilter } from "./prefilter";
 import { buildRequestBody, requestCompletion, type RequestOutcome } from "./request";
@@ -18,6 +18,8 @@ export interface SessionDeps {
   readonly getApiKey: () => Promise<string | undefined>;
   readonly status: StatusController;
   readonly cache?: TypingThroughCache;
+  /** The user's typing rhythm, shared across sessions and remembered across restarts by the adapter. */
+  readonly rhythm?: TypingRhythm;
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
 }
@@ -48,6 +50,7 @@ export interface SessionStats {
  */
 export class CompletionSession {
   private readonly cache: TypingThroughCache;
+  private readonly rhythm: TypingRhythm;
   private current: AbortController | undefined;
   private readonly counters: SessionStats = {
     provideCalls: 0,
@@ -64,6 +67,7 @@ export class CompletionSession {
 
   constructor(private readonly deps: SessionDeps) {
     this.cache = deps.cache ?? new TypingThroughCache();
+    this.rhythm = deps.rhythm ?? new TypingRhythm();
   }
 
   get stats(): Readonly<SessionStats> {
@@ -98,6 +102,7 @@ export class CompletionSession {
   private async run(input: CompletionInput, signal: AbortSignal): Promise<Suggestion | undefined> {
     const { clock, status } = this.deps;
     const settings = this.deps.getSettings();
+    this.rhythm.keystroke(clock.now());
     const gate = status.gate();
     if (prefilter(input, settings, gate.pause) !== undefined) return this.skip();
 
@@ -110,7 +115,8 @@ export class CompletionSession {
     }
     if (gate.blocked !== undefined) return this.skip();
 
-    if (!(await debounce(clock, settings.debounceMs, signal))) {
+    const wait = settings.adaptiveDebounce ? this.rhythm.waitMs(settings.debounceMs) : settings.debounceMs;
+    if (!(await debounce(clock, wait, signal))) {
       this.counters.debounceCancelled++;
       return undefined;
     }

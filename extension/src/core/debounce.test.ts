@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { debounce } from "./debounce";
+import { describe, test } from "node:test";
+import { TypingRhythm, debounce } from "./debounce";
 import { FakeClock } from "./testing";
 
 test("resolves true once the wait has run out on the clock, not before", async () => {
@@ -35,4 +35,57 @@ test("a zero delay resolves without a timer", async () => {
   const clock = new FakeClock();
   assert.equal(await debounce(clock, 0, new AbortController().signal), true);
   assert.equal(clock.pendingTimers, 0);
+});
+
+describe("TypingRhythm", () => {
+  const keystrokes = (rhythm: TypingRhythm, gaps: number[], start = 1_000) => {
+    let at = start;
+    rhythm.keystroke(at);
+    for (const gap of gaps) rhythm.keystroke((at += gap));
+  };
+
+  test("uses the configured debounce until it has seen enough typing", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, [130, 140, 150]);
+    assert.equal(rhythm.waitMs(120), 120);
+  });
+
+  test("waits a little longer than nearly every gap of a fast typist", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, Array.from({ length: 40 }, (_, i) => 85 + ((i * 37) % 81)));
+    const wait = rhythm.waitMs(120);
+    assert.ok(wait > 165 && wait <= 210, `wait ${wait}`);
+  });
+
+  test("never goes below the configured debounce for a very fast typist", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, Array.from({ length: 20 }, () => 40));
+    assert.equal(rhythm.waitMs(120), 120);
+  });
+
+  test("is capped for a slow typist", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, Array.from({ length: 20 }, () => 900));
+    assert.equal(rhythm.waitMs(120), 400);
+  });
+
+  test("ignores pauses and repeated calls for one keystroke", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, [5000, 3, 0, 2000, 1, 4000, 2, 1500, 0, 0, 0, 0]);
+    assert.equal(rhythm.waitMs(120), 120);
+  });
+
+  test("starts from gaps learned in an earlier session, dropping values that are not typing", () => {
+    const earlier = new TypingRhythm();
+    keystrokes(earlier, Array.from({ length: 10 }, () => 160));
+    const restarted = new TypingRhythm([...earlier.learned(), Number.NaN, 5, 4000]);
+    assert.deepEqual(restarted.learned(), earlier.learned());
+    assert.equal(restarted.waitMs(120), 200);
+  });
+
+  test("forgets old gaps beyond its window", () => {
+    const rhythm = new TypingRhythm();
+    keystrokes(rhythm, [...Array.from({ length: 40 }, () => 300), ...Array.from({ length: 40 }, () => 100)]);
+    assert.equal(rhythm.waitMs(120), 125);
+  });
 });

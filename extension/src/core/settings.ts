@@ -7,7 +7,10 @@ export interface Settings {
   readonly relayUrl: string;
   readonly workspaceSlug: string;
   readonly model: string;
+  /** The shortest wait after a keystroke before asking the relay. */
   readonly debounceMs: number;
+  /** Wait longer than `debounceMs` for fast typists, until their usual gap between keystrokes has passed. */
+  readonly adaptiveDebounce: boolean;
   readonly requestTimeoutMs: number;
   readonly maxCompletionTokens: number | undefined;
   readonly contextCharsBefore: number;
@@ -35,6 +38,7 @@ export const DEFAULT_SETTINGS: Settings = {
   workspaceSlug: "",
   model: TAB_DEFAULTS.model,
   debounceMs: TAB_DEFAULTS.debounceMs,
+  adaptiveDebounce: true,
   requestTimeoutMs: 5_000,
   maxCompletionTokens: undefined,
   contextCharsBefore: TAB_DEFAULTS.contextCharsBefore,
@@ -57,6 +61,7 @@ const FIELDS = {
   workspaceSlug: z.string().trim().max(128),
   model: z.string().trim().min(1).max(128),
   debounceMs: int(0, 5_000),
+  adaptiveDebounce: z.boolean(),
   requestTimeoutMs: int(100, 120_000),
   maxCompletionTokens: int(1, TAB_LIMITS.maxCompletionTokens).nullable().transform((value) => value ?? undefined),
   contextCharsBefore: int(1, TAB_LIMITS.activeTextBeforeCursor),

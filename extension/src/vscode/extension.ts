@@ -1,12 +1,16 @@
 // The composition root: the only place that builds real effects (clock, fetch, environment) and wires the core
 // pipeline to VS Code.
 import * as vscode from "vscode";
-import { CompletionSession, StatusController, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
+import { CompletionSession, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
 import { registerCommands } from "./commands";
 import { createInlineCompletionProvider } from "./inlineCompletionProvider";
 import { onSettingsChanged, readSettings } from "./settings";
 import { StatusBar, showNotice } from "./statusBar";
+
+/** Where the learned typing rhythm is remembered, so adaptive debounce works from the first keystroke after a restart. */
+const RHYTHM_KEY = "tabRelay.typingGaps";
+const RHYTHM_SAVE_MS = 60_000;
 
 const systemClock: Clock = {
   now: () => Date.now(),
@@ -19,6 +23,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
   let settings: Settings = readSettings().settings;
   const status = new StatusController(systemClock, initialStatus(settings.enabled, []));
+  const rhythm = new TypingRhythm(context.globalState.get<number[]>(RHYTHM_KEY) ?? []);
+  const saveRhythm = () => void context.globalState.update(RHYTHM_KEY, rhythm.learned());
+  const rhythmTimer = setInterval(saveRhythm, RHYTHM_SAVE_MS);
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -26,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     getSettings: () => settings,
     getApiKey: () => apiKeys.get(),
     status,
+    rhythm,
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -59,6 +67,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     apiKeys.onDidChange(() => void sync(true)),
     {
       dispose: () => {
+        clearInterval(rhythmTimer);
+        saveRhythm();
         unsubscribeNotices();
         session.dispose();
         status.dispose();

@@ -1,23 +1,10 @@
 import * as vscode from "vscode";
-import { parseSettings, type ParsedSettings, type Settings } from "../core";
+import { DEFAULT_SETTINGS, parseSettings, type ParsedSettings, type Settings } from "../core";
 
 export const SECTION = "tabRelay";
 
-const KEYS: readonly (keyof Settings)[] = [
-  "enabled",
-  "relayUrl",
-  "workspaceSlug",
-  "model",
-  "debounceMs",
-  "requestTimeoutMs",
-  "maxCompletionTokens",
-  "contextCharsBefore",
-  "contextCharsAfter",
-  "surroundingContextChars",
-  "enabledLanguages",
-  "disabledLanguages",
-  "surfaces",
-];
+// Every field of Settings is a `tabRelay.*` setting of the same name.
+const KEYS = Object.keys(DEFAULT_SETTINGS) as (keyof Settings)[];
 
 /** Reads `tabRelay.*` and validates it in core. */
 export function readSettings(): ParsedSettings {
