@@ -10,6 +10,7 @@ import { createLifecycle } from "./lifecycle";
 import { type Logger, createJsonLogger } from "./logger";
 import { createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
+import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createOpenAIProvider } from "./providers/openai";
 import type { ModelProvider } from "./providers/types";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
@@ -26,10 +27,10 @@ export function openStore(config: Pick<Config, "dataDir">): Promise<Store> {
   return openSqliteStore(databasePath(config.dataDir));
 }
 
-export function createProvider(config: Pick<Config, "provider" | "upstream">, fetchImpl: typeof fetch): ModelProvider {
+export function createProvider(config: Pick<Config, "provider" | "upstream">, post: HttpPost): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
     const { url, model, apiKey, api, timeoutMs } = config.upstream;
-    return createOpenAIProvider({ baseUrl: url, model, api, fetch: fetchImpl, timeoutMs, ...(apiKey ? { apiKey } : {}) });
+    return createOpenAIProvider({ baseUrl: url, model, api, post, timeoutMs, ...(apiKey ? { apiKey } : {}) });
   }
   return createLocalProvider();
 }
@@ -45,7 +46,8 @@ export interface RunningRelay {
 export interface StartOptions {
   logger?: Logger;
   clock?: Clock;
-  fetch?: typeof fetch;
+  /** The upstream transport; the default is node:http with keep-alive pools. */
+  post?: HttpPost;
   store?: Store;
 }
 
@@ -60,7 +62,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   }
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
-  const provider = createProvider(config, options.fetch ?? fetch);
+  const transport = createHttpPost();
+  const provider = createProvider(config, options.post ?? transport);
   const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
   const app = createApp({
     config,
@@ -90,6 +93,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       server.closeAllConnections();
       await closed;
       await store.close();
+      transport.destroy();
       logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
     })();
     return closing;

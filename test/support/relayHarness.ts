@@ -20,7 +20,7 @@ export interface TestRelay extends InitializedWorkspace {
 
 /** A real relay on 127.0.0.1 port 0 over a real SQLite file in a fresh temporary data folder. */
 export async function startTestRelay(
-  options: { env?: Record<string, string>; clock?: Clock; fetch?: typeof fetch; logger?: Logger; slug?: string } = {},
+  options: { env?: Record<string, string>; clock?: Clock; logger?: Logger; slug?: string } = {},
 ): Promise<TestRelay> {
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-test-"));
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
@@ -31,7 +31,6 @@ export async function startTestRelay(
     store,
     clock,
     logger: options.logger ?? silentLogger,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
   });
   const request: TestRelay["request"] = (path, init_ = {}) => {
     const { key, json, headers, ...rest } = init_;

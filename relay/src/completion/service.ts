@@ -54,6 +54,7 @@ export function createCompletionService(deps: {
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;
+      let ended = false;
       let text = "";
       try {
         const input = { context: request.tab_context, maxTokens, temperature: TAB_DEFAULTS.temperature };
@@ -70,6 +71,7 @@ export function createCompletionService(deps: {
           }
           if (post.done) break;
         }
+        ended = true;
         if (!answered) yield { type: "start", cached: false };
         const rest = post.end();
         if (rest !== "") {
@@ -92,7 +94,8 @@ export function createCompletionService(deps: {
         throw failure;
       } finally {
         signal.removeEventListener("abort", forward);
-        upstream.abort();
+        // Only a stream that did not run its course needs stopping; aborting costs an exception object per request.
+        if (!ended) upstream.abort();
       }
     },
   };

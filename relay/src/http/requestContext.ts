@@ -1,16 +1,17 @@
-import { randomBytes } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "../logger";
+import { createIdSequence } from "./ids";
 import type { Metrics } from "../metrics";
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Gives every request an id (echoed in `X-Request-Id`), and logs and measures it when the response ends. */
 export function createRequestContext(deps: { logger: Logger; metrics: Metrics }): RequestHandler {
+  const nextRequestId = createIdSequence("req_");
   return function requestContext(req, res, next) {
     const started = process.hrtime.bigint();
     const incoming = req.headers["x-request-id"];
-    req.requestId = typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(9).toString("base64url")}`;
+    req.requestId = typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     res.setHeader("X-Request-Id", req.requestId);
     res.on("close", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { Response } from "express";
 import { Router } from "express";
 import {
@@ -18,6 +17,7 @@ import { TAB_MODELS, findModel } from "../completion/models";
 import { countPromptTokens, countTokens } from "../completion/tokens";
 import { requireScope } from "../http/authenticate";
 import { parseWith } from "../http/body";
+import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
 import type { Logger } from "../logger";
@@ -27,6 +27,7 @@ export const COMPLETIONS_PATH = "/tab/chat/completions";
 /** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
 export function createTabRouter(deps: { completions: CompletionService; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
   const router = Router();
+  const nextCompletionId = createIdSequence("chatcmpl-");
 
   router.get("/tab/models", named("/tab/models"), (_req, res) => {
     res.json({ data: { models: TAB_MODELS } });
@@ -49,7 +50,7 @@ export function createTabRouter(deps: { completions: CompletionService; clock: C
       if (!res.writableFinished) controller.abort(new RelayError("VALIDATION_ERROR", "Client disconnected"));
     };
     res.on("close", onClose);
-    const meta = { id: `chatcmpl-${randomBytes(12).toString("base64url")}`, created: Math.floor(deps.clock.now() / 1000), model };
+    const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     try {
       const events = deps.completions.run(request, controller.signal);
       if (request.stream === true) await streamCompletion(res, events, meta, request, controller.signal);
@@ -88,6 +89,14 @@ async function streamCompletion(
   signal: AbortSignal,
 ): Promise<void> {
   let completion = "";
+  // Fragments that arrive together (one upstream read often holds several) leave in one write, not one each.
+  const write = (frame: string) => {
+    if (res.writableCorked === 0) {
+      res.cork();
+      process.nextTick(() => res.uncork());
+    }
+    res.write(frame);
+  };
   try {
     for await (const event of events) {
       if (event.type === "start") {
@@ -98,10 +107,10 @@ async function streamCompletion(
           Connection: "keep-alive",
           "X-Accel-Buffering": "no",
         });
-        res.write(chunk(meta, { role: "assistant", content: "" }, null));
+        write(chunk(meta, { role: "assistant", content: "" }, null));
       } else if (event.type === "text") {
         completion += event.text;
-        res.write(chunk(meta, { content: event.text }, null));
+        write(chunk(meta, { content: event.text }, null));
       } else {
         let tail = chunk(meta, {}, event.finishReason);
         if (request.stream_options?.include_usage) {

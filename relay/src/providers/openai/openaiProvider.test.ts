@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { RelayError, type TabContext } from "@tab-relay/shared";
 import { startUpstreamStandIn, type UpstreamStandIn } from "../../../../test/support/upstreamStandIn";
+import { createHttpPost } from "../httpPost";
 import type { CompletionInput, ModelProvider } from "../types";
 import { createOpenAIProvider, joinUrl, type OpenAIProviderOptions } from "./openaiProvider";
 import { CURSOR_MARKER } from "./prompts";
@@ -46,12 +47,16 @@ function isRelayError(code: string, message?: RegExp) {
 describe("openai provider against a real OpenAI-compatible server", () => {
   let upstream: UpstreamStandIn;
   let provider: (overrides?: Partial<OpenAIProviderOptions>) => ModelProvider;
+  const post = createHttpPost();
 
   before(async () => {
     upstream = await startUpstreamStandIn();
-    provider = (overrides = {}) => createOpenAIProvider({ baseUrl: upstream.url, model: "coder-7b", api: "completions", fetch, timeoutMs: 1000, ...overrides });
+    provider = (overrides = {}) => createOpenAIProvider({ baseUrl: upstream.url, model: "coder-7b", api: "completions", post, timeoutMs: 1000, ...overrides });
   });
-  after(() => upstream.close());
+  after(async () => {
+    post.destroy();
+    await upstream.close();
+  });
 
   test("is named openai", () => {
     assert.equal(provider().name, "openai");

@@ -1,4 +1,5 @@
 import { RelayError, readSseEvents, SSE_DONE } from "@tab-relay/shared";
+import type { HttpPost, UpstreamResponse } from "../httpPost";
 import type { CompletionInput, ModelProvider } from "../types";
 import { buildChatMessages, buildCompletionsPrompt } from "./prompts";
 
@@ -9,7 +10,7 @@ export interface OpenAIProviderOptions {
   apiKey?: string;
   /** `completions` sends prompt + suffix (fill-in-the-middle); `chat` sends an instructed hole-filling prompt. */
   api: "chat" | "completions";
-  fetch: typeof fetch;
+  post: HttpPost;
   /** The longest silence allowed: before the response headers, and between chunks of the stream. */
   timeoutMs: number;
   /** How long to wait, after the headers, for the first byte of the body. */
@@ -59,23 +60,21 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
     let finished = false;
     try {
       arm(options.timeoutMs, `Upstream sent no response within ${options.timeoutMs} ms`);
-      let response: Response;
+      let response: UpstreamResponse;
       try {
-        response = await options.fetch(url, { method: "POST", headers, body: requestBody(input), signal: upstream.signal });
+        response = await options.post(url, { headers, body: requestBody(input), signal: upstream.signal });
       } catch (error) {
         throw classify(error);
       }
       disarm();
 
-      if (!response.ok) {
+      if (response.status < 200 || response.status > 299) {
         arm(options.timeoutMs, "Upstream error body timed out");
         const excerpt = redact(await readExcerpt(response));
         disarm();
         if (signal.aborted) throw signal.reason;
         throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`);
       }
-      if (!response.body) throw new RelayError("UPSTREAM_ERROR", "Upstream answered without a body");
-
       if (options.firstByteTimeoutMs !== undefined) {
         arm(options.firstByteTimeoutMs, `Upstream sent no data within ${options.firstByteTimeoutMs} ms of its headers`);
       } else {
@@ -84,9 +83,9 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
       // A server that stalls mid-stream would otherwise hold the client's request open for ever.
       const onChunk = () => arm(options.timeoutMs, `Upstream went silent for ${options.timeoutMs} ms mid-stream`);
       try {
-        if (/^application\/json/i.test(response.headers.get("content-type") ?? "")) {
+        if (/^application\/json/i.test(response.contentType)) {
           // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
-          const text = extractText(parseJson(await response.text()), options.api);
+          const text = extractText(parseJson(await readText(response.body)), options.api);
           disarm();
           if (text) yield text;
           finished = true;
@@ -134,8 +133,8 @@ export function joinUrl(baseUrl: string, path: string): string {
 }
 
 /** Calls `onChunk` for every non-empty chunk of the body, so a silence timer can be re-armed. */
-async function* watchChunks(body: ReadableStream<Uint8Array>, onChunk: () => void): AsyncGenerator<Uint8Array> {
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+async function* watchChunks(body: AsyncIterable<Uint8Array>, onChunk: () => void): AsyncGenerator<Uint8Array> {
+  for await (const chunk of body) {
     if (chunk.byteLength > 0) onChunk();
     yield chunk;
   }
@@ -168,23 +167,20 @@ function field(value: unknown, key: string | number): unknown {
 }
 
 /** The start of an error body, bounded in bytes read, collapsed to one short line; never throws. */
-async function readExcerpt(response: Response): Promise<string> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
+async function readExcerpt(response: UpstreamResponse): Promise<string> {
   const decoder = new TextDecoder();
   let text = "";
   let bytes = 0;
   try {
-    while (bytes < EXCERPT_MAX_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      bytes += value.byteLength;
-      text += decoder.decode(value, { stream: true });
+    for await (const chunk of response.body) {
+      bytes += chunk.byteLength;
+      text += decoder.decode(chunk, { stream: true });
+      if (bytes >= EXCERPT_MAX_BYTES) break;
     }
   } catch {
     // An error body that breaks off still says something; keep what arrived.
   } finally {
-    reader.cancel().catch(() => undefined);
+    response.discard();
   }
   const message = (() => {
     try {
@@ -196,12 +192,19 @@ async function readExcerpt(response: Response): Promise<string> {
   return excerptOf(message ?? text);
 }
 
+async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of body) text += decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
+}
+
 function excerptOf(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length > EXCERPT_MAX_CHARS ? `${line.slice(0, EXCERPT_MAX_CHARS)}…` : line;
 }
 
-/** undici wraps socket errors as `TypeError: fetch failed` with the interesting part in `cause`. */
+/** Socket errors carry a code (ECONNREFUSED, ECONNRESET); wrapped errors keep the interesting part in `cause`. */
 function describeNetworkError(error: unknown): string {
   const parts: string[] = [];
   let current: unknown = error;
