@@ -56,10 +56,11 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
   api.use(requireCaller);
-  api.use(...createJsonBody(deps.config.maxBodyBytes));
+  api.use(createJsonBody(deps.config.maxBodyBytes));
+  // The completion route is the hot path, so its router is tried first.
+  api.use(createTabRouter(deps));
   api.use(createMeRouter());
   api.use(createApiKeysRouter(deps));
-  api.use(createTabRouter(deps));
   api.use(notFound);
 
   // The spec's samples use both prefixes, so both serve the same API.

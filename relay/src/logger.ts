@@ -4,6 +4,8 @@ export type LogFields = Record<string, unknown>;
 
 /** Structured logging: one JSON object per line. Never pass secrets in fields. */
 export interface Logger {
+  /** Lets callers skip building fields for lines that would not be written. */
+  enabled(level: Exclude<LogLevel, "silent">): boolean;
   debug(msg: string, fields?: LogFields): void;
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
@@ -18,10 +20,16 @@ export function createJsonLogger(options: { level: LogLevel; write: (line: strin
     if (RANK[level] < threshold) return;
     options.write(`${JSON.stringify({ time: new Date(options.now()).toISOString(), level, msg, ...fields }, errorReplacer)}\n`);
   };
-  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+  return {
+    enabled: (level) => RANK[level] >= threshold,
+    debug: log("debug"),
+    info: log("info"),
+    warn: log("warn"),
+    error: log("error"),
+  };
 }
 
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = { enabled: () => false, debug() {}, info() {}, warn() {}, error() {} };
 
 function errorReplacer(_key: string, value: unknown): unknown {
   if (value instanceof Error) return { name: value.name, message: value.message };

@@ -18,7 +18,9 @@ class Metric {
   ) {}
 
   private get(labels: Labels): Series {
-    const id = labelText(labels);
+    // A cheap key on the hot path; the escaped exposition text is only built when /metrics is read.
+    let id = "";
+    for (const key in labels) id += `${labels[key]}\u0001`;
     let series = this.series.get(id);
     if (!series) {
       series = { labels, value: 0 };

@@ -154,6 +154,27 @@ describe("Tab completions on the local engine", () => {
       assert.equal((await errorOf(response)).code, "UNSUPPORTED_MEDIA_TYPE");
     });
 
+    test("415 for a JSON body in another charset or compressed", async () => {
+      const body = JSON.stringify(completionBody());
+      for (const headers of [{ "Content-Type": "application/json; charset=utf-16" }, { "Content-Type": "application/json", "Content-Encoding": "gzip" }]) {
+        const response = await relay.request(PATH, { method: "POST", body, headers });
+        assert.equal(response.status, 415);
+        assert.equal((await errorOf(response)).code, "UNSUPPORTED_MEDIA_TYPE");
+      }
+    });
+
+    test("413 for a streamed body that grows over the limit without announcing its length", async () => {
+      const big = new TextEncoder().encode(JSON.stringify(completionBody({ surrounding_context: "x".repeat(600 * 1024) })));
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < big.length; i += 64 * 1024) controller.enqueue(big.slice(i, i + 64 * 1024));
+          controller.close();
+        },
+      });
+      const response = await relay.request(PATH, { method: "POST", body, headers: { "Content-Type": "application/json" }, duplex: "half" } as RequestInit);
+      assert.equal(response.status, 413);
+    });
+
     test("413 for a body over the size limit", async () => {
       const response = await relay.request(PATH, { method: "POST", json: completionBody({ surrounding_context: "x".repeat(600 * 1024) }) });
       assert.equal(response.status, 413);

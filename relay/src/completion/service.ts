@@ -46,19 +46,15 @@ export function createCompletionService(deps: {
       }
 
       const post = createPostprocessor({ context: request.tab_context, maxTokens, countTokens });
-      // Our own controller, so finishing early (suffix reached, token limit) also releases the upstream.
-      const upstream = new AbortController();
-      const forward = () => upstream.abort(signal.reason);
-      if (signal.aborted) forward();
-      else signal.addEventListener("abort", forward, { once: true });
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;
-      let ended = false;
       let text = "";
       try {
         const input = { context: request.tab_context, maxTokens, temperature: TAB_DEFAULTS.temperature };
-        for await (const fragment of provider.stream(input, upstream.signal)) {
+        // Leaving this loop early (suffix reached, token limit) returns the provider's generator, which releases
+        // its upstream request; the client's signal covers disconnects and shutdown.
+        for await (const fragment of provider.stream(input, signal)) {
           if (!answered) {
             answered = true;
             metrics.upstreamFirstByte.observe(labels, elapsed());
@@ -71,7 +67,6 @@ export function createCompletionService(deps: {
           }
           if (post.done) break;
         }
-        ended = true;
         if (!answered) yield { type: "start", cached: false };
         const rest = post.end();
         if (rest !== "") {
@@ -92,10 +87,6 @@ export function createCompletionService(deps: {
         metrics.upstreamErrors.inc({ ...labels, code: failure.code });
         deps.logger.warn("provider failed", { provider: provider.name, code: failure.code, error: failure.message });
         throw failure;
-      } finally {
-        signal.removeEventListener("abort", forward);
-        // Only a stream that did not run its course needs stopping; aborting costs an exception object per request.
-        if (!ended) upstream.abort();
       }
     },
   };

@@ -1,22 +1,65 @@
 import { RelayError, describeZodError } from "@tab-relay/shared";
-import express, { type RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import type { z } from "zod";
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([\w-]+)"?/i;
 
-/** Parses JSON bodies up to `limitBytes`; a body of any other media type is refused with 415. */
-export function createJsonBody(limitBytes: number): RequestHandler[] {
-  const parse = express.json({ limit: limitBytes, strict: false });
-  return [
-    function requireJson(req, _res, next) {
-      const hasBody = req.headers["content-length"] !== undefined ? req.headers["content-length"] !== "0" : req.headers["transfer-encoding"] !== undefined;
-      if (BODY_METHODS.has(req.method) && hasBody && !req.is("application/json")) {
-        return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Request body must be JSON; send `Content-Type: application/json`"));
+/**
+ * Reads JSON bodies of POST, PUT and PATCH requests, up to `limitBytes`, as UTF-8. A body of another media type
+ * is refused with 415, a larger one with 413 (at once when Content-Length says so), invalid JSON with 400.
+ * It does only this, which keeps it cheap on the completion hot path.
+ */
+export function createJsonBody(limitBytes: number): RequestHandler {
+  return function jsonBody(req, _res, next) {
+    if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
+    const type = req.headers["content-type"] ?? "";
+    if (!JSON_TYPE.test(type)) {
+      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Request body must be JSON; send `Content-Type: application/json`"));
+    }
+    const charset = CHARSET.exec(type)?.[1]?.toLowerCase();
+    const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
+    if ((charset !== undefined && charset !== "utf-8" && charset !== "utf8") || encoding !== "identity") {
+      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Request body must be uncompressed UTF-8 JSON"));
+    }
+    const tooLarge = () => new RelayError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
+    if (Number(req.headers["content-length"] ?? 0) > limitBytes) return next(tooLarge());
+
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    const fail = (error: RelayError) => {
+      if (failed) return;
+      failed = true;
+      req.removeListener("data", onData);
+      // Stop reading but leave the connection able to carry the error response.
+      req.resume();
+      next(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) fail(tooLarge());
+      else chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.on("error", () => fail(new RelayError("VALIDATION_ERROR", "Request body was not received completely")));
+    req.on("end", () => {
+      if (failed) return;
+      const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      try {
+        req.body = JSON.parse(text) as unknown;
+      } catch {
+        return fail(new RelayError("VALIDATION_ERROR", "Request body is not valid JSON"));
       }
       next();
-    },
-    parse,
-  ];
+    });
+  };
+}
+
+function hasBody(req: Request): boolean {
+  const length = req.headers["content-length"];
+  return length !== undefined ? length !== "0" : req.headers["transfer-encoding"] !== undefined;
 }
 
 /** Validates `value` against `schema` at the edge; the error names the offending field. */

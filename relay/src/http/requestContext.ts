@@ -20,6 +20,7 @@ export function createRequestContext(deps: { logger: Logger; metrics: Metrics })
       const labels = { route, method: req.method, status: String(status) };
       deps.metrics.httpRequests.inc(labels);
       deps.metrics.httpDuration.observe(labels, seconds);
+      if (!deps.logger.enabled("info")) return;
       deps.logger.info("request", {
         request_id: req.requestId,
         method: req.method,
