@@ -43,11 +43,12 @@ test("sends the body and streams the answer", async () => {
   assert.equal(text, 'data: {"a":1}\n\ndata: [DONE]\n\n');
 });
 
-test("a reader that stops early keeps the connection for the next request", async () => {
+test("a reader that stops early and releases the body keeps the connection for the next request", async () => {
   const before = connections;
   for (let i = 0; i < 3; i++) {
     const response = await post(`${url}/`, { headers: {}, body: `${i}`, signal: new AbortController().signal });
     for await (const _chunk of response.body) break;
+    response.release();
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   assert.ok(connections - before <= 1, `opened ${connections - before} connections`);

@@ -1,11 +1,14 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 
 /** An upstream answer whose body is read as it arrives. */
 export interface UpstreamResponse {
   status: number;
   contentType: string;
+  /** The body as it arrives. Stopping early does not drop the connection: call `release` or `discard`. */
   body: AsyncIterable<Uint8Array>;
+  /** Done with the body: whatever is left is drained, and the connection goes back to the keep-alive pool. */
+  release(): void;
   /** Gives up on the rest of the body and drops the connection. */
   discard(): void;
 }
@@ -54,7 +57,11 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
         resolve({
           status: res.statusCode ?? 0,
           contentType: String(res.headers["content-type"] ?? ""),
-          body: readBody(res),
+          // Stopping at `data: [DONE]` must not destroy the socket, or keep-alive is lost; `release` drains instead.
+          body: res.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>,
+          release: () => {
+            if (!res.destroyed) res.resume();
+          },
           discard: () => res.destroy(),
         });
       });
@@ -66,18 +73,4 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
       agents.https.destroy();
     },
   });
-}
-
-/**
- * The body as an async iterable. A reader that stops early (say at `data: [DONE]`) must not destroy the socket,
- * or keep-alive is lost: the rest is drained instead, and the connection goes back to the pool.
- */
-async function* readBody(res: IncomingMessage): AsyncGenerator<Uint8Array> {
-  let complete = false;
-  try {
-    for await (const chunk of res.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
-    complete = true;
-  } finally {
-    if (!complete && !res.destroyed) res.resume();
-  }
 }

@@ -58,9 +58,9 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
     };
 
     let finished = false;
+    let response: UpstreamResponse | undefined;
     try {
       arm(options.timeoutMs, `Upstream sent no response within ${options.timeoutMs} ms`);
-      let response: UpstreamResponse;
       try {
         response = await options.post(url, { headers, body: requestBody(input), signal: upstream.signal });
       } catch (error) {
@@ -81,7 +81,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
         arm(options.timeoutMs, `Upstream sent no data within ${options.timeoutMs} ms of its headers`);
       }
       // A server that stalls mid-stream would otherwise hold the client's request open for ever.
-      const onChunk = () => arm(options.timeoutMs, `Upstream went silent for ${options.timeoutMs} ms mid-stream`);
+      const silence = `Upstream went silent for ${options.timeoutMs} ms mid-stream`;
       try {
         if (/^application\/json/i.test(response.contentType)) {
           // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
@@ -92,7 +92,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
           return;
         }
         let sawData = false;
-        for await (const event of readSseEvents(watchChunks(response.body, onChunk))) {
+        for await (const event of readSseEvents(response.body)) {
+          arm(options.timeoutMs, silence);
           if (event.data === SSE_DONE) {
             finished = true;
             return;
@@ -117,6 +118,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
       signal.removeEventListener("abort", onAbort);
       // The consumer stopped early (or we failed): drop the upstream request rather than let it keep generating.
       if (!finished && !upstream.signal.aborted) upstream.abort(new Error("stream closed"));
+      if (finished) response?.release();
     }
   }
 
@@ -130,14 +132,6 @@ export function joinUrl(baseUrl: string, path: string): string {
   base.search = "";
   base.hash = "";
   return base.toString();
-}
-
-/** Calls `onChunk` for every non-empty chunk of the body, so a silence timer can be re-armed. */
-async function* watchChunks(body: AsyncIterable<Uint8Array>, onChunk: () => void): AsyncGenerator<Uint8Array> {
-  for await (const chunk of body) {
-    if (chunk.byteLength > 0) onChunk();
-    yield chunk;
-  }
 }
 
 function parseJson(text: string): unknown {
