@@ -144,6 +144,10 @@ describe("SseDecoder", () => {
     assert.deepEqual(decodeEvents(["event: error\ndata: a\n\ndata: b\n\n"]), [{ event: "error", data: "a" }, { data: "b" }]);
   });
 
+  test("drops an event that has no data line, and does not carry its name into the next event", () => {
+    assert.deepEqual(decodeEvents(["event: ping\n\ndata: x\n\n"]), [{ data: "x" }]);
+  });
+
   test("gives the same events however the bytes are cut, across CRLF, comments and UTF-8", () => {
     const wire = ': hello\r\nevent: delta\r\ndata: {"t":"é"}\r\ndata: 😀 second\r\n\r\ndata: [DONE]\r\n\r\n';
     const expected: SseEvent[] = [{ event: "delta", data: '{"t":"é"}\n😀 second' }, { data: "[DONE]" }];

@@ -48,7 +48,11 @@ export class SseDecoder {
   /** Returns a complete event when `line` is the blank line that ends one. */
   decode(line: string): SseEvent | undefined {
     if (line === "") {
-      if (this.data.length === 0 && this.event === undefined) return undefined;
+      // The SSE spec drops an event with no data lines, whatever else it named.
+      if (this.data.length === 0) {
+        this.event = undefined;
+        return undefined;
+      }
       const message: SseEvent = { data: this.data.join("\n") };
       if (this.event !== undefined) message.event = this.event;
       if (this.id !== undefined) message.id = this.id;
