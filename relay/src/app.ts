@@ -41,11 +41,10 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader("Connection", "close");
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
   });
-  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
 
   const api = Router();
-  api.use(createAuthenticate(deps));
   api.use(
+    createAuthenticate(deps),
     createRateLimit({
       store: deps.rateLimitStore,
       clock: deps.clock,
@@ -54,18 +53,16 @@ export function createApp(deps: AppDeps): Express {
       windowMs: deps.config.rateLimitWindowMs,
       isStreamingRoute: (req) => req.method === "POST" && req.path === COMPLETIONS_PATH,
     }),
+    requireCaller,
+    createJsonBody(deps.config.maxBodyBytes),
   );
-  api.use(requireCaller);
-  api.use(createJsonBody(deps.config.maxBodyBytes));
   // The completion route is the hot path, so its router is tried first.
-  api.use(createTabRouter(deps));
-  api.use(createMeRouter());
-  api.use(createApiKeysRouter(deps));
-  api.use(notFound);
+  api.use(createTabRouter(deps), createMeRouter(), createApiKeysRouter(deps), notFound);
 
-  // The spec's samples use both prefixes, so both serve the same API.
-  app.use("/api/v1", api);
-  app.use("/v1", api);
+  // The spec's samples use both prefixes, so both serve the same API; it is mounted before the health routes
+  // so API requests pass through as few layers as possible.
+  app.use(["/api/v1", "/v1"], api);
+  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
   app.use(notFound);
   app.use(createErrorHandler(deps));
   return app;
