@@ -2,6 +2,12 @@ import { posix } from "node:path";
 import * as vscode from "vscode";
 import type { CompletionInput, CompletionSession, VisibleEditorText } from "../core";
 
+/**
+ * How much of the document around the cursor the pipeline reads, each side: more than the relay accepts
+ * (16,384 characters), so reading a huge file costs the same as a small one on every keystroke.
+ */
+const WINDOW_CHARS = 32_768;
+
 /** Adapts VS Code's provider calls to the core session: documents become plain data, cancellation an AbortSignal. */
 export function createInlineCompletionProvider(session: CompletionSession): vscode.InlineCompletionItemProvider {
   return {
@@ -10,9 +16,10 @@ export function createInlineCompletionProvider(session: CompletionSession): vsco
       const subscription = token.onCancellationRequested(() => controller.abort());
       if (token.isCancellationRequested) controller.abort();
       try {
-        const suggestion = await session.provide(toInput(document, position, context), controller.signal);
+        const { input, base } = toInput(document, position, context);
+        const suggestion = await session.provide(input, controller.signal);
         if (suggestion === undefined || token.isCancellationRequested) return undefined;
-        const range = new vscode.Range(document.positionAt(suggestion.start), document.positionAt(suggestion.end));
+        const range = new vscode.Range(document.positionAt(base + suggestion.start), document.positionAt(base + suggestion.end));
         return [new vscode.InlineCompletionItem(suggestion.insertText, range)];
       } finally {
         subscription.dispose();
@@ -21,23 +28,32 @@ export function createInlineCompletionProvider(session: CompletionSession): vsco
   };
 }
 
-function toInput(document: vscode.TextDocument, position: vscode.Position, context: vscode.InlineCompletionContext): CompletionInput {
+/** The pipeline's input, with offsets into a window of the document that starts at `base`. */
+function toInput(
+  document: vscode.TextDocument,
+  position: vscode.Position,
+  context: vscode.InlineCompletionContext,
+): { input: CompletionInput; base: number } {
+  const cursor = document.offsetAt(position);
+  const start = document.positionAt(Math.max(0, cursor - WINDOW_CHARS));
+  const base = document.offsetAt(start);
   const selected = context.selectedCompletionInfo;
-  return {
+  const input: CompletionInput = {
     uri: document.uri.toString(),
     relativePath: relativePath(document.uri),
     scheme: document.uri.scheme,
     languageId: document.languageId,
     title: posix.basename(document.uri.path),
-    text: document.getText(),
-    offset: document.offsetAt(position),
+    text: document.getText(new vscode.Range(start, document.positionAt(cursor + WINDOW_CHARS))),
+    offset: cursor - base,
     selected: selected && {
-      start: document.offsetAt(selected.range.start),
-      end: document.offsetAt(selected.range.end),
+      start: document.offsetAt(selected.range.start) - base,
+      end: document.offsetAt(selected.range.end) - base,
       text: selected.text,
     },
     otherEditors: otherEditors(document),
   };
+  return { input, base };
 }
 
 function relativePath(uri: vscode.Uri): string | undefined {
