@@ -2,6 +2,7 @@ import { RelayError } from "@tab-relay/shared";
 import express, { type Express, Router } from "express";
 import type { Clock } from "./clock";
 import type { CompletionService } from "./completion/service";
+import type { TokenCounter } from "./completion/tokenCounter";
 import type { Config } from "./config";
 import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
@@ -26,6 +27,7 @@ export interface AppDeps {
   metrics: Metrics;
   rateLimitStore: RateLimitStore;
   completions: CompletionService;
+  tokens: TokenCounter;
   providerName: string;
   lifecycle: Lifecycle;
 }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createApp } from "./app";
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
+import { createWorkerTokenCounter } from "./completion/tokenCounter";
 import type { Config } from "./config";
 import { createLifecycle } from "./lifecycle";
 import { type Logger, createJsonLogger } from "./logger";
@@ -33,6 +34,12 @@ export function createProvider(config: Pick<Config, "provider" | "upstream">, po
     return createOpenAIProvider({ baseUrl: url, model, api, post, timeoutMs, ...(apiKey ? { apiKey } : {}) });
   }
   return createLocalProvider();
+}
+
+/** The worker sits beside this module: `tokenWorker.ts` in the sources, `tokenWorker.js` in the bundle. */
+function tokenWorkerUrl(): URL {
+  const bundled = import.meta.url.endsWith(".js");
+  return new URL(bundled ? "./tokenWorker.js" : "./completion/tokenWorker.ts", import.meta.url);
 }
 
 export interface RunningRelay {
@@ -65,6 +72,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const transport = createHttpPost();
   const provider = createProvider(config, options.post ?? transport);
   const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
+  const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const app = createApp({
     config,
     store,
@@ -73,6 +81,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     metrics,
     rateLimitStore: createMemoryRateLimitStore(),
     completions,
+    tokens,
     providerName: provider.name,
     lifecycle,
   });
@@ -93,6 +102,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       server.closeAllConnections();
       await closed;
       await store.close();
+      await tokens.close();
       transport.destroy();
       logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
     })();

@@ -14,7 +14,8 @@ import {
 import type { Clock } from "../clock";
 import type { CompletionEvent, CompletionService } from "../completion/service";
 import { TAB_MODELS, findModel } from "../completion/models";
-import { countPromptTokens, countTokens } from "../completion/tokens";
+import type { TokenCounter } from "../completion/tokenCounter";
+import { countTokens } from "../completion/tokens";
 import { requireScope } from "../http/authenticate";
 import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
@@ -25,7 +26,7 @@ import type { Logger } from "../logger";
 export const COMPLETIONS_PATH = "/tab/chat/completions";
 
 /** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
-export function createTabRouter(deps: { completions: CompletionService; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
+export function createTabRouter(deps: { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
   const router = Router();
   const nextCompletionId = createIdSequence("chatcmpl-");
 
@@ -53,8 +54,8 @@ export function createTabRouter(deps: { completions: CompletionService; clock: C
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     try {
       const events = deps.completions.run(request, controller.signal);
-      if (request.stream === true) await streamCompletion(res, events, meta, request, controller.signal);
-      else await answerCompletion(res, events, meta, request);
+      if (request.stream === true) await streamCompletion(res, events, meta, request, controller.signal, deps.tokens);
+      else await answerCompletion(res, events, meta, request, deps.tokens);
     } finally {
       res.off("close", onClose);
       finished();
@@ -87,6 +88,7 @@ async function streamCompletion(
   meta: Meta,
   request: CompletionRequest,
   signal: AbortSignal,
+  tokens: TokenCounter,
 ): Promise<void> {
   let completion = "";
   // Fragments that arrive together (one upstream read often holds several) leave in one write, not one each.
@@ -114,7 +116,7 @@ async function streamCompletion(
       } else {
         let tail = chunk(meta, {}, event.finishReason);
         if (request.stream_options?.include_usage) {
-          const usage = usageOf(request, completion);
+          const usage = await usageOf(tokens, request, completion);
           tail += encodeSseEvent({ data: JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }) });
         }
         res.end(`${tail}${encodeSseEvent({ data: SSE_DONE })}`);
@@ -134,6 +136,7 @@ async function answerCompletion(
   events: AsyncGenerator<CompletionEvent>,
   meta: Meta,
   request: CompletionRequest,
+  tokens: TokenCounter,
 ): Promise<void> {
   let content = "";
   let finishReason: FinishReason = "stop";
@@ -141,6 +144,7 @@ async function answerCompletion(
     if (event.type === "text") content += event.text;
     else if (event.type === "end") finishReason = event.finishReason;
   }
+  const usage = await usageOf(tokens, request, content);
   if (res.destroyed) return;
   const body: ChatCompletion = {
     id: meta.id,
@@ -148,13 +152,13 @@ async function answerCompletion(
     created: meta.created,
     model: meta.model,
     choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: finishReason }],
-    usage: usageOf(request, content),
+    usage,
   };
   res.json(body);
 }
 
-function usageOf(request: CompletionRequest, completion: string) {
-  const prompt = countPromptTokens(request.tab_context);
+async function usageOf(tokens: TokenCounter, request: CompletionRequest, completion: string) {
+  const prompt = await tokens.countPrompt(request.tab_context);
   const output = countTokens(completion);
   return { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output };
 }
