@@ -25,10 +25,6 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
 }
 
-export function statusOf(code: ErrorCode): number {
-  return ERROR_CODES[code].status;
-}
-
 /** The one error type: a code from the table, a message for people, and optional response headers. */
 export class RelayError extends Error {
   readonly code: ErrorCode;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { RelayError } from "../errors";
-import { encodeSseComment, encodeSseEvent } from "../sse/sseEncoder";
+import { encodeSseEvent } from "../sse/sseEncoder";
 import type { ChatCompletionChunk } from "./completion";
 import { readCompletionStream, type CompletionStreamEvent } from "./completionStream";
 
@@ -41,7 +41,7 @@ describe("readCompletionStream", () => {
   });
 
   test("done carries a null finish reason when no chunk gave one, and comments and empty deltas are skipped", async () => {
-    const wire = encodeSseComment("keep-alive") + chunk("") + chunk("héllo 😀") + encodeSseEvent({ data: "[DONE]" });
+    const wire = ": keep-alive\n\n" + chunk("") + chunk("héllo 😀") + encodeSseEvent({ data: "[DONE]" });
     assert.deepEqual(await read(wire), [
       { type: "delta", content: "héllo 😀" },
       { type: "done", finishReason: null },
@@ -68,6 +68,17 @@ describe("readCompletionStream", () => {
   test("an error frame with an unknown code becomes UPSTREAM_ERROR", async () => {
     const wire = encodeSseEvent({ event: "error", data: JSON.stringify({ error: { code: "SOMETHING_NEW", message: "?" } }) });
     await assert.rejects(read(wire), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR");
+  });
+
+  test("an error frame whose data is not JSON is an UPSTREAM_ERROR carrying that text", async () => {
+    const wire = encodeSseEvent({ event: "error", data: "model overloaded" });
+    await assert.rejects(read(wire), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR" && error.message === "model overloaded");
+  });
+
+  test("a chunk that is not a completion chunk is an UPSTREAM_ERROR, not a validation dump", async () => {
+    for (const data of ["{not json", JSON.stringify({ choices: "nope" })]) {
+      await assert.rejects(read(encodeSseEvent({ data })), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR" && /Malformed completion chunk/.test(error.message));
+    }
   });
 
   test("a stream that ends without [DONE] throws UPSTREAM_ERROR", async () => {

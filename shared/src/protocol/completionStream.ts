@@ -19,17 +19,27 @@ export async function* readCompletionStream(
       yield { type: "done", finishReason };
       return;
     }
-    const json: unknown = JSON.parse(event.data);
+    const json = parseJson(event.data);
     const failure = ErrorEnvelope.safeParse(json);
     if (event.event === "error" || failure.success) {
       const { code, message } = failure.success ? failure.data.error : { code: "UPSTREAM_ERROR", message: event.data };
       throw new RelayError(isErrorCode(code) ? code : "UPSTREAM_ERROR", message);
     }
-    const chunk = ChatCompletionChunk.parse(json);
+    const parsed = ChatCompletionChunk.safeParse(json);
+    if (!parsed.success) throw new RelayError("UPSTREAM_ERROR", `Malformed completion chunk: ${event.data.slice(0, 200)}`);
+    const chunk = parsed.data;
     const choice = chunk.choices[0];
     if (!choice) continue;
     if (choice.finish_reason) finishReason = choice.finish_reason;
     if (choice.delta.content) yield { type: "delta", content: choice.delta.content };
   }
   throw new RelayError("UPSTREAM_ERROR", "Completion stream ended without [DONE]");
+}
+
+function parseJson(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return undefined;
+  }
 }

@@ -15,20 +15,26 @@ export class LineDecoder {
     if (input === "") return [];
     if (this.pendingCR && input.startsWith("\n")) input = input.slice(1);
     this.pendingCR = false;
-    this.buffer += input;
+    // A long line arriving in many chunks is collected without rescanning or flattening what came before,
+    // so it costs linear time, not quadratic.
+    if (!/[\r\n]/.test(input)) {
+      this.buffer += input;
+      return [];
+    }
+    const text = this.buffer + input;
     const lines: string[] = [];
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const ch = this.buffer.charCodeAt(i);
+    for (let i = this.buffer.length; i < text.length; i++) {
+      const ch = text.charCodeAt(i);
       if (ch !== 10 && ch !== 13) continue;
-      lines.push(this.buffer.slice(start, i));
+      lines.push(text.slice(start, i));
       if (ch === 13) {
-        if (i + 1 === this.buffer.length) this.pendingCR = true;
-        else if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 === text.length) this.pendingCR = true;
+        else if (text.charCodeAt(i + 1) === 10) i++;
       }
       start = i + 1;
     }
-    this.buffer = this.buffer.slice(start);
+    this.buffer = text.slice(start);
     return lines;
   }
 

@@ -13,11 +13,6 @@ export function encodeSseEvent(message: SseEvent): string {
   return `${out}\n`;
 }
 
-/** A comment line: ignored by every SSE parser, useful to keep idle connections open. */
-export function encodeSseComment(text: string): string {
-  return `: ${singleLine(text, "comment")}\n\n`;
-}
-
 function singleLine(value: string, field: string): string {
   if (/[\r\n]/.test(value)) throw new Error(`SSE ${field} must not contain CR or LF`);
   return value;
