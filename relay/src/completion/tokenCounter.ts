@@ -20,7 +20,8 @@ export const inlineTokenCounter: TokenCounter = {
 };
 
 /**
- * Counts in one worker thread, so a big prompt never stalls other requests' streams. If the worker fails,
+ * Counts in one worker thread, started on first use (most clients stream without asking for usage), so a big
+ * prompt never stalls other requests' streams. If the worker fails,
  * the count is made inline rather than lost, and a new worker is started for the next request.
  */
 export function createWorkerTokenCounter(options: { workerUrl: URL; logger: Logger }): TokenCounter {
@@ -48,7 +49,6 @@ export function createWorkerTokenCounter(options: { workerUrl: URL; logger: Logg
     created.on("exit", (code) => fail(new Error(`token counter worker exited with code ${code}`)));
     return created;
   };
-  worker = start();
 
   return {
     async countPrompt(context) {

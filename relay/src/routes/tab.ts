@@ -51,11 +51,15 @@ export function createTabRouter(deps: { completions: CompletionService; tokens: 
       if (!res.writableFinished) controller.abort(new RelayError("VALIDATION_ERROR", "Client disconnected"));
     };
     res.on("close", onClose);
+    // The client may have gone while the request was authenticated and read; then `close` has already fired.
+    if (res.destroyed) onClose();
+    // The prompt's size is known now; counting it alongside generation keeps it off the response's critical path.
+    const promptTokens = request.stream !== true || request.stream_options?.include_usage ? deps.tokens.countPrompt(request.tab_context) : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     try {
       const events = deps.completions.run(request, controller.signal);
-      if (request.stream === true) await streamCompletion(res, events, meta, request, controller.signal, deps.tokens);
-      else await answerCompletion(res, events, meta, request, deps.tokens);
+      if (request.stream === true) await streamCompletion(res, events, meta, controller.signal, promptTokens);
+      else await answerCompletion(res, events, meta, promptTokens ?? Promise.resolve(0));
     } finally {
       res.off("close", onClose);
       finished();
@@ -86,9 +90,9 @@ async function streamCompletion(
   res: Response,
   events: AsyncGenerator<CompletionEvent>,
   meta: Meta,
-  request: CompletionRequest,
   signal: AbortSignal,
-  tokens: TokenCounter,
+  /** Present when the client asked for a usage chunk. */
+  promptTokens: Promise<number> | undefined,
 ): Promise<void> {
   let completion = "";
   // Fragments that arrive together (one upstream read often holds several) leave in one write, not one each.
@@ -115,8 +119,8 @@ async function streamCompletion(
         write(chunk(meta, { content: event.text }, null));
       } else {
         let tail = chunk(meta, {}, event.finishReason);
-        if (request.stream_options?.include_usage) {
-          const usage = await usageOf(tokens, request, completion);
+        if (promptTokens) {
+          const usage = usageOf(await promptTokens, completion);
           tail += encodeSseEvent({ data: JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }) });
         }
         res.end(`${tail}${encodeSseEvent({ data: SSE_DONE })}`);
@@ -135,8 +139,7 @@ async function answerCompletion(
   res: Response,
   events: AsyncGenerator<CompletionEvent>,
   meta: Meta,
-  request: CompletionRequest,
-  tokens: TokenCounter,
+  promptTokens: Promise<number>,
 ): Promise<void> {
   let content = "";
   let finishReason: FinishReason = "stop";
@@ -144,7 +147,7 @@ async function answerCompletion(
     if (event.type === "text") content += event.text;
     else if (event.type === "end") finishReason = event.finishReason;
   }
-  const usage = await usageOf(tokens, request, content);
+  const usage = usageOf(await promptTokens, content);
   if (res.destroyed) return;
   const body: ChatCompletion = {
     id: meta.id,
@@ -157,8 +160,7 @@ async function answerCompletion(
   res.json(body);
 }
 
-async function usageOf(tokens: TokenCounter, request: CompletionRequest, completion: string) {
-  const prompt = await tokens.countPrompt(request.tab_context);
+function usageOf(prompt: number, completion: string) {
   const output = countTokens(completion);
   return { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output };
 }
