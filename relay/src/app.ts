@@ -53,7 +53,8 @@ export function createApp(deps: AppDeps): Express {
       metrics: deps.metrics,
       limits: deps.config.rateLimits,
       windowMs: deps.config.rateLimitWindowMs,
-      isStreamingRoute: (req) => req.method === "POST" && req.path === COMPLETIONS_PATH,
+      // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
+      isStreamingRoute: (req) => req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === COMPLETIONS_PATH,
     }),
     requireCaller,
     createJsonBody(deps.config.maxBodyBytes),

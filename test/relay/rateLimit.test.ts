@@ -67,6 +67,16 @@ describe("rate limits", () => {
     await response.text();
   });
 
+  test("the completion path counts as a read however it is spelled", async () => {
+    clock.set(NOW + 390_000);
+    for (const path of ["/api/v1/tab/chat/completions/", "/API/V1/Tab/Chat/Completions"]) {
+      const response = await relay.request(path, { method: "POST", json: completionBody() });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get("x-ratelimit-limit"), "5");
+      await response.arrayBuffer();
+    }
+  });
+
   test("each key has its own counters", async () => {
     clock.set(NOW + 420_000);
     const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "second", scopes: ["tab.complete"] } })).json()) as { data: { secret: string } };

@@ -9,7 +9,7 @@ export type LimitClass = "read" | "write";
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** GET and HEAD are reads, every other method a write; routes that only read or stream (completions) say so. */
+/** GET, HEAD and OPTIONS are reads, every other method a write; routes that only read or stream (completions) say so. */
 export function classify(method: string, streams: boolean): LimitClass {
   return streams || READ_METHODS.has(method) ? "read" : "write";
 }

@@ -31,3 +31,12 @@ test("sweeps expired windows when the bucket map is full", () => {
   // "a" was swept, so its next window starts fresh rather than carrying the old count.
   assert.equal(store.hit("a", 1, MINUTE, MINUTE).allowed, true);
 });
+
+test("stays within its size when every bucket is in the current window, and stays fast", () => {
+  const store = createMemoryRateLimitStore({ maxBuckets: 1_000 });
+  const started = performance.now();
+  for (let i = 0; i < 50_000; i++) store.hit(`ip:${i}`, 10, MINUTE, 5_000);
+  assert.ok(performance.now() - started < 1_000, `took ${performance.now() - started} ms`);
+  // The newest buckets are kept: this one still counts.
+  assert.equal(store.hit("ip:49999", 1, MINUTE, 5_000).allowed, false);
+});
