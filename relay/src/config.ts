@@ -41,7 +41,6 @@ export interface Config {
   shutdownGraceMs: number;
   logLevel: LogLevel;
   cacheEntries: number;
-  publicUrl: string | undefined;
 }
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
@@ -63,7 +62,6 @@ export const SETTINGS = {
   shutdownGraceMs: { env: "TAB_RELAY_SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms" },
   logLevel: { env: "TAB_RELAY_LOG_LEVEL", flag: "log-level" },
   cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
-  publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -87,7 +85,6 @@ const RawConfig = z.object({
   shutdownGraceMs: integer(0, 600_000).default(10_000),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   cacheEntries: integer(0, 1_000_000).default(1000),
-  publicUrl: httpUrl.optional(),
 });
 
 export class ConfigError extends Error {
@@ -144,7 +141,6 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     shutdownGraceMs: c.shutdownGraceMs,
     logLevel: c.logLevel,
     cacheEntries: c.cacheEntries,
-    publicUrl: c.publicUrl?.replace(/\/+$/, ""),
   });
 }
 

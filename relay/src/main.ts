@@ -50,6 +50,7 @@ export interface RunningRelay {
   close(graceMs?: number): Promise<void>;
 }
 
+/** `store`, when given, becomes the relay's: `close()` closes it. */
 export interface StartOptions {
   logger?: Logger;
   clock?: Clock;
@@ -87,7 +88,14 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
   server.listen(config.port, config.host);
-  await once(server, "listening");
+  try {
+    await once(server, "listening");
+  } catch (error) {
+    // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
+    await Promise.all([store.close(), tokens.close()]);
+    transport.destroy();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -6,7 +6,8 @@ import type { Logger } from "../logger";
 export function createErrorHandler(deps: { logger: Logger }): ErrorRequestHandler {
   return function errorHandler(error, req, res, _next) {
     const relayError = toRelayError(error);
-    if (relayError.status >= 500) {
+    // Provider failures (502, 504) are logged where they happen; here only what nobody else has seen.
+    if (relayError.code === "INTERNAL_ERROR") {
       deps.logger.error("request failed", { request_id: req.requestId, code: relayError.code, error: relayError.cause ?? relayError });
     }
     // A stream already under way cannot change its status; ending the connection is the only honest signal.

@@ -57,9 +57,13 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
     if (!self && !caller.scopes.has("keys.write")) throw new RelayError("FORBIDDEN", "This API key lacks the scope keys.write");
     const manager = caller.user.role === "owner" || caller.user.role === "admin";
     if (key.user_id !== caller.user.id && !manager) throw new RelayError("FORBIDDEN", "Only an owner or admin can revoke another user's key");
-    if (key.revoked_at === null) await deps.store.apiKeys.revoke(caller.workspace.id, id, new Date(deps.clock.now()).toISOString());
-    const revoked = await deps.store.apiKeys.get(caller.workspace.id, id);
-    res.json({ data: present(revoked ?? key) });
+    if (key.revoked_at !== null) {
+      res.json({ data: present(key) });
+      return;
+    }
+    const at = new Date(deps.clock.now()).toISOString();
+    await deps.store.apiKeys.revoke(caller.workspace.id, id, at);
+    res.json({ data: present({ ...key, revoked_at: at }) });
   });
 
   return router;

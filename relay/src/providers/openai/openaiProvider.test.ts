@@ -154,10 +154,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     await assert.rejects(collect(provider({ timeoutMs: 150 })), isRelayError("UPSTREAM_TIMEOUT"));
   });
 
-  test("with firstByteTimeoutMs, headers followed by silence are UPSTREAM_TIMEOUT", async () => {
+  test("headers followed by silence are UPSTREAM_TIMEOUT after timeoutMs", async () => {
     upstream.enqueue({ kind: "reply", text: "late", firstChunkDelayMs: 1000 });
     const started = performance.now();
-    await assert.rejects(collect(provider({ timeoutMs: 1000, firstByteTimeoutMs: 150 })), isRelayError("UPSTREAM_TIMEOUT", /150 ms/));
+    await assert.rejects(collect(provider({ timeoutMs: 150 })), isRelayError("UPSTREAM_TIMEOUT", /no data within 150 ms/));
     assert.ok(performance.now() - started < 800);
     await upstream.waitForClientDisconnect(undefined, 1000);
   });

@@ -13,8 +13,6 @@ export interface OpenAIProviderOptions {
   post: HttpPost;
   /** The longest silence allowed: before the response headers, and between chunks of the stream. */
   timeoutMs: number;
-  /** How long to wait, after the headers, for the first byte of the body. */
-  firstByteTimeoutMs?: number;
 }
 
 const EXCERPT_MAX_CHARS = 200;
@@ -75,11 +73,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
         if (signal.aborted) throw signal.reason;
         throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`);
       }
-      if (options.firstByteTimeoutMs !== undefined) {
-        arm(options.firstByteTimeoutMs, `Upstream sent no data within ${options.firstByteTimeoutMs} ms of its headers`);
-      } else {
-        arm(options.timeoutMs, `Upstream sent no data within ${options.timeoutMs} ms of its headers`);
-      }
+      arm(options.timeoutMs, `Upstream sent no data within ${options.timeoutMs} ms of its headers`);
       // A server that stalls mid-stream would otherwise hold the client's request open for ever.
       const silence = `Upstream went silent for ${options.timeoutMs} ms mid-stream`;
       try {
