@@ -45,6 +45,12 @@ describe("the extension core against the relay's local engine", () => {
     assert.ok(!logs.join("\n").includes(relay.apiKey), "the key is never logged");
   });
 
+  test("repetitive text gets its continuation rather than being taken for a repeat of what was typed", async () => {
+    const { session } = pipeline(relay, relay.apiKey);
+    const shown = await session.provide(inputAt("- [ ] buy eggs\n- [ ] buy milk\n- [ ] buy eggs\n- [ ] █"));
+    assert.match(shown?.insertText ?? "", /^buy milk/);
+  });
+
   test("a key revoked on the relay puts the status in unauthorized and stops asking", async () => {
     const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } })).json()) as { data: { id: string; secret: string } };
     assert.equal((await relay.request(`/api/v1/api-keys/${created.data.id}`, { method: "DELETE" })).status, 200);

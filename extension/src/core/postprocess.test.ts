@@ -25,6 +25,13 @@ test("strips words repeated from before the cursor, even across lines", () => {
   assert.equal(at("items.map(item => █", "item => item.id)"), "item.id)");
 });
 
+test("keeps the continuation of repetitive text that merely ends like what was typed", () => {
+  assert.equal(at("const xs = [1, 2, 3, 1, 2, 3█\n", ", 1, 2, 3"), ", 1, 2, 3");
+  assert.equal(at("foo();\nfoo();\nfoo();\nfoo█", "();\nfoo"), "();\nfoo");
+  assert.equal(at("ok ok ok ok█", " ok"), " ok");
+  assert.equal(at("- [ ] buy eggs\n- [ ] █", "buy eggs\n- [ ] "), "buy eggs\n- [ ]");
+});
+
 test("keeps a short overlap that is more likely a real continuation", () => {
   assert.equal(stripTypedPrefix('"hi"', 'const s = "'), '"hi"');
   assert.equal(stripTypedPrefix("ab", "x = a"), "ab");

@@ -1,4 +1,5 @@
 import { lineSuffix, linePrefix } from "./context";
+import { WORD_CHAR } from "./prefilter";
 
 export interface PostprocessContext {
   /** Text before the cursor (with the selected IntelliSense item applied). */
@@ -29,8 +30,10 @@ export function postprocess(raw: string, ctx: PostprocessContext): string | unde
 /**
  * Models often restart the current line or repeat the last words before the cursor. Removes the longest start of
  * `text` that the text before the cursor ends with, when that overlap is clearly a repeat: the whole current line
- * (indentation included), the line without its indentation, or at least 3 characters that are not all blank.
- * A shorter overlap is more likely a real continuation (`"` after `"`), so it stays.
+ * (indentation included), the line without its indentation, or at least 3 characters that are not all blank and
+ * start where a restatement would (not right after a letter or digit; and, if it runs over lines, at a line's
+ * start). Anything else is more likely the real continuation of repetitive text (`, 1, 2, 3` after `1, 2, 3`,
+ * ` ok` after `ok ok`), or a short one (`"` after `"`), so it stays.
  */
 export function stripTypedPrefix(text: string, before: string): string {
   const line = linePrefix(before);
@@ -38,8 +41,12 @@ export function stripTypedPrefix(text: string, before: string): string {
   for (let k = Math.min(text.length, before.length, MAX_OVERLAP); k > 0; k--) {
     const overlap = text.slice(0, k);
     if (!before.endsWith(overlap)) continue;
-    const repeatsLine = overlap === line || (lineText !== "" && overlap === lineText);
-    if (repeatsLine || (k >= 3 && overlap.trim() !== "")) return text.slice(k);
+    if (overlap === line || (lineText !== "" && overlap === lineText)) return text.slice(k);
+    if (k < 3 || overlap.trim() === "") continue;
+    const start = before.length - k;
+    if (start > 0 && WORD_CHAR.test(before.charAt(start - 1))) continue;
+    const startsLine = /^[ \t]*$/.test(before.slice(before.lastIndexOf("\n", start - 1) + 1, start));
+    if (!overlap.includes("\n") || startsLine) return text.slice(k);
   }
   return text;
 }

@@ -3,7 +3,8 @@ import type { CompletionInput } from "./types";
 
 export type SkipReason = "disabled" | "snoozed" | "language disabled" | "inside a word" | "empty document";
 
-const WORD_CHAR = /[\p{L}\p{N}_]/u;
+/** Letters, digits and `_`: characters that continue a word. */
+export const WORD_CHAR = /[\p{L}\p{N}_]/u;
 
 /**
  * Decides, before any waiting or network, whether this cursor position should get a suggestion at all.
@@ -13,7 +14,7 @@ export function prefilter(input: CompletionInput, settings: Settings, pause: "di
   if (!settings.enabled || pause === "disabled") return "disabled";
   if (pause === "snoozed") return "snoozed";
   if (!isLanguageEnabled(settings, input.languageId)) return "language disabled";
-  if (input.text.trim() === "" && input.selected === undefined) return "empty document";
+  if (!/\S/.test(input.text) && input.selected === undefined) return "empty document";
   // Completing in the middle of a word would have to rewrite the word's tail, which ghost text cannot show.
   const next = input.text.charAt(input.offset);
   if (next !== "" && WORD_CHAR.test(next) && input.selected === undefined) return "inside a word";
