@@ -1,4 +1,5 @@
 import type { FinishReason, TabContext } from "@tab-relay/shared";
+import { CLOSERS, OPENERS, SINGLE_LINE_SURFACES, indentation, isHighSurrogate, isWordChar } from "./text";
 
 export interface PostprocessOptions {
   context: TabContext;
@@ -32,7 +33,6 @@ interface Stage {
   readonly stopped: boolean;
 }
 
-const SINGLE_LINE_SURFACES = new Set(["messages", "tasks", "calendar"]);
 
 /**
  * Turns a provider's raw output into the suggestion: strips chat-model wrapping (lead-in lines, code fences,
@@ -195,7 +195,7 @@ class ChatterFilter implements Stage {
     let out = "";
     for (;;) {
       if (!this.midLine) {
-        const indent = leadingBlanks(this.buffer);
+        const indent = indentation(this.buffer);
         const start = this.buffer.slice(indent);
         if (indent <= MAX_FENCE_INDENT && start.startsWith("```")) {
           // The closing fence: the line break before it belongs to the wrapping, what follows is explanation.
@@ -227,12 +227,6 @@ class ChatterFilter implements Stage {
 }
 
 /** Length of the run of spaces and tabs at the start of `text`. */
-function leadingBlanks(text: string): number {
-  let index = 0;
-  while (index < text.length && (text[index] === " " || text[index] === "\t")) index++;
-  return index;
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Repeats of what was typed: chat models often restate the current line ("  return a" → "return a + b;").
 
@@ -299,8 +293,6 @@ function repeatCandidates(before: string): string[] {
 // ---------------------------------------------------------------------------------------------------------------
 // Text that is already after the cursor: stop before the output restates it.
 
-const OPENERS = "([{";
-const CLOSERS = ")]}";
 /** Anchors are compared up to this length, and a line longer than the next line by this much is not a repeat. */
 const ANCHOR_MAX = 200;
 const LINE_SLACK = 64;
@@ -439,10 +431,6 @@ class SuffixOverlapStop implements Stage {
     if (lineBreak >= 0) return existing.includes("\n") ? "" : held.slice(0, lineBreak + 1);
     return held.length > existing.length ? held.slice(0, held.length - existing.length) : "";
   }
-}
-
-function isWordChar(char: string | undefined): boolean {
-  return char !== undefined && char !== "" && /[\p{L}\p{N}_$]/u.test(char);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -590,10 +578,6 @@ function trimmedEnd(text: string, floor: number, end: number): number {
   let at = end;
   while (at > floor && (isHighSurrogate(text.charCodeAt(at - 1)) || /\s/.test(text[at - 1] ?? ""))) at--;
   return at;
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }
 
 function utf8Length(text: string): number {

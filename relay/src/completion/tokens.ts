@@ -1,4 +1,5 @@
 import { countTokens as countGptTokens } from "gpt-tokenizer";
+import { isHighSurrogate } from "./text";
 
 /** The BPE's cost grows with the square of a run without spaces; pieces this long keep it linear. */
 const PIECE_CHARS = 256;
@@ -34,8 +35,4 @@ function lastWhitespace(text: string, from: number, to: number): number {
     if (ch === 32 || ch === 10 || ch === 9 || ch === 13) return i;
   }
   return -1;
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }

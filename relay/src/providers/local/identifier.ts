@@ -1,14 +1,4 @@
-const NON_ASCII_WORD = /[\p{L}\p{N}_$]/u;
-
-/** Letters, digits, `_` and `$` (identifier characters in most languages, and word characters in prose). */
-export function isWordChar(char: string | undefined): boolean {
-  if (char === undefined || char === "") return false;
-  const code = char.charCodeAt(0);
-  if (code < 128) {
-    return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 || code === 36;
-  }
-  return NON_ASCII_WORD.test(char);
-}
+import { isWordChar } from "../../completion/text";
 
 /** The run of word characters that ends at the cursor (the part of the word typed so far). */
 export function partialWordAtEnd(text: string): string {

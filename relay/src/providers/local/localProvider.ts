@@ -1,6 +1,7 @@
 import type { TabContext } from "@tab-relay/shared";
 import type { CompletionInput, ModelProvider } from "../types";
-import { completeWord, isWordChar, partialWordAtEnd } from "./identifier";
+import { isWordChar } from "../../completion/text";
+import { completeWord, partialWordAtEnd } from "./identifier";
 import { findLongestEarlierMatch } from "./longestMatch";
 import { limitLength, stopBeforeExistingText, stopForSurface } from "./stops";
 

@@ -1,7 +1,5 @@
-const SINGLE_LINE_SURFACES = new Set(["messages", "tasks", "calendar"]);
-const OPENERS = "([{";
-const CLOSERS = ")]}";
-const WORD_CHAR = /[\p{L}\p{N}_$]/u;
+import { CLOSERS, OPENERS, SINGLE_LINE_SURFACES, WORD_CHAR, indentation, isHighSurrogate } from "../../completion/text";
+
 /** A continuation sharing this much of its start with the text after the cursor is a near-copy of it. */
 const NEAR_REPEAT_CHARS = 8;
 
@@ -79,12 +77,6 @@ function stopAtBlockEnd(text: string, before: string): string {
   return text;
 }
 
-function indentation(line: string): number {
-  let width = 0;
-  while (width < line.length && (line[width] === " " || line[width] === "\t")) width++;
-  return width;
-}
-
 /**
  * Never propose what is already right after the cursor. Cuts the continuation where it starts repeating that
  * text: where it contains the rest of the cursor line (or, when that rest begins with a closing bracket, at the
@@ -151,7 +143,6 @@ export function limitLength(text: string, maxTokens: number): string {
   let end = maxChars;
   const space = text.slice(0, end).search(/\s\S*$/);
   if (space > maxChars / 2) end = space;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
+  if (isHighSurrogate(text.charCodeAt(end - 1))) end--;
   return text.slice(0, end);
 }
