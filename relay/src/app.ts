@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { API_PREFIX, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
 import express, { type Express, Router } from "express";
 import type { Clock } from "./clock";
 import type { CompletionService } from "./completion/service";
@@ -16,7 +16,7 @@ import type { RateLimitStore } from "./rateLimit/types";
 import { createApiKeysRouter } from "./routes/apiKeys";
 import { createHealthRouter } from "./routes/health";
 import { createMeRouter } from "./routes/me";
-import { COMPLETIONS_PATH, createTabRouter } from "./routes/tab";
+import { createTabRouter } from "./routes/tab";
 import type { Store } from "./store/types";
 
 export interface AppDeps {
@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): Express {
       limits: deps.config.rateLimits,
       windowMs: deps.config.rateLimitWindowMs,
       // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
-      isStreamingRoute: (req) => req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === COMPLETIONS_PATH,
+      isStreamingRoute: (req) => req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH,
     }),
     requireCaller,
     createJsonBody(deps.config.maxBodyBytes),
@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps): Express {
 
   // The spec's samples use both prefixes, so both serve the same API; it is mounted before the health routes
   // so API requests pass through as few layers as possible.
-  app.use(["/api/v1", "/v1"], api);
+  app.use([API_PREFIX, "/v1"], api);
   app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
   app.use(notFound);
   app.use(createErrorHandler(deps));

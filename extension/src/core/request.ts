@@ -1,8 +1,17 @@
-import { ErrorEnvelope, RelayError, codeForStatus, readCompletionStream, type CompletionRequest, type TabContext } from "@tab-relay/shared";
+import {
+  API_PREFIX,
+  ErrorEnvelope,
+  RelayError,
+  TAB_COMPLETIONS_PATH,
+  codeForStatus,
+  readCompletionStream,
+  type CompletionRequest,
+  type TabContext,
+} from "@tab-relay/shared";
 import type { Settings } from "./settings";
 import type { Clock, FetchLike } from "./types";
 
-export const COMPLETIONS_PATH = "/api/v1/tab/chat/completions";
+export const COMPLETIONS_PATH = API_PREFIX + TAB_COMPLETIONS_PATH;
 
 export type RequestOutcome =
   | {

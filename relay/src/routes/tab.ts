@@ -7,6 +7,7 @@ import {
   type FinishReason,
   RelayError,
   SSE_DONE,
+  TAB_COMPLETIONS_PATH,
   TAB_DEFAULTS,
   encodeSseEvent,
   toRelayError,
@@ -23,7 +24,6 @@ import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
 import type { Logger } from "../logger";
 
-export const COMPLETIONS_PATH = "/tab/chat/completions";
 
 /** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
 export function createTabRouter(deps: { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
@@ -34,7 +34,7 @@ export function createTabRouter(deps: { completions: CompletionService; tokens: 
     res.json({ data: { models: TAB_MODELS } });
   });
 
-  router.post(COMPLETIONS_PATH, named(COMPLETIONS_PATH), requireScope("tab.complete"), async (req, res) => {
+  router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), requireScope("tab.complete"), async (req, res) => {
     const request = parseWith(CompletionRequest, req.body);
     const model = request.model ?? TAB_DEFAULTS.model;
     if (!findModel(model)) {

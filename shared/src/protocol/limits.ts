@@ -1,3 +1,7 @@
+/** Where the main API lives, and the completion route inside it. */
+export const API_PREFIX = "/api/v1";
+export const TAB_COMPLETIONS_PATH = "/tab/chat/completions";
+
 /** Limits and defaults from the service spec, shared by the relay (enforcing) and clients (sizing context). */
 export const TAB_LIMITS = {
   activeTextBeforeCursor: 16_384,
