@@ -2,7 +2,7 @@ import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { TypingThroughCache } from "./cache";
 import { buildTabContext, cursorText, isSingleLineContext } from "./context";
 import { TypingRhythm, debounce } from "./debounce";
-import { postprocess } from "./postprocess";
+import { postprocess, visibleLength } from "./postprocess";
 import { prefilter } from "./prefilter";
 import { buildRequestBody, requestCompletion, type RequestOutcome } from "./request";
 import type { Settings } from "./settings";
@@ -151,7 +151,8 @@ export class CompletionSession {
   }
 
   private show(input: CompletionInput, text: string, fromCache: boolean): Suggestion | undefined {
-    if (text.replace(/\s/g, "").length < TAB_DEFAULTS.minVisibleSuggestionLength) return undefined;
+    // Remainders served from the cache skip postprocessing, so the minimum is checked here for both paths.
+    if (visibleLength(text) < TAB_DEFAULTS.minVisibleSuggestionLength) return undefined;
     const selected = input.selected;
     // With an IntelliSense item selected, ghost text must extend that item and replace the same range.
     const suggestion: Suggestion = selected

@@ -67,7 +67,7 @@ test("surrounding context comes from the rest of the document and the other visi
   const top = `import { helper } from "./helper";\n${"// filler\n".repeat(100)}`;
   const bottom = `${"\n".repeat(5)}${"// more\n".repeat(20)}export function last() {}\n`;
   const input = inputAt(`${top}function f() {\n  return █\n}${bottom}`, {
-    otherEditors: [{ path: "src/helper.ts", languageId: "typescript", text: "export function helper(): number { return 42; }" }],
+    otherEditors: () => [{ path: "src/helper.ts", languageId: "typescript", text: "export function helper(): number { return 42; }" }],
   });
   const context = buildTabContext(input, { ...settings, contextCharsBefore: 100, contextCharsAfter: 10, surroundingContextChars: 500 });
   const surrounding = context.surrounding_context ?? "";
@@ -80,7 +80,7 @@ test("surrounding context comes from the rest of the document and the other visi
 
 test("no surrounding context when its budget is zero or there is nothing else", () => {
   assert.equal(buildTabContext(inputAt("a█b"), settings).surrounding_context, undefined);
-  const input = inputAt(`${"x".repeat(2000)}█`, { otherEditors: [{ path: "b.ts", languageId: "typescript", text: "other" }] });
+  const input = inputAt(`${"x".repeat(2000)}█`, { otherEditors: () => [{ path: "b.ts", languageId: "typescript", text: "other" }] });
   assert.equal(buildTabContext(input, { ...settings, surroundingContextChars: 0 }).surrounding_context, undefined);
 });
 

@@ -79,7 +79,7 @@ export function surroundingContext(input: CompletionInput, farBefore: string, fa
   const sources: Source[] = [
     { label: `${self} (start)`, text: farBefore },
     { label: `${self} (further down)`, text: farAfter },
-    ...(input.otherEditors ?? []).map((editor): Source => ({ label: editor.path, text: editor.text })),
+    ...(input.otherEditors?.() ?? []).map((editor): Source => ({ label: editor.path, text: editor.text })),
   ].filter((source) => source.text.trim() !== "");
   const headers = sources.map((source) => `--- ${source.label} ---\n`);
   const wanted = sources.map((source, i) => source.text.length + (headers[i] ?? "").length + 1);

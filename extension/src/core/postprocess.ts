@@ -107,6 +107,6 @@ function trimSpaces(text: string, before: string, after: string): string {
   return out;
 }
 
-function visibleLength(text: string): number {
+export function visibleLength(text: string): number {
   return text.replace(/\s/g, "").length;
 }

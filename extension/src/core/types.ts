@@ -43,7 +43,8 @@ export interface CompletionInput {
   /** Cursor offset into `text`. */
   readonly offset: number;
   readonly selected?: SelectedCompletion | undefined;
-  readonly otherEditors?: readonly VisibleEditorText[] | undefined;
+  /** What the other visible editors show; read only once a request is really made, not on every keystroke. */
+  readonly otherEditors?: (() => readonly VisibleEditorText[]) | undefined;
 }
 
 /** What to show: replace `[start, end)` of the document with `insertText`. */

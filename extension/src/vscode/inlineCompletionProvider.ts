@@ -51,7 +51,7 @@ function toInput(
       end: document.offsetAt(selected.range.end) - base,
       text: selected.text,
     },
-    otherEditors: otherEditors(document),
+    otherEditors: () => otherEditors(document),
   };
   return { input, base };
 }
