@@ -9,7 +9,7 @@ import { countTokens } from "./tokens";
 
 /** What the route turns into SSE frames or one JSON body. `start` comes once the provider has answered. */
 export type CompletionEvent =
-  | { type: "start"; cached: boolean }
+  | { type: "start" }
   | { type: "text"; text: string }
   | { type: "end"; finishReason: FinishReason };
 
@@ -39,7 +39,7 @@ export function createCompletionService(deps: {
       const hit = cache?.get(key);
       metrics.cache.inc({ result: hit ? "hit" : "miss" });
       if (hit) {
-        yield { type: "start", cached: true };
+        yield { type: "start" };
         if (hit.text !== "") yield { type: "text", text: hit.text };
         yield { type: "end", finishReason: hit.finishReason };
         return;
@@ -58,7 +58,7 @@ export function createCompletionService(deps: {
           if (!answered) {
             answered = true;
             metrics.upstreamFirstByte.observe(labels, elapsed());
-            yield { type: "start", cached: false };
+            yield { type: "start" };
           }
           const out = post.push(fragment);
           if (out !== "") {
@@ -67,7 +67,7 @@ export function createCompletionService(deps: {
           }
           if (post.done) break;
         }
-        if (!answered) yield { type: "start", cached: false };
+        if (!answered) yield { type: "start" };
         const rest = post.end();
         if (rest !== "") {
           text += rest;

@@ -5,6 +5,7 @@ import {
   type ChatCompletionChunk,
   CompletionRequest,
   type FinishReason,
+  type Usage,
   RelayError,
   SSE_DONE,
   TAB_COMPLETIONS_PATH,
@@ -22,11 +23,9 @@ import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
-import type { Logger } from "../logger";
-
 
 /** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
-export function createTabRouter(deps: { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle; logger: Logger }): Router {
+export function createTabRouter(deps: { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle }): Router {
   const router = Router();
   const nextCompletionId = createIdSequence("chatcmpl-");
 
@@ -75,15 +74,15 @@ interface Meta {
   model: string;
 }
 
-function chunk(meta: Meta, delta: ChatCompletionChunk["choices"][number]["delta"], finishReason: FinishReason | null): string {
-  const body: ChatCompletionChunk = {
-    id: meta.id,
-    object: "chat.completion.chunk",
-    created: meta.created,
-    model: meta.model,
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  };
+/** One SSE frame of the stream; the usage frame is the same chunk with no choices. */
+function frame(meta: Meta, choices: ChatCompletionChunk["choices"], usage?: Usage): string {
+  const body: ChatCompletionChunk = { id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices };
+  if (usage) body.usage = usage;
   return encodeSseEvent({ data: JSON.stringify(body) });
+}
+
+function chunk(meta: Meta, delta: ChatCompletionChunk["choices"][number]["delta"], finishReason: FinishReason | null): string {
+  return frame(meta, [{ index: 0, delta, finish_reason: finishReason }]);
 }
 
 async function streamCompletion(
@@ -120,8 +119,7 @@ async function streamCompletion(
       } else {
         let tail = chunk(meta, {}, event.finishReason);
         if (promptTokens) {
-          const usage = usageOf(await promptTokens, completion);
-          tail += encodeSseEvent({ data: JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage }) });
+          tail += frame(meta, [], usageOf(await promptTokens, completion));
         }
         res.end(`${tail}${encodeSseEvent({ data: SSE_DONE })}`);
       }
