@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   AGENT_PAUSED: { status: 403, retryable: false },
   NOT_IN_CONVERSATION: { status: 403, retryable: false },
   NOT_FOUND: { status: 404, retryable: false },
+  CONFLICT: { status: 409, retryable: false },
   PAYLOAD_TOO_LARGE: { status: 413, retryable: false },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false },
   RATE_LIMIT_EXCEEDED: { status: 429, retryable: true },
@@ -66,6 +67,8 @@ export function codeForStatus(status: number): ErrorCode {
       return "FORBIDDEN";
     case 404:
       return "NOT_FOUND";
+    case 409:
+      return "CONFLICT";
     case 413:
       return "PAYLOAD_TOO_LARGE";
     case 415:

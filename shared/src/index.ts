@@ -6,3 +6,4 @@ export * from "./protocol/validation";
 export * from "./sse/sseEncoder";
 export * from "./sse/sseDecoder";
 export * from "./secrets";
+export * from "./webhooks";
