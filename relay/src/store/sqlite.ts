@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import SqliteDatabase from "better-sqlite3";
-import { Kysely, Migrator, SqliteDialect, type Transaction } from "kysely";
+import { Kysely, Migrator, SqliteDialect } from "kysely";
 import type { Role, Scope } from "../auth/scopes";
+import { type Db, agentsStore, conversationsStore, eventsStore, messagesStore, notificationsStore } from "./kyselyConversations";
 import { migrationProvider } from "./migrations";
 import type { Database } from "./schema";
 import type { ApiKey, KeyOwner, Store, User } from "./types";
@@ -15,7 +16,7 @@ export async function openSqliteStore(path: string): Promise<Store> {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();
@@ -27,8 +28,6 @@ export async function openSqliteStore(path: string): Promise<Store> {
   const ownerStatement = sqlite.prepare<[string], OwnerRow>(compiled.sql);
   return createKyselyStore(db, async () => db.destroy(), { ownerRowByHash: (hash) => ownerStatement.get(hash) });
 }
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The key lookup every API request makes: the key, its user and its workspace, by the secret's hash. */
 function ownerByHashQuery(db: Db, secretHash: string) {
@@ -43,6 +42,30 @@ function ownerByHashQuery(db: Db, secretHash: string) {
       "w.slug as w_slug", "w.name as w_name", "w.created_at as w_created_at",
     ])
     .where("k.secret_hash", "=", secretHash);
+}
+
+/** Prepared statements kept per SQL text; enough for every query the relay makes, with room for `in (...)` variants. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's SQLite driver prepares every statement afresh, which costs more than running most of them. The same
+ * few dozen SQL texts repeat forever, so each is prepared once. better-sqlite3 runs one statement at a time on
+ * the connection, and Kysely never iterates, so sharing a prepared statement is safe.
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database) {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = cache.get(sql);
+      if (statement === undefined) {
+        statement = sqlite.prepare(sql);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(sql, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 type OwnerRow = NonNullable<Awaited<ReturnType<ReturnType<typeof ownerByHashQuery>["executeTakeFirst"]>>>;
@@ -103,7 +126,23 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
           .executeTakeFirst();
         return Number(result.numUpdatedRows) > 0;
       },
+      async list(workspaceId) {
+        const rows = await db
+          .selectFrom("users")
+          .selectAll()
+          .where("workspace_id", "=", workspaceId)
+          .where("removed_at", "is", null)
+          .orderBy("created_at")
+          .orderBy("id")
+          .execute();
+        return rows.map(toUser);
+      },
     },
+    agents: agentsStore(db),
+    conversations: conversationsStore(db),
+    messages: messagesStore(db),
+    events: eventsStore(db),
+    notifications: notificationsStore(db),
     apiKeys: {
       async create(input) {
         await db

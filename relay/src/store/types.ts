@@ -46,6 +46,145 @@ export interface NewApiKey {
   createdAt: string;
 }
 
+export type AgentState = "active" | "paused";
+
+/** An agent as routes see it: never the token (only its hash is kept) and never the signing secret. */
+export interface Agent {
+  id: string;
+  workspace_id: string;
+  owner_user_id: string;
+  name: string;
+  description: string;
+  webhook_url: string | null;
+  state: AgentState;
+  token_hint: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NewAgent {
+  id: string;
+  workspaceId: string;
+  ownerUserId: string;
+  name: string;
+  description: string;
+  webhookUrl: string | null;
+  tokenHash: string;
+  tokenHint: string;
+  signingSecret: string;
+  createdAt: string;
+}
+
+export type AgentPatch = Partial<{
+  name: string;
+  description: string;
+  webhook_url: string | null;
+  state: AgentState;
+  token_hash: string;
+  token_hint: string;
+  signing_secret: string;
+}>;
+
+export type ConversationType = "channel" | "dm";
+export type Visibility = "public" | "private";
+export type MemberType = "user" | "agent";
+
+export interface Conversation {
+  id: string;
+  workspace_id: string;
+  type: ConversationType;
+  /** The channel's name without `#`; null for a DM. */
+  name: string | null;
+  visibility: Visibility | null;
+  created_by: string;
+  created_at: string;
+}
+
+export interface MemberRef {
+  id: string;
+  type: MemberType;
+}
+
+/** A user or agent of the workspace, as mentions and member lists name them. */
+export interface Member extends MemberRef {
+  name: string;
+}
+
+export interface Message {
+  id: string;
+  workspace_id: string;
+  conversation_id: string;
+  thread_id: string | null;
+  author: Member;
+  text: string;
+  /** Hidden from agents (`/aside`). */
+  aside: boolean;
+  mentions: Member[];
+  created_at: string;
+}
+
+export interface MessageQuery {
+  threadId?: string | undefined;
+  before?: string | undefined;
+  limit: number;
+  includeAsides: boolean;
+}
+
+export type EventStatus = "pending" | "delivered" | "failed" | "cancelled";
+export type DeliveryTrigger = "scheduled" | "manual" | "test";
+
+/** One event for one agent: the outbox row its deliveries are made from. */
+export interface StoredEvent {
+  id: string;
+  workspace_id: string;
+  agent_id: string;
+  type: string;
+  /** The exact JSON body every attempt sends and signs. */
+  payload: string;
+  status: EventStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  next_trigger: DeliveryTrigger;
+  /** Whether a failed attempt is followed by the retry schedule (0 for test pings and redeliveries of finished events). */
+  retries: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A pending event ready to go, with what its attempt needs from the agent. */
+export interface DueEvent {
+  event: StoredEvent;
+  webhookUrl: string;
+  signingSecret: string;
+}
+
+export interface DeliveryAttempt {
+  id: string;
+  event_id: string;
+  agent_id: string;
+  attempt: number;
+  trigger: DeliveryTrigger;
+  url: string;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string;
+  outcome: "success" | "failed";
+  next_attempt_at: string | null;
+}
+
+export interface Notification {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  type: string;
+  conversation_id: string;
+  message_id: string;
+  created_at: string;
+  read_at: string | null;
+}
+
 /** The relay's data layer. Routes use only this; SQLite implements it now, PostgreSQL can later. */
 export interface Store {
   readonly workspaces: {
@@ -57,6 +196,60 @@ export interface Store {
     create(input: { id: string; workspaceId: string; name: string; role: Role; createdAt: string }): Promise<User>;
     get(workspaceId: string, id: string): Promise<User | undefined>;
     remove(workspaceId: string, id: string, at: string): Promise<boolean>;
+    /** Users still in the workspace. */
+    list(workspaceId: string): Promise<User[]>;
+  };
+  readonly agents: {
+    create(input: NewAgent): Promise<Agent>;
+    /** Only agents not removed. */
+    get(workspaceId: string, id: string): Promise<Agent | undefined>;
+    list(workspaceId: string): Promise<Agent[]>;
+    findByTokenHash(tokenHash: string): Promise<{ agent: Agent; workspace: Workspace } | undefined>;
+    update(workspaceId: string, id: string, patch: AgentPatch, at: string): Promise<Agent | undefined>;
+    remove(workspaceId: string, id: string, at: string): Promise<boolean>;
+  };
+  readonly conversations: {
+    create(input: Conversation & { dm_key: string | null }): Promise<Conversation>;
+    get(workspaceId: string, type: ConversationType, id: string): Promise<Conversation | undefined>;
+    findDm(workspaceId: string, dmKey: string): Promise<Conversation | undefined>;
+    findChannel(workspaceId: string, name: string): Promise<Conversation | undefined>;
+    /** Conversations `memberId` is in, and every public channel when `withPublic`. */
+    listVisible(workspaceId: string, memberId: string, withPublic: boolean): Promise<(Conversation & { is_member: boolean })[]>;
+    /** Adds the member unless already there; true when added. */
+    addMember(conversationId: string, member: MemberRef, at: string): Promise<boolean>;
+    isMember(conversationId: string, memberId: string): Promise<boolean>;
+    members(conversationId: string): Promise<MemberRef[]>;
+  };
+  readonly messages: {
+    create(message: Message): Promise<Message>;
+    get(conversationId: string, id: string): Promise<Message | undefined>;
+    /** Newest first. */
+    list(conversationId: string, query: MessageQuery): Promise<Message[]>;
+    /** Ids of the agents that wrote the thread's first message or any reply in it. */
+    agentAuthorsInThread(conversationId: string, threadId: string): Promise<string[]>;
+  };
+  readonly events: {
+    create(event: StoredEvent): Promise<void>;
+    get(agentId: string, id: string): Promise<StoredEvent | undefined>;
+    /** Newest first. */
+    listForAgent(agentId: string, limit: number): Promise<StoredEvent[]>;
+    /**
+     * Pending events due by `now` whose agent can take them: not removed, has a webhook URL, and is active
+     * (a paused agent still gets test pings). Oldest due first.
+     */
+    due(now: string, query: { limit: number; skipEvents: ReadonlySet<string>; skipAgents: ReadonlySet<string> }): Promise<DueEvent[]>;
+    /** When the next pending event falls due, if any is waiting for a time rather than for its agent. */
+    nextDueAt(): Promise<string | undefined>;
+    recordAttempt(attempt: DeliveryAttempt, update: Pick<StoredEvent, "status" | "attempts" | "next_attempt_at" | "next_trigger" | "retries">, at: string): Promise<void>;
+    attempts(eventIds: readonly string[]): Promise<DeliveryAttempt[]>;
+    /** The outcome of the agent's latest attempt. */
+    lastAttempt(agentId: string): Promise<DeliveryAttempt | undefined>;
+    schedule(id: string, update: Pick<StoredEvent, "status" | "next_attempt_at" | "next_trigger" | "retries">, at: string): Promise<void>;
+    cancelPending(agentId: string, at: string): Promise<number>;
+  };
+  readonly notifications: {
+    create(notification: Notification): Promise<void>;
+    listForUser(userId: string, query: { before?: string | undefined; limit: number }): Promise<Notification[]>;
   };
   readonly apiKeys: {
     create(input: NewApiKey): Promise<ApiKey>;
