@@ -7,7 +7,7 @@ import type { Config } from "./config";
 import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
 import { createErrorHandler, notFound } from "./http/errors";
-import { createRateLimit } from "./http/rateLimit";
+import { addressOf, classify, createRateLimit } from "./http/rateLimit";
 import { createRequestContext } from "./http/requestContext";
 import type { Lifecycle } from "./lifecycle";
 import type { Logger } from "./logger";
@@ -17,10 +17,18 @@ import { createApiKeysRouter } from "./routes/apiKeys";
 import { createHealthRouter } from "./routes/health";
 import { createMeRouter } from "./routes/me";
 import { createTabRouter } from "./routes/tab";
+import { createAgentService } from "./agents/service";
+import { createConversationService } from "./conversations/service";
+import type { Links } from "./links";
+import { createAgentApiRouter } from "./routes/agentApi";
+import { createAgentsRouter } from "./routes/agents";
+import { createConversationsRouter } from "./routes/conversations";
+import { createUsersRouter } from "./routes/users";
+import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
 
 export interface AppDeps {
-  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes">;
+  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks">;
   store: Store;
   clock: Clock;
   logger: Logger;
@@ -30,6 +38,10 @@ export interface AppDeps {
   tokens: TokenCounter;
   providerName: string;
   lifecycle: Lifecycle;
+  ids: SortableIds;
+  links: Links;
+  /** Told when a transaction has queued webhook events, so they go out at once. */
+  deliveries: { wake(): void };
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
@@ -44,6 +56,10 @@ export function createApp(deps: AppDeps): Express {
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
   });
 
+  const limits = deps.config.rateLimits;
+  const eventsQueued = () => deps.deliveries.wake();
+  const conversations = createConversationService({ ...deps, eventsQueued });
+  const agents = createAgentService({ ...deps, eventsQueued });
   const api = Router();
   api.use(
     createAuthenticate(deps),
@@ -51,17 +67,32 @@ export function createApp(deps: AppDeps): Express {
       store: deps.rateLimitStore,
       clock: deps.clock,
       metrics: deps.metrics,
-      limits: deps.config.rateLimits,
       windowMs: deps.config.rateLimitWindowMs,
-      // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
-      isStreamingRoute: (req) => req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH,
+      policy(req) {
+        // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
+        const streams = req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH;
+        const label = classify(req.method, streams);
+        const subject = req.caller ? `key:${req.caller.key.id}` : addressOf(req);
+        return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
+      },
     }),
     requireCaller,
     createJsonBody(deps.config.maxBodyBytes),
   );
   // The completion route is the hot path, so its router is tried first.
-  api.use(createTabRouter(deps), createMeRouter(), createApiKeysRouter(deps), notFound);
+  api.use(
+    createTabRouter(deps),
+    createMeRouter(),
+    createApiKeysRouter(deps),
+    createUsersRouter(deps),
+    createConversationsRouter({ ...deps, conversations }),
+    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate }),
+    notFound,
+  );
 
+  // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
+  const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });
+  app.use([`${API_PREFIX}/agent-api`, "/v1/agent-api"], agentApi);
   // The spec's samples use both prefixes, so both serve the same API; it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);

@@ -41,7 +41,21 @@ export interface Config {
   shutdownGraceMs: number;
   logLevel: LogLevel;
   cacheEntries: number;
+  /** Where people and agents reach this relay, for links in events; the listening address when unset. */
+  publicUrl: string | undefined;
+  webhooks: Readonly<WebhookConfig>;
 }
+
+export interface WebhookConfig {
+  /** Delays before each retry, in ms; a delivery is tried once plus once per entry. */
+  retryScheduleMs: readonly number[];
+  /** Lets webhook URLs be plain http and reach private, loopback and link-local addresses. */
+  allowPrivate: boolean;
+  timeoutMs: number;
+}
+
+/** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: Svix's schedule, about a day in all. */
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -62,6 +76,10 @@ export const SETTINGS = {
   shutdownGraceMs: { env: "TAB_RELAY_SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms" },
   logLevel: { env: "TAB_RELAY_LOG_LEVEL", flag: "log-level" },
   cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
+  publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
+  webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
+  webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
+  webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -85,6 +103,15 @@ const RawConfig = z.object({
   shutdownGraceMs: integer(0, 600_000).default(10_000),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   cacheEntries: integer(0, 1_000_000).default(1000),
+  publicUrl: httpUrl.transform((url) => url.replace(/\/+$/, "")).optional(),
+  webhookRetrySchedule: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be a comma-separated list of milliseconds, e.g. 5000,300000")
+    .transform((list) => list.split(",").map((ms) => Number(ms.trim())))
+    .refine((list) => list.length <= 20 && list.every((ms) => ms <= 7 * 24 * 3600 * 1000), "allows at most 20 retries of at most 7 days each")
+    .optional(),
+  webhookAllowPrivate: z.enum(["true", "false", "1", "0"], "must be true or false").transform((v) => v === "true" || v === "1").default(false),
+  webhookTimeoutMs: integer(100, 60_000).default(15_000),
 });
 
 export class ConfigError extends Error {
@@ -141,6 +168,12 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     shutdownGraceMs: c.shutdownGraceMs,
     logLevel: c.logLevel,
     cacheEntries: c.cacheEntries,
+    publicUrl: c.publicUrl,
+    webhooks: Object.freeze({
+      retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
+      allowPrivate: c.webhookAllowPrivate,
+      timeoutMs: c.webhookTimeoutMs,
+    }),
   });
 }
 

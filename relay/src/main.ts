@@ -15,6 +15,10 @@ import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createOpenAIProvider } from "./providers/openai";
 import type { ModelProvider } from "./providers/types";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
+import { createDeliveryWorker } from "./delivery/worker";
+import { createWebhookClient } from "./delivery/webhookClient";
+import { createLinks } from "./links";
+import { createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
 import type { Store } from "./store/types";
 
@@ -74,6 +78,16 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const provider = createProvider(config, options.post ?? transport);
   const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
+  const ids = createSortableIds(clock);
+  const links = createLinks(config.publicUrl);
+  const deliveries = createDeliveryWorker({
+    store,
+    clock,
+    logger,
+    ids,
+    client: createWebhookClient({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs, now: () => clock.now() }),
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+  });
   const app = createApp({
     config,
     store,
@@ -85,6 +99,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     tokens,
     providerName: provider.name,
     lifecycle,
+    ids,
+    links,
+    deliveries,
   });
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
   server.listen(config.port, config.host);
@@ -99,14 +116,17 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info("relay listening", { url, provider: provider.name, data: config.dataDir });
+  links.setListeningUrl(url);
+  // Whatever was pending when the relay last stopped goes out now.
+  deliveries.start();
+  logger.info("relay listening", { url, public_url: links.base(), provider: provider.name, data: config.dataDir });
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.shutdownGraceMs) => {
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const { finished, aborted } = await lifecycle.drain(graceMs);
+      const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveries.stop(graceMs)]);
       server.closeAllConnections();
       await closed;
       await store.close();

@@ -24,3 +24,11 @@ export function looksLikeApiKey(token: string): boolean {
 export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(10).toString("base64url").replace(/[-_]/g, "x").slice(0, 16)}`;
 }
+
+export function newAgentToken(): string {
+  return generateSecret(SECRET_PREFIXES.agentToken);
+}
+
+export function looksLikeAgentToken(token: string): boolean {
+  return hasValidChecksum(token, SECRET_PREFIXES.agentToken);
+}

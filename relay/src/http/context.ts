@@ -1,10 +1,16 @@
 import type { RelayError } from "@tab-relay/shared";
 import type { Scope } from "../auth/scopes";
-import type { KeyOwner } from "../store/types";
+import type { Agent, KeyOwner, Workspace } from "../store/types";
 
 /** What the auth middleware learned about the caller. */
 export interface Caller extends KeyOwner {
   scopes: ReadonlySet<Scope>;
+}
+
+/** The agent an Agent API request came from. */
+export interface AgentCaller {
+  agent: Agent;
+  workspace: Workspace;
 }
 
 declare global {
@@ -13,6 +19,7 @@ declare global {
     interface Request {
       requestId: string;
       caller?: Caller;
+      agentCaller?: AgentCaller;
       /** Why authentication failed; raised after the rate limiter has counted the request. */
       authError?: RelayError;
       /** The route pattern used in logs and metrics (never the raw path, which may hold ids). */

@@ -1,7 +1,6 @@
 import { RelayError } from "@tab-relay/shared";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import type { Clock } from "../clock";
-import type { RateLimits } from "../config";
 import type { Metrics } from "../metrics";
 import type { RateLimitStore } from "../rateLimit/types";
 
@@ -14,34 +13,43 @@ export function classify(method: string, streams: boolean): LimitClass {
   return streams || READ_METHODS.has(method) ? "read" : "write";
 }
 
+/** Which counter a request goes against: `bucket` names the subject and class, `label` is what the class is called. */
+export interface RatePolicy {
+  bucket: string;
+  limit: number;
+  label: string;
+}
+
+/** The client address, for requests whose credentials could not be resolved. */
+export function addressOf(req: Request): string {
+  return `ip:${req.ip ?? "unknown"}`;
+}
+
 /**
- * Counts the request against its key's fixed 60-second window (or the client address when no key could be
- * resolved) and answers the `X-RateLimit-*` headers on every response, 429 with `Retry-After` when over.
+ * Counts the request against the fixed 60-second window its policy names and answers the `X-RateLimit-*`
+ * headers on every response, 429 with `Retry-After` when over.
  */
 export function createRateLimit(deps: {
   store: RateLimitStore;
   clock: Clock;
   metrics: Metrics;
-  limits: Readonly<RateLimits>;
   windowMs: number;
-  isStreamingRoute: (req: { method: string; path: string }) => boolean;
+  policy: (req: Request) => RatePolicy;
 }): RequestHandler {
   return async function rateLimit(req, res, next) {
-    const limitClass = classify(req.method, deps.isStreamingRoute(req));
-    const limit = limitClass === "read" ? deps.limits.reads : deps.limits.writes;
-    const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${req.ip ?? "unknown"}`;
+    const { bucket, limit, label } = deps.policy(req);
     const now = deps.clock.now();
-    const result = await deps.store.hit(`${subject}:${limitClass}`, limit, deps.windowMs, now);
+    const result = await deps.store.hit(bucket, limit, deps.windowMs, now);
     const resetSeconds = Math.ceil(result.resetAt / 1000);
     res.setHeader("X-RateLimit-Limit", String(result.limit));
     res.setHeader("X-RateLimit-Remaining", String(Math.max(0, result.remaining)));
     res.setHeader("X-RateLimit-Reset", String(resetSeconds));
     if (!result.allowed) {
-      deps.metrics.rateLimited.inc({ class: limitClass });
+      deps.metrics.rateLimited.inc({ class: label });
       // Retry-After names the same moment as X-RateLimit-Reset, rounded up so a client never retries early.
       const retryAfter = Math.max(1, resetSeconds - Math.floor(now / 1000));
       return next(
-        new RelayError("RATE_LIMIT_EXCEEDED", `Rate limit of ${limit} ${limitClass}s per minute exceeded; retry after ${retryAfter} s`, {
+        new RelayError("RATE_LIMIT_EXCEEDED", `Rate limit of ${limit} ${label}s per minute exceeded; retry after ${retryAfter} s`, {
           headers: { "Retry-After": String(retryAfter) },
         }),
       );

@@ -1,0 +1,124 @@
+import { RelayError, newSigningSecret, type PingEvent } from "@tab-relay/shared";
+import { hashSecret, newAgentToken, secretHint } from "../auth/secrets";
+import type { Clock } from "../clock";
+import { newEvent } from "../conversations/service";
+import type { SortableIds } from "../store/sortableIds";
+import type { Agent, AgentPatch, DeliveryAttempt, Store, StoredEvent, User, Workspace } from "../store/types";
+
+/** The roles that may connect an agent (the spec: whoever can create crew members). */
+const CONNECTING_ROLES: ReadonlySet<User["role"]> = new Set(["owner", "admin", "member"]);
+const MANAGING_ROLES: ReadonlySet<User["role"]> = new Set(["owner", "admin"]);
+
+export function canConnectAgents(user: User): boolean {
+  return CONNECTING_ROLES.has(user.role);
+}
+
+/** Its owner, and the roles that manage agents, may change an agent. */
+export function canManageAgent(user: User, agent: Agent): boolean {
+  return agent.owner_user_id === user.id || MANAGING_ROLES.has(user.role);
+}
+
+export interface AgentServiceDeps {
+  store: Store;
+  clock: Clock;
+  ids: SortableIds;
+  eventsQueued(): void;
+}
+
+export interface Delivery {
+  event: StoredEvent;
+  attempts: DeliveryAttempt[];
+}
+
+export function createAgentService(deps: AgentServiceDeps) {
+  const iso = () => new Date(deps.clock.now()).toISOString();
+
+  async function create(input: { workspace: Workspace; owner: User; name: string; description: string; webhookUrl: string | null }) {
+    const token = newAgentToken();
+    const signingSecret = newSigningSecret();
+    const agent = await deps.store.agents.create({
+      id: deps.ids("agt"),
+      workspaceId: input.workspace.id,
+      ownerUserId: input.owner.id,
+      name: input.name,
+      description: input.description,
+      webhookUrl: input.webhookUrl,
+      tokenHash: hashSecret(token),
+      tokenHint: secretHint(token),
+      signingSecret,
+      createdAt: iso(),
+    });
+    return { agent, token, signingSecret };
+  }
+
+  async function update(agent: Agent, patch: AgentPatch): Promise<Agent> {
+    const updated = await deps.store.agents.update(agent.workspace_id, agent.id, patch, iso());
+    if (!updated) throw new RelayError("NOT_FOUND", `path.id: no agent ${agent.id} in this workspace`);
+    // Events held while the agent had no URL or was paused may now go.
+    if (patch.state === "active" || patch.webhook_url) deps.eventsQueued();
+    return updated;
+  }
+
+  async function rotateToken(agent: Agent) {
+    const token = newAgentToken();
+    const updated = await update(agent, { token_hash: hashSecret(token), token_hint: secretHint(token) });
+    return { agent: updated, token };
+  }
+
+  async function rotateSigningSecret(agent: Agent) {
+    const signingSecret = newSigningSecret();
+    const updated = await update(agent, { signing_secret: signingSecret });
+    return { agent: updated, signingSecret };
+  }
+
+  /** Removes the agent: its token stops at once and its undelivered events are dropped. */
+  async function remove(agent: Agent): Promise<void> {
+    await deps.store.transaction(async (tx) => {
+      const at = iso();
+      await tx.agents.remove(agent.workspace_id, agent.id, at);
+      await tx.events.cancelPending(agent.id, at);
+    });
+  }
+
+  /** Queues a `ping` through the normal delivery path; it is tried once, since someone is watching for it. */
+  async function sendTestEvent(workspace: Workspace, agent: Agent): Promise<StoredEvent> {
+    if (agent.webhook_url === null) throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL to send a test event to");
+    const now = iso();
+    const payload: PingEvent = {
+      id: deps.ids("evt"),
+      type: "ping",
+      created_at: now,
+      workspace: { slug: workspace.slug, name: workspace.name },
+      agent: { id: agent.id, name: agent.name },
+    };
+    const event = newEvent(payload.id, workspace.id, agent.id, payload.type, JSON.stringify(payload), now, 0, "test");
+    await deps.store.events.create(event);
+    deps.eventsQueued();
+    return event;
+  }
+
+  async function deliveries(agent: Agent, limit: number): Promise<Delivery[]> {
+    const events = await deps.store.events.listForAgent(agent.id, limit);
+    const attempts = await deps.store.events.attempts(events.map((event) => event.id));
+    return events.map((event) => ({ event, attempts: attempts.filter((attempt) => attempt.event_id === event.id) }));
+  }
+
+  /**
+   * Sends the event again now, with the same `webhook-id`. A pending event keeps its retry schedule after the
+   * manual attempt; a finished one gets exactly one more attempt.
+   */
+  async function redeliver(agent: Agent, eventId: string): Promise<Delivery> {
+    const event = await deps.store.events.get(agent.id, eventId);
+    if (!event) throw new RelayError("NOT_FOUND", `path.delivery_id: no delivery ${eventId} for this agent`);
+    if (agent.webhook_url === null) throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL to deliver to");
+    const retries = event.status === "pending" ? event.retries : 0;
+    const update = { status: "pending" as const, next_attempt_at: iso(), next_trigger: "manual" as const, retries };
+    await deps.store.events.schedule(event.id, update, iso());
+    deps.eventsQueued();
+    return { event: { ...event, ...update }, attempts: await deps.store.events.attempts([event.id]) };
+  }
+
+  return { create, update, rotateToken, rotateSigningSecret, remove, sendTestEvent, deliveries, redeliver };
+}
+
+export type AgentService = ReturnType<typeof createAgentService>;

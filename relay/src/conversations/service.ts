@@ -1,0 +1,205 @@
+import { RelayError, type MessageCreatedEvent } from "@tab-relay/shared";
+import type { Clock } from "../clock";
+import type { Links } from "../links";
+import type { SortableIds } from "../store/sortableIds";
+import type { Agent, Conversation, Member, Message, Store, StoredEvent, Workspace } from "../store/types";
+import { findMentions } from "./mentions";
+
+/** The longest message text people and agents may post, in characters (Slack allows 40,000; chat UIs show far less). */
+export const MAX_MESSAGE_CHARS = 8000;
+
+const ASIDE = /^\/aside(?:\s+|$)/;
+
+export interface ConversationServiceDeps {
+  store: Store;
+  clock: Clock;
+  ids: SortableIds;
+  links: Links;
+  /** Called after a transaction that queued events has committed. */
+  eventsQueued(): void;
+}
+
+export interface PostInput {
+  workspace: Workspace;
+  conversation: Conversation;
+  author: Member;
+  text: string;
+  threadId?: string | undefined;
+}
+
+/** The workspace's people and agents, as mentions can name them. */
+export async function directory(store: Store, workspaceId: string): Promise<Member[]> {
+  const [users, agents] = await Promise.all([store.users.list(workspaceId), store.agents.list(workspaceId)]);
+  return [
+    ...users.map((user) => ({ id: user.id, type: "user" as const, name: user.name })),
+    ...agents.map((agent) => ({ id: agent.id, type: "agent" as const, name: agent.name })),
+  ];
+}
+
+export function createConversationService(deps: ConversationServiceDeps) {
+  const iso = () => new Date(deps.clock.now()).toISOString();
+
+  /**
+   * Posts a message and, in the same transaction, everything it causes: joining a public channel, the agents a
+   * person's message addresses (each gets a `message.created` event in the outbox) and the notifications of an
+   * agent's DM. A crash at any point leaves either all of it or none.
+   */
+  async function post(input: PostInput): Promise<Message> {
+    const { workspace, conversation, author } = input;
+    let text = input.text;
+    // Only people can hide a message from agents; an agent's "/aside" is just text.
+    const aside = author.type === "user" && ASIDE.test(text);
+    if (aside) {
+      text = text.replace(ASIDE, "");
+      if (text.trim() === "") throw new RelayError("VALIDATION_ERROR", "text: an /aside needs a message after it");
+    }
+    let queued = 0;
+    const message = await deps.store.transaction(async (tx) => {
+      const threadId = input.threadId === undefined ? null : await threadRoot(tx, conversation.id, input.threadId);
+      const members = await directory(tx, workspace.id);
+      const now = iso();
+      const message: Message = {
+        id: deps.ids("msg"),
+        workspace_id: workspace.id,
+        conversation_id: conversation.id,
+        thread_id: threadId,
+        author,
+        text,
+        aside,
+        mentions: findMentions(text, members),
+        created_at: now,
+      };
+      await tx.messages.create(message);
+      // Writing in a public channel joins it, as in Slack.
+      if (author.type === "user") await tx.conversations.addMember(conversation.id, author, now);
+      if (author.type === "user" && !aside) queued = await queueEvents(tx, workspace, conversation, message, now);
+      if (author.type === "agent" && conversation.type === "dm") await notifyDm(tx, conversation, message, now);
+      return message;
+    });
+    if (queued > 0) deps.eventsQueued();
+    return message;
+  }
+
+  async function threadRoot(store: Store, conversationId: string, threadId: string): Promise<string> {
+    const parent = await store.messages.get(conversationId, threadId);
+    if (!parent) throw new RelayError("VALIDATION_ERROR", `thread_id: no message ${threadId} in this conversation`);
+    // Replying to a reply continues the same thread.
+    return parent.thread_id ?? parent.id;
+  }
+
+  async function queueEvents(
+    tx: Store,
+    workspace: Workspace,
+    conversation: Conversation,
+    message: Message,
+    now: string,
+  ): Promise<number> {
+    const current = await tx.conversations.members(conversation.id);
+    const memberIds = new Set(current.map((member) => member.id));
+    const mentioned = new Set(message.mentions.filter((member) => member.type === "agent").map((member) => member.id));
+    const addressed = new Set<string>();
+    if (conversation.type === "dm") {
+      // A DM names its agent by being with it: every agent in it is addressed.
+      for (const member of current) if (member.type === "agent") addressed.add(member.id);
+    } else {
+      for (const id of mentioned) {
+        if (memberIds.has(id)) addressed.add(id);
+        else if (conversation.visibility === "public") {
+          // A mention brings the agent into a public channel; a private one needs someone to add it.
+          await tx.conversations.addMember(conversation.id, { id, type: "agent" }, now);
+          memberIds.add(id);
+          addressed.add(id);
+        }
+      }
+      if (message.thread_id !== null) {
+        for (const id of await tx.messages.agentAuthorsInThread(conversation.id, message.thread_id)) {
+          if (memberIds.has(id)) addressed.add(id);
+        }
+      }
+    }
+    let queued = 0;
+    for (const agentId of addressed) {
+      const agent = await tx.agents.get(workspace.id, agentId);
+      // A paused or removed agent gets nothing, not even later.
+      if (!agent || agent.state !== "active") continue;
+      const payload = messageCreated(workspace, agent, conversation, message, { mentioned: mentioned.has(agentId), now });
+      await tx.events.create(newEvent(payload.id, workspace.id, agent.id, payload.type, JSON.stringify(payload), now, 1, "scheduled"));
+      queued++;
+    }
+    return queued;
+  }
+
+  function messageCreated(
+    workspace: Workspace,
+    agent: Agent,
+    conversation: Conversation,
+    message: Message,
+    context: { mentioned: boolean; now: string },
+  ): MessageCreatedEvent {
+    const dm = conversation.type === "dm";
+    return {
+      id: deps.ids("evt"),
+      type: "message.created",
+      created_at: context.now,
+      workspace: { slug: workspace.slug, name: workspace.name },
+      agent: { id: agent.id, name: agent.name },
+      conversation: { type: conversation.type, id: conversation.id, name: dm ? message.author.name : `#${conversation.name ?? ""}` },
+      message: {
+        id: message.id,
+        text: message.text,
+        thread_id: message.thread_id,
+        author: { id: message.author.id, name: message.author.name },
+        mentioned: context.mentioned,
+        direct: dm,
+        url: deps.links.message(conversation.type, conversation.id, message.id),
+      },
+      reply: { url: deps.links.agentMessages(conversation.type, conversation.id), thread_id: dm ? null : (message.thread_id ?? message.id) },
+    };
+  }
+
+  async function notifyDm(tx: Store, conversation: Conversation, message: Message, now: string): Promise<void> {
+    for (const member of await tx.conversations.members(conversation.id)) {
+      if (member.type !== "user") continue;
+      await tx.notifications.create({
+        id: deps.ids("ntf"),
+        workspace_id: conversation.workspace_id,
+        user_id: member.id,
+        type: "agent.dm",
+        conversation_id: conversation.id,
+        message_id: message.id,
+        created_at: now,
+        read_at: null,
+      });
+    }
+  }
+
+  return { post };
+}
+
+export function newEvent(
+  id: string,
+  workspaceId: string,
+  agentId: string,
+  type: string,
+  payload: string,
+  now: string,
+  retries: number,
+  trigger: StoredEvent["next_trigger"],
+): StoredEvent {
+  return {
+    id,
+    workspace_id: workspaceId,
+    agent_id: agentId,
+    type,
+    payload,
+    status: "pending",
+    attempts: 0,
+    next_attempt_at: now,
+    next_trigger: trigger,
+    retries,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+export type ConversationService = ReturnType<typeof createConversationService>;

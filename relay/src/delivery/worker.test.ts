@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { newSigningSecret, verifyWebhook } from "@tab-relay/shared";
+import { silentLogger } from "../logger";
+import { newEvent } from "../conversations/service";
+import { createSortableIds } from "../store/sortableIds";
+import { openSqliteStore } from "../store/sqlite";
+import type { Store } from "../store/types";
+import type { WebhookClient, WebhookOutcome, WebhookRequest } from "./webhookClient";
+import { createDeliveryWorker } from "./worker";
+
+const HANG = Symbol("hang");
+
+/**
+ * A client whose answers the test scripts per request. HANG is an agent that never answers; like the real client,
+ * closing it ends such requests with a network error.
+ */
+function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | typeof HANG) {
+  const requests: WebhookRequest[] = [];
+  const waiters: (() => void)[] = [];
+  const hung: ((outcome: WebhookOutcome) => void)[] = [];
+  const client: WebhookClient & { requests: WebhookRequest[]; waitFor(n: number): Promise<void> } = {
+    requests,
+    async send(request) {
+      requests.push(request);
+      for (const wake of waiters.splice(0)) wake();
+      const result = answer(request);
+      return result === HANG ? new Promise<WebhookOutcome>((resolve) => hung.push(resolve)) : result;
+    },
+    close() {
+      for (const end of hung.splice(0)) end({ ok: false, error: "socket closed", durationMs: 1, excerpt: "" });
+    },
+    async waitFor(n) {
+      const deadline = performance.now() + 3000;
+      while (requests.length < n) {
+        if (performance.now() > deadline) throw new Error(`expected ${n} requests, got ${requests.length}`);
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 20);
+        });
+      }
+    },
+  };
+  return client;
+}
+
+const outcome = (status: number, extra: Partial<WebhookOutcome> = {}): WebhookOutcome => ({ ok: status >= 200 && status < 300, status, durationMs: 1, excerpt: "", ...extra });
+
+describe("the delivery worker", () => {
+  let store: Store;
+  let now = Date.parse("2026-11-21T12:00:00.000Z");
+  const clock = { now: () => now };
+  const ids = createSortableIds(clock);
+  const secret = newSigningSecret();
+  let workspaceId = "";
+
+  before(async () => {
+    store = await openSqliteStore(":memory:");
+    const at = new Date(now).toISOString();
+    const ws = await store.workspaces.create({ id: "ws_1", slug: "acme", name: "Acme", createdAt: at });
+    workspaceId = ws.id;
+    await store.users.create({ id: "usr_1", workspaceId, name: "Olive", role: "owner", createdAt: at });
+  });
+  after(() => store.close());
+
+  async function agentWithEvents(name: string, count: number, retries = 1): Promise<{ agentId: string; eventIds: string[] }> {
+    const at = new Date(now).toISOString();
+    const agent = await store.agents.create({
+      id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
+      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: secret, createdAt: at,
+    });
+    const eventIds: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const id = ids("evt");
+      await store.events.create(newEvent(id, workspaceId, agent.id, "message.created", JSON.stringify({ id, n: i }), at, retries, "scheduled"));
+      eventIds.push(id);
+    }
+    return { agentId: agent.id, eventIds };
+  }
+
+  test("a failed attempt is rescheduled by the schedule with jitter, keeping the event id, and signed afresh", async () => {
+    const { agentId, eventIds } = await agentWithEvents("retry", 1);
+    const client = scriptedClient(() => outcome(500, { excerpt: "boom" }));
+    // random() = 1 is the top of the ±20% jitter band.
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [10_000, 60_000], random: () => 1 });
+    worker.start();
+    await client.waitFor(1);
+    await worker.stop(1000);
+    const [event] = await store.events.listForAgent(agentId, 10);
+    assert.equal(event?.status, "pending");
+    assert.equal(event?.attempts, 1);
+    assert.equal(event?.next_attempt_at, new Date(now + 12_000).toISOString());
+    const request = client.requests[0] as WebhookRequest;
+    assert.equal(request.headers["webhook-id"], eventIds[0]);
+    await verifyWebhook(secret, request.headers, request.body, { nowSeconds: Math.floor(now / 1000) });
+    const [attempt] = await store.events.attempts(eventIds);
+    assert.equal(attempt?.status_code, 500);
+    assert.equal(attempt?.response_excerpt, "boom");
+    assert.equal(attempt?.trigger, "scheduled");
+  });
+
+  test("Retry-After longer than the scheduled delay wins", async () => {
+    const { agentId } = await agentWithEvents("retry-after", 1);
+    const client = scriptedClient(() => outcome(503, { retryAfterMs: 120_000 }));
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], random: () => 0.5 });
+    worker.start();
+    await client.waitFor(1);
+    await worker.stop(1000);
+    const [event] = await store.events.listForAgent(agentId, 1);
+    assert.equal(event?.next_attempt_at, new Date(now + 120_000).toISOString());
+  });
+
+  for (const status of [410, 413]) {
+    test(`a ${status} answer ends the delivery without a retry`, async () => {
+      const { agentId } = await agentWithEvents(`final-${status}`, 1);
+      const client = scriptedClient(() => outcome(status));
+      const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000] });
+      worker.start();
+      await client.waitFor(1);
+      await worker.stop(1000);
+      const [event] = await store.events.listForAgent(agentId, 1);
+      assert.equal(event?.status, "failed");
+      assert.equal(event?.next_attempt_at, null);
+    });
+  }
+
+  test("after the last scheduled retry the event is failed; an event without retries fails after one attempt", async () => {
+    const exhausted = await agentWithEvents("exhausted", 1);
+    const once = await agentWithEvents("once", 1, 0);
+    const client = scriptedClient(() => outcome(500));
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [] });
+    worker.start();
+    await client.waitFor(2);
+    await worker.stop(1000);
+    for (const { agentId } of [exhausted, once]) {
+      const [event] = await store.events.listForAgent(agentId, 1);
+      assert.equal(event?.status, "failed");
+      assert.equal(event?.attempts, 1);
+    }
+  });
+
+  test("an agent that hangs holds only its own share: another agent's events go out meanwhile", async () => {
+    now += 3600_000;
+    const slow = await agentWithEvents("slow", 20);
+    const fast = await agentWithEvents("fast", 5);
+    const client = scriptedClient((request) => (request.url.endsWith("/slow") ? HANG : outcome(204)));
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], maxPerAgent: 3, maxInFlight: 10 });
+    worker.start();
+    await client.waitFor(8);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const slowSent = client.requests.filter((r) => r.url.endsWith("/slow")).length;
+    const fastSent = client.requests.filter((r) => r.url.endsWith("/fast")).length;
+    assert.equal(slowSent, 3, "the slow agent has exactly its share in flight");
+    assert.equal(fastSent, 5, "every event of the other agent went out");
+    const fastEvents = await store.events.listForAgent(fast.agentId, 10);
+    assert.ok(fastEvents.every((event) => event.status === "delivered"));
+    // Attempts still under way when the relay stops are abandoned, not recorded: the events stay pending.
+    await worker.stop(10);
+    const slowEvents = await store.events.listForAgent(slow.agentId, 30);
+    assert.equal(slowEvents.filter((event) => event.status === "pending").length, 20);
+    assert.equal((await store.events.attempts(slow.eventIds)).length, 0);
+  });
+});

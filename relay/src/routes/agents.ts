@@ -1,0 +1,199 @@
+import { RelayError } from "@tab-relay/shared";
+import { Router, type Request } from "express";
+import { z } from "zod";
+import { type AgentService, type Delivery, canConnectAgents, canManageAgent } from "../agents/service";
+import { webhookUrlProblem } from "../delivery/addresses";
+import { requireScope } from "../http/authenticate";
+import { parseWith } from "../http/body";
+import type { Caller } from "../http/context";
+import { named } from "../http/requestContext";
+import type { Agent, DeliveryAttempt, Store, User } from "../store/types";
+
+const AgentParams = z.object({ id: z.string().min(1).max(64) });
+const DeliveryParams = AgentParams.extend({ delivery_id: z.string().min(1).max(64) });
+const DeliveriesQuery = z.object({ limit: z.coerce.number("must be an integer from 1 to 100").int().min(1).max(100).default(30) });
+
+function webhookUrl(allowPrivate: boolean) {
+  return z
+    .string()
+    .trim()
+    .max(2048)
+    .nullable()
+    .transform((url, ctx) => {
+      if (url === null || url === "") return null;
+      const problem = webhookUrlProblem(url, allowPrivate);
+      if (problem) {
+        ctx.addIssue({ code: "custom", message: problem });
+        return z.NEVER;
+      }
+      return url;
+    });
+}
+
+const Name = z.string().trim().min(1).max(80);
+const Description = z.string().trim().max(500);
+
+/** The agent as people see it; only those who may change it see where it is connected and how delivery goes. */
+function present(agent: Agent, viewer: User, last?: DeliveryAttempt | undefined) {
+  const manage = canManageAgent(viewer, agent);
+  return {
+    id: agent.id,
+    name: agent.name,
+    description: agent.description,
+    state: agent.state,
+    owner_user_id: agent.owner_user_id,
+    created_at: agent.created_at,
+    updated_at: agent.updated_at,
+    can_manage: manage,
+    ...(manage
+      ? { webhook_url: agent.webhook_url, token_hint: agent.token_hint, last_delivery: last ? presentAttempt(last) : null }
+      : {}),
+  };
+}
+
+function presentAttempt(attempt: DeliveryAttempt) {
+  return {
+    id: attempt.id,
+    attempt: attempt.attempt,
+    trigger: attempt.trigger,
+    at: attempt.started_at,
+    url: attempt.url,
+    outcome: attempt.outcome,
+    status_code: attempt.status_code,
+    error: attempt.error,
+    duration_ms: attempt.duration_ms,
+    response_excerpt: attempt.response_excerpt,
+    next_attempt_at: attempt.next_attempt_at,
+  };
+}
+
+function presentDelivery({ event, attempts }: Delivery) {
+  return {
+    id: event.id,
+    event_type: event.type,
+    status: event.status,
+    created_at: event.created_at,
+    next_attempt_at: event.next_attempt_at,
+    attempts: attempts.map(presentAttempt),
+  };
+}
+
+/** Connecting and managing outside agents: /agents and everything under it. */
+export function createAgentsRouter(deps: { store: Store; agents: AgentService; allowPrivateWebhooks: boolean }): Router {
+  const router = Router();
+  const { store } = deps;
+  const CreateAgentBody = z.object({ name: Name, description: Description.default(""), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() });
+  const PatchAgentBody = z
+    .object({ name: Name.optional(), description: Description.optional(), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() })
+    .refine((body) => Object.values(body).some((value) => value !== undefined), "give at least one of name, description, webhook_url");
+
+  async function uniqueName(caller: Caller, name: string, except?: string): Promise<void> {
+    const taken = (await store.agents.list(caller.workspace.id)).some((a) => a.id !== except && a.name.toLowerCase() === name.toLowerCase());
+    // Mentions find agents by name, so two agents may not share one.
+    if (taken) throw new RelayError("CONFLICT", `name: an agent named ${name} already exists`);
+  }
+
+  async function agentFor(req: Request, action: "read" | "manage"): Promise<{ caller: Caller; agent: Agent }> {
+    const caller = req.caller as Caller;
+    const { id } = parseWith(AgentParams, req.params, "path");
+    const agent = await store.agents.get(caller.workspace.id, id);
+    if (!agent) throw new RelayError("NOT_FOUND", `path.id: no agent ${id} in this workspace`);
+    if (action === "manage" && !canManageAgent(caller.user, agent)) {
+      throw new RelayError("FORBIDDEN", "Only the agent's owner, an admin or the workspace owner can change this agent");
+    }
+    return { caller, agent };
+  }
+
+  router.post("/agents", named("/agents"), requireScope("agents.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    if (!canConnectAgents(caller.user)) throw new RelayError("FORBIDDEN", `A ${caller.user.role} cannot connect agents`);
+    const body = parseWith(CreateAgentBody, req.body);
+    await uniqueName(caller, body.name);
+    const created = await deps.agents.create({
+      workspace: caller.workspace,
+      owner: caller.user,
+      name: body.name,
+      description: body.description,
+      webhookUrl: body.webhook_url ?? null,
+    });
+    res.status(201).json({ data: { agent: present(created.agent, caller.user), token: created.token, signing_secret: created.signingSecret } });
+  });
+
+  router.get("/agents", named("/agents"), requireScope("agents.read"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const agents = await store.agents.list(caller.workspace.id);
+    const data = await Promise.all(
+      agents.map(async (agent) => present(agent, caller.user, canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined)),
+    );
+    res.json({ data });
+  });
+
+  router.get("/agents/:id", named("/agents/:id"), requireScope("agents.read"), async (req, res) => {
+    const { caller, agent } = await agentFor(req, "read");
+    const last = canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined;
+    res.json({ data: present(agent, caller.user, last) });
+  });
+
+  router.patch("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
+    const { caller, agent } = await agentFor(req, "manage");
+    const body = parseWith(PatchAgentBody, req.body);
+    if (body.name !== undefined) await uniqueName(caller, body.name, agent.id);
+    const updated = await deps.agents.update(agent, {
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.description !== undefined ? { description: body.description } : {}),
+      ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url } : {}),
+    });
+    res.json({ data: present(updated, caller.user, await store.events.lastAttempt(agent.id)) });
+  });
+
+  for (const [action, state] of [["pause", "paused"], ["resume", "active"]] as const) {
+    router.post(`/agents/:id/${action}`, named(`/agents/:id/${action}`), requireScope("agents.write"), async (req, res) => {
+      const { caller, agent } = await agentFor(req, "manage");
+      const updated = agent.state === state ? agent : await deps.agents.update(agent, { state });
+      res.json({ data: present(updated, caller.user, await store.events.lastAttempt(agent.id)) });
+    });
+  }
+
+  router.post("/agents/:id/token", named("/agents/:id/token"), requireScope("agents.write"), async (req, res) => {
+    const { caller, agent } = await agentFor(req, "manage");
+    const rotated = await deps.agents.rotateToken(agent);
+    res.json({ data: { agent: present(rotated.agent, caller.user), token: rotated.token } });
+  });
+
+  router.post("/agents/:id/signing-secret", named("/agents/:id/signing-secret"), requireScope("agents.write"), async (req, res) => {
+    const { caller, agent } = await agentFor(req, "manage");
+    const rotated = await deps.agents.rotateSigningSecret(agent);
+    res.json({ data: { agent: present(rotated.agent, caller.user), signing_secret: rotated.signingSecret } });
+  });
+
+  router.post("/agents/:id/test-event", named("/agents/:id/test-event"), requireScope("agents.write"), async (req, res) => {
+    const { caller, agent } = await agentFor(req, "manage");
+    const event = await deps.agents.sendTestEvent(caller.workspace, agent);
+    res.status(202).json({ data: presentDelivery({ event, attempts: [] }) });
+  });
+
+  router.delete("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
+    const { agent } = await agentFor(req, "manage");
+    await deps.agents.remove(agent);
+    res.json({ data: { id: agent.id, removed: true } });
+  });
+
+  router.get("/agents/:id/deliveries", named("/agents/:id/deliveries"), requireScope("agents.read"), async (req, res) => {
+    const { agent } = await agentFor(req, "manage");
+    const { limit } = parseWith(DeliveriesQuery, req.query, "query");
+    res.json({ data: (await deps.agents.deliveries(agent, limit)).map(presentDelivery) });
+  });
+
+  router.post(
+    "/agents/:id/deliveries/:delivery_id/redeliver",
+    named("/agents/:id/deliveries/:delivery_id/redeliver"),
+    requireScope("agents.write"),
+    async (req, res) => {
+      const { agent } = await agentFor(req, "manage");
+      const { delivery_id } = parseWith(DeliveryParams, req.params, "path");
+      res.status(202).json({ data: presentDelivery(await deps.agents.redeliver(agent, delivery_id)) });
+    },
+  );
+
+  return router;
+}

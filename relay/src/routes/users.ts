@@ -1,0 +1,61 @@
+import { RelayError } from "@tab-relay/shared";
+import { Router } from "express";
+import { z } from "zod";
+import { createApiKey } from "../auth/apiKeys";
+import { ROLES, ROLE_SCOPES } from "../auth/scopes";
+import { newId } from "../auth/secrets";
+import type { Clock } from "../clock";
+import { requireScope } from "../http/authenticate";
+import { parseWith } from "../http/body";
+import type { Caller } from "../http/context";
+import { named } from "../http/requestContext";
+import type { Store, User } from "../store/types";
+
+const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
+const UserParams = z.object({ id: z.string().min(1).max(64) });
+
+function present(user: User) {
+  return { id: user.id, name: user.name, role: user.role, created_at: user.created_at };
+}
+
+/** The workspace's people: listing them (for mentions), adding one with a first key, removing one. */
+export function createUsersRouter(deps: { store: Store; clock: Clock }): Router {
+  const router = Router();
+  const { store } = deps;
+
+  router.get("/users", named("/users"), requireScope("workspace.read"), async (req, res) => {
+    const caller = req.caller as Caller;
+    res.json({ data: (await store.users.list(caller.workspace.id)).map(present) });
+  });
+
+  router.post("/users", named("/users"), requireScope("users.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const body = parseWith(CreateUserBody, req.body);
+    if (body.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can add another owner");
+    const { user, key, secret } = await store.transaction(async (tx) => {
+      const user = await tx.users.create({
+        id: newId("usr"),
+        workspaceId: caller.workspace.id,
+        name: body.name,
+        role: body.role,
+        createdAt: new Date(deps.clock.now()).toISOString(),
+      });
+      const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes: ROLE_SCOPES[body.role] });
+      return { user, ...created };
+    });
+    res.status(201).json({ data: { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } } });
+  });
+
+  router.delete("/users/:id", named("/users/:id"), requireScope("users.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const { id } = parseWith(UserParams, req.params, "path");
+    const user = await store.users.get(caller.workspace.id, id);
+    if (!user || user.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
+    if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
+    if (user.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
+    await store.users.remove(caller.workspace.id, id, new Date(deps.clock.now()).toISOString());
+    res.json({ data: { id, removed: true } });
+  });
+
+  return router;
+}
