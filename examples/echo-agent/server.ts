@@ -1,0 +1,190 @@
+/**
+ * A complete outside agent in one file: verifies Standard Webhooks deliveries, acknowledges at once,
+ * then answers `message.created` through the Agent API. Imported relatively so it runs without a build.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { MessageCreatedEvent, WebhookEvent } from "../../shared/src/webhooks/index";
+import { AgentApiError, WebhookVerificationError, createWebhookReceiver, replyTo } from "../../shared/src/webhooks/index";
+
+export const DEFAULT_PORT = 8788;
+export const DEFAULT_HOST = "127.0.0.1";
+/** Events are small (the spec recommends under 20 kB); anything far bigger is not ours. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface EchoAgentOptions {
+  /** The agent's `whsec_` webhook signing secret. */
+  signingSecret: string;
+  /** The agent token (`svc_agent_…`) used to reply. */
+  token: string;
+  /** Default 8788; 0 picks a free port. */
+  port?: number | undefined;
+  host?: string | undefined;
+  /** Receives one record per delivery and per reply; defaults to one JSON line on stdout. */
+  log?: ((entry: Record<string, unknown>) => void) | undefined;
+  fetch?: typeof fetch | undefined;
+  /** Clock in milliseconds for timestamp checks. */
+  now?: (() => number) | undefined;
+}
+
+export interface EchoAgent {
+  url: string;
+  /** Every verified, non-duplicate event, in arrival order. */
+  events: WebhookEvent[];
+  /** Resolves when the work started for every delivery so far (replies) has finished. */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function logLine(entry: Record<string, unknown>): void {
+  console.log(JSON.stringify({ at: new Date().toISOString(), ...entry }));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** The reply for a message: its text with the agent's own @mention (and a comma or colon right after it) removed. */
+export function echoText(event: MessageCreatedEvent): string {
+  const mention = new RegExp(`@(?:${escapeRegExp(event.agent.name)}|${escapeRegExp(event.agent.id)})(?![\\p{L}\\p{N}_])[,:]?`, "giu");
+  const text = event.message.text.replace(mention, " ").replace(/\s+/g, " ").trim();
+  return text === "" ? "Echo: (nothing to echo)" : `Echo: ${text}`;
+}
+
+class BodyTooLarge extends Error {}
+
+async function readRawBody(req: IncomingMessage): Promise<string> {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > MAX_BODY_BYTES) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function answer(res: ServerResponse, status: number, body?: Record<string, unknown>): void {
+  if (body === undefined) {
+    res.writeHead(status).end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+}
+
+export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAgent> {
+  const receiver = createWebhookReceiver({ signingSecret: options.signingSecret, now: options.now });
+  const log = options.log ?? logLine;
+  const events: WebhookEvent[] = [];
+  const pending = new Set<Promise<void>>();
+
+  async function work(event: WebhookEvent, webhookId: string): Promise<void> {
+    switch (event.type) {
+      case "ping":
+        log({ kind: "ping", webhook_id: webhookId, event_id: event.id, workspace: event.workspace.slug });
+        return;
+      case "message.created": {
+        const text = echoText(event);
+        try {
+          const posted = await replyTo(event, text, { token: options.token, fetch: options.fetch });
+          const postedId = typeof posted === "object" && posted !== null && "id" in posted ? (posted as { id: unknown }).id : undefined;
+          log({ kind: "replied", webhook_id: webhookId, event_id: event.id, conversation: event.conversation.id, reply_message_id: postedId });
+        } catch (error) {
+          if (error instanceof AgentApiError) {
+            log({ kind: "reply_failed", webhook_id: webhookId, event_id: event.id, status: error.status, code: error.code, retry_after_seconds: error.retryAfterSeconds });
+          } else {
+            log({ kind: "reply_failed", webhook_id: webhookId, event_id: event.id, error: error instanceof Error ? error.message : String(error) });
+          }
+        }
+        return;
+      }
+      default:
+        // Event types added after this example was written are acknowledged and skipped.
+        log({ kind: "ignored", webhook_id: webhookId, type: (event as { type?: unknown }).type });
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== "POST") {
+      res.setHeader("allow", "POST");
+      answer(res, 405, { error: "method_not_allowed" });
+      return;
+    }
+    let raw: string;
+    try {
+      raw = await readRawBody(req);
+    } catch (error) {
+      if (!(error instanceof BodyTooLarge)) throw error;
+      log({ kind: "rejected", reason: "payload_too_large" });
+      res.setHeader("connection", "close");
+      answer(res, 413, { error: "payload_too_large" });
+      return;
+    }
+    let received;
+    try {
+      // Verification needs the raw bytes; parsing first and re-serializing would break the signature.
+      received = await receiver.receive(req.headers, raw);
+    } catch (error) {
+      if (error instanceof WebhookVerificationError) {
+        log({ kind: "rejected", reason: error.reason });
+        answer(res, 400, { error: error.reason });
+        return;
+      }
+      if (error instanceof SyntaxError) {
+        log({ kind: "rejected", reason: "invalid_json" });
+        answer(res, 400, { error: "invalid_json" });
+        return;
+      }
+      throw error;
+    }
+    const { event, webhookId, duplicate } = received;
+    log({ kind: "received", webhook_id: webhookId, event_id: event.id, type: event.type, duplicate });
+    if (duplicate) {
+      answer(res, 200, { duplicate: true });
+      return;
+    }
+    events.push(event);
+    // Acknowledge before working: the relay retries anything slow, and a retry would be a duplicate anyway.
+    answer(res, 204);
+    const job = work(event, webhookId).finally(() => pending.delete(job));
+    pending.add(job);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      log({ kind: "error", error: error instanceof Error ? error.message : String(error) });
+      if (!res.headersSent) answer(res, 500, { error: "internal_error" });
+      else res.end();
+    });
+  });
+
+  const host = options.host ?? DEFAULT_HOST;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? DEFAULT_PORT, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+  async function idle(): Promise<void> {
+    while (pending.size > 0) await Promise.all([...pending]);
+  }
+
+  return {
+    url,
+    events,
+    idle,
+    async close() {
+      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      server.closeIdleConnections();
+      await closed;
+      await idle();
+    },
+  };
+}
