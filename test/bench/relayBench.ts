@@ -17,9 +17,10 @@ import { type BenchContext, type BenchSection, type Goal, type SectionReport, go
 import { cleanEnv } from "./servers";
 import { round } from "./stats";
 import { streamingSection } from "./streamingSection";
+import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [streamingSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, localEngineSection];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
