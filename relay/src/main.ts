@@ -87,6 +87,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     ids,
     client: createWebhookClient({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs, now: () => clock.now() }),
     retryScheduleMs: config.webhooks.retryScheduleMs,
+    leaseMs: config.webhooks.timeoutMs + 60_000,
   });
   const app = createApp({
     config,
@@ -118,7 +119,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const url = `http://${host}:${address.port}`;
   links.setListeningUrl(url);
   // Whatever was pending when the relay last stopped goes out now.
-  deliveries.start();
+  await deliveries.start();
   logger.info("relay listening", { url, public_url: links.base(), provider: provider.name, data: config.dataDir });
 
   let closing: Promise<void> | undefined;

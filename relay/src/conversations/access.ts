@@ -1,7 +1,6 @@
 import { RelayError } from "@tab-relay/shared";
 import type { AgentCaller, Caller } from "../http/context";
 import type { Conversation, ConversationType, Member, Store } from "../store/types";
-import { directory } from "./service";
 
 /**
  * The conversation a person asks for: one they are in, or a public channel (guests see only what they are in).
@@ -26,7 +25,7 @@ export async function conversationForAgent(store: Store, caller: AgentCaller, ty
 
 /** The members of a conversation with their current names. */
 export async function membersOf(store: Store, workspaceId: string, conversationId: string): Promise<Member[]> {
-  const [refs, everyone] = await Promise.all([store.conversations.members(conversationId), directory(store, workspaceId)]);
+  const [refs, everyone] = await Promise.all([store.conversations.members(conversationId), store.conversations.directory(workspaceId)]);
   const byId = new Map(everyone.map((member) => [member.id, member]));
   return refs.flatMap((ref) => byId.get(ref.id) ?? []);
 }

@@ -27,17 +27,20 @@ export interface PostInput {
   threadId?: string | undefined;
 }
 
-/** The workspace's people and agents, as mentions can name them. */
-export async function directory(store: Store, workspaceId: string): Promise<Member[]> {
-  const [users, agents] = await Promise.all([store.users.list(workspaceId), store.agents.list(workspaceId)]);
-  return [
-    ...users.map((user) => ({ id: user.id, type: "user" as const, name: user.name })),
-    ...agents.map((agent) => ({ id: agent.id, type: "agent" as const, name: agent.name })),
-  ];
-}
-
 export function createConversationService(deps: ConversationServiceDeps) {
   const iso = () => new Date(deps.clock.now()).toISOString();
+  // Reading every member on every message would cost more than the rest of posting; the version in the
+  // workspace row says when a cached copy is stale, even when another process changed it.
+  const directories = new Map<string, { version: number; members: Member[] }>();
+
+  async function directory(store: Store, workspaceId: string): Promise<Member[]> {
+    const version = await store.conversations.directoryVersion(workspaceId);
+    const cached = directories.get(workspaceId);
+    if (cached?.version === version) return cached.members;
+    const members = await store.conversations.directory(workspaceId);
+    directories.set(workspaceId, { version, members });
+    return members;
+  }
 
   /**
    * Posts a message and, in the same transaction, everything it causes: joining a public channel, the agents a
@@ -56,7 +59,8 @@ export function createConversationService(deps: ConversationServiceDeps) {
     let queued = 0;
     const message = await deps.store.transaction(async (tx) => {
       const threadId = input.threadId === undefined ? null : await threadRoot(tx, conversation.id, input.threadId);
-      const members = await directory(tx, workspace.id);
+      // Every mention has an "@", so most messages need not read the directory at all.
+      const members = text.includes("@") ? await directory(tx, workspace.id) : [];
       const now = iso();
       const message: Message = {
         id: deps.ids("msg"),

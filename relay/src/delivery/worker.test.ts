@@ -83,7 +83,7 @@ describe("the delivery worker", () => {
     const client = scriptedClient(() => outcome(500, { excerpt: "boom" }));
     // random() = 1 is the top of the ±20% jitter band.
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [10_000, 60_000], random: () => 1 });
-    worker.start();
+    await worker.start();
     await client.waitFor(1);
     await worker.stop(1000);
     const [event] = await store.events.listForAgent(agentId, 10);
@@ -103,7 +103,7 @@ describe("the delivery worker", () => {
     const { agentId } = await agentWithEvents("retry-after", 1);
     const client = scriptedClient(() => outcome(503, { retryAfterMs: 120_000 }));
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], random: () => 0.5 });
-    worker.start();
+    await worker.start();
     await client.waitFor(1);
     await worker.stop(1000);
     const [event] = await store.events.listForAgent(agentId, 1);
@@ -115,7 +115,7 @@ describe("the delivery worker", () => {
       const { agentId } = await agentWithEvents(`final-${status}`, 1);
       const client = scriptedClient(() => outcome(status));
       const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000] });
-      worker.start();
+      await worker.start();
       await client.waitFor(1);
       await worker.stop(1000);
       const [event] = await store.events.listForAgent(agentId, 1);
@@ -129,7 +129,7 @@ describe("the delivery worker", () => {
     const once = await agentWithEvents("once", 1, 0);
     const client = scriptedClient(() => outcome(500));
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [] });
-    worker.start();
+    await worker.start();
     await client.waitFor(2);
     await worker.stop(1000);
     for (const { agentId } of [exhausted, once]) {
@@ -145,7 +145,7 @@ describe("the delivery worker", () => {
     const fast = await agentWithEvents("fast", 5);
     const client = scriptedClient((request) => (request.url.endsWith("/slow") ? HANG : outcome(204)));
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], maxPerAgent: 3, maxInFlight: 10 });
-    worker.start();
+    await worker.start();
     await client.waitFor(8);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const slowSent = client.requests.filter((r) => r.url.endsWith("/slow")).length;

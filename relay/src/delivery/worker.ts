@@ -13,6 +13,7 @@ const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** Even with nothing due the worker looks again this often, in case another process queued events. */
 const IDLE_POLL_MS = 30_000;
 const BATCH = 32;
+const FAIR_PASS_MS = 20;
 
 export interface DeliveryWorkerOptions {
   store: Store;
@@ -26,12 +27,15 @@ export interface DeliveryWorkerOptions {
   /** Attempts in flight at once to one agent, so a slow agent holds only its own share. */
   maxPerAgent?: number;
   random?: () => number;
+  /** How long a claim on an event lasts: longer than any attempt can take. */
+  leaseMs?: number;
 }
 
 export interface DeliveryWorker {
   /** Looks for due events now (called after a transaction queued some). */
   wake(): void;
-  start(): void;
+  /** Releases interrupted claims, then delivers whatever is due. */
+  start(): Promise<void>;
   /** Stops taking work; waits up to `graceMs` for attempts under way, then abandons them (they stay pending). */
   stop(graceMs: number): Promise<void>;
   /** Attempts under way now. */
@@ -49,58 +53,106 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const maxInFlight = options.maxInFlight ?? 256;
   const maxPerAgent = options.maxPerAgent ?? 8;
   const random = options.random ?? Math.random;
+  const leaseMs = options.leaseMs ?? 120_000;
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
   let running = false;
+  /** Whether due events were left waiting for room when the outbox was last read. */
+  let backlog = false;
   let stopped = true;
   let pumping = false;
-  let again = false;
+  let wantAll = false;
+  const agentsWanted = new Set<string>();
+  let lastFairPass = -Infinity;
+  let fairTimer: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   let timerAt = Infinity;
   let pollTimer: NodeJS.Timeout | undefined;
   const iso = (ms: number) => new Date(ms).toISOString();
 
+  /** Asks for a look at the whole outbox (new events, a retry falling due, a redelivery). */
   function wake(): void {
-    if (stopped) return;
-    if (pumping) {
-      again = true;
-      return;
+    wantAll = true;
+    drain();
+  }
+
+  /**
+   * Reads the outbox one pass at a time. A pass over one agent (after one of its attempts ends) is cheap; a pass
+   * over everything that must skip agents at their share scans those agents' waiting events, so while some agent
+   * is backed up such passes run at most every FAIR_PASS_MS instead of after every event.
+   */
+  function drain(): void {
+    if (stopped || pumping) return;
+    const now = clock.now();
+    let pass: Promise<void> | undefined;
+    const [agentId] = agentsWanted;
+    if (agentId !== undefined) {
+      agentsWanted.delete(agentId);
+      pass = pump(agentId);
+    } else if (wantAll) {
+      const blocked = [...perAgent.values()].some((n) => n >= maxPerAgent);
+      if (blocked && now - lastFairPass < FAIR_PASS_MS) {
+        clearTimeout(fairTimer);
+        fairTimer = setTimeout(drain, FAIR_PASS_MS - (now - lastFairPass));
+        fairTimer.unref();
+        return;
+      }
+      wantAll = false;
+      if (blocked) lastFairPass = now;
+      pass = pump(undefined);
     }
+    if (pass === undefined) return;
     pumping = true;
-    void pump()
+    void pass
       .catch((error: unknown) => logger.error("delivery worker failed to read the outbox", { error }))
       .finally(() => {
         pumping = false;
-        if (again) {
-          again = false;
-          wake();
-        }
+        drain();
       });
   }
 
-  async function pump(): Promise<void> {
+  async function pump(onlyAgent: string | undefined): Promise<void> {
     for (;;) {
       const room = maxInFlight - inFlight.size;
-      if (stopped || room <= 0) return;
+      if (stopped) return;
+      if (room <= 0) {
+        backlog = true;
+        return;
+      }
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
-      // A small batch: most wakes start one or two attempts, and reading payloads that cannot start yet costs.
-      const limit = Math.min(room, BATCH);
-      const due = await store.events.due(iso(clock.now()), { limit, skipEvents: new Set(inFlight.keys()), skipAgents: saturated });
-      let started = 0;
+      if (onlyAgent !== undefined && saturated.has(onlyAgent)) return;
+      // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
+      const limit = onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
+      const now = clock.now();
+      const due = await store.events.due(iso(now), { limit, skipAgents: saturated, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
+      const starting: DueEvent[] = [];
       let skipped = 0;
       for (const item of due) {
-        if (stopped) return;
         const count = perAgent.get(item.event.agent_id) ?? 0;
-        if (count >= maxPerAgent) {
+        // A redelivery asked for while the event's attempt is still under way waits for that attempt.
+        if (count >= maxPerAgent || inFlight.has(item.event.id)) {
           skipped++;
           continue;
         }
         perAgent.set(item.event.agent_id, count + 1);
-        inFlight.set(item.event.id, attempt(item));
-        started++;
+        starting.push(item);
       }
-      // Look again when the batch was full or held events of agents that just filled up, as long as it moved.
-      if (started === 0 || (skipped === 0 && due.length < limit)) break;
+      if (stopped) return;
+      // Claimed events are not due again until the claim lapses, so the next pass skips them without being told.
+      try {
+        await store.events.claim(starting.map((item) => item.event.id), iso(now + leaseMs));
+      } catch (error) {
+        for (const item of starting) release(item.event.agent_id);
+        throw error;
+      }
+      for (const item of starting) inFlight.set(item.event.id, attempt(item));
+      const started = starting.length;
+      // Due events left behind wait for a free share, so finishing attempts must look again.
+      const left = skipped > 0 || due.length === limit;
+      if (left) backlog = true;
+      else if (onlyAgent === undefined && saturated.size === 0) backlog = false;
+      // Look again at once when the batch was full or held events of agents that just filled up, as long as it moved.
+      if (onlyAgent !== undefined || started === 0 || !left) break;
     }
   }
 
@@ -113,24 +165,39 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (stopped || (timer !== undefined && timerAt <= dueMs)) return;
     clearTimeout(timer);
     timerAt = dueMs;
-    timer = setTimeout(() => {
+    timer = setTimeout(function fire() {
+      // Timers run on a monotonic clock and can fire a millisecond before the wall clock reaches the due time;
+      // reading the outbox then would miss the event and the poll below would look past it.
+      const early = timerAt - clock.now();
+      if (early > 0) {
+        timer = setTimeout(fire, early);
+        timer.unref();
+        return;
+      }
       timer = undefined;
       timerAt = Infinity;
       wake();
+      // Only the earliest retry had the timer; the next one is read back from the outbox.
+      void poll().catch((error: unknown) => logger.error("delivery worker failed to poll", { error }));
     }, Math.max(0, Math.min(IDLE_POLL_MS, dueMs - clock.now())));
     timer.unref();
   }
 
   async function poll(): Promise<void> {
     if (stopped) return;
-    const next = await store.events.nextDueAt();
-    const nextMs = next === undefined ? Infinity : Date.parse(next);
-    // Something due now is in flight or waiting for its agent's share, and finishing attempts wake the worker.
-    armTimer(nextMs > clock.now() ? nextMs : clock.now() + IDLE_POLL_MS);
+    const now = clock.now();
+    const next = await store.events.nextDueAt(iso(now));
+    armTimer(next === undefined ? now + IDLE_POLL_MS : Date.parse(next));
     clearTimeout(pollTimer);
     // Another process sharing the database (or a clock step) can make events due without telling this one.
     pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), IDLE_POLL_MS);
     pollTimer.unref();
+  }
+
+  function release(agentId: string): void {
+    const left = (perAgent.get(agentId) ?? 1) - 1;
+    if (left > 0) perAgent.set(agentId, left);
+    else perAgent.delete(agentId);
   }
 
   async function attempt(due: DueEvent): Promise<void> {
@@ -151,10 +218,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });
     } finally {
       inFlight.delete(event.id);
-      const left = (perAgent.get(event.agent_id) ?? 1) - 1;
-      if (left > 0) perAgent.set(event.agent_id, left);
-      else perAgent.delete(event.agent_id);
-      wake();
+      release(event.agent_id);
+      // Without a backlog nothing is waiting for this share: new events, redeliveries and retries wake the worker themselves.
+      if (backlog) {
+        agentsWanted.add(event.agent_id);
+        // Room freed overall may let another agent's waiting events go too.
+        if (inFlight.size === maxInFlight - 1) wantAll = true;
+        drain();
+      }
     }
   }
 
@@ -209,18 +280,22 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   return {
     wake,
-    start() {
+    async start() {
       if (running) return;
       running = true;
       stopped = false;
+      // Claims left by a relay that stopped mid-attempt (a crash, SIGKILL) are void: those events go out now.
+      const released = await store.events.releaseClaims(iso(clock.now()));
+      if (released > 0) logger.info("delivery worker resumed interrupted attempts", { events: released });
       wake();
-      void poll().catch((error: unknown) => logger.error("delivery worker failed to poll", { error }));
+      await poll();
     },
     async stop(graceMs) {
       stopped = true;
       running = false;
       clearTimeout(timer);
       clearTimeout(pollTimer);
+      clearTimeout(fairTimer);
       const settled = Promise.allSettled([...inFlight.values()]);
       let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([settled, new Promise((resolve) => (graceTimer = setTimeout(resolve, graceMs)))]);

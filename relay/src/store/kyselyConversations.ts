@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from "kysely";
+import { type Kysely, type Transaction, sql } from "kysely";
 import type { Database } from "./schema";
 import type {
   Agent,
@@ -18,6 +18,15 @@ import type {
 } from "./types";
 
 export type Db = Kysely<Database> | Transaction<Database>;
+
+/** Marks the workspace's directory as changed; called by every write that adds, removes or renames a member. */
+export async function bumpDirectory(db: Db, workspaceId: string): Promise<void> {
+  await db
+    .updateTable("workspaces")
+    .set((eb) => ({ directory_version: eb("directory_version", "+", 1) }))
+    .where("id", "=", workspaceId)
+    .execute();
+}
 
 const AGENT_COLUMNS = [
   "id", "workspace_id", "owner_user_id", "name", "description", "webhook_url", "state", "token_hint", "created_at", "updated_at",
@@ -46,6 +55,7 @@ export function agentsStore(db: Db): Store["agents"] {
         removed_at: null,
       };
       await db.insertInto("agents").values(row).execute();
+      await bumpDirectory(db, input.workspaceId);
       return toAgent(row);
     },
     async get(workspaceId, id) {
@@ -93,6 +103,7 @@ export function agentsStore(db: Db): Store["agents"] {
         .where("removed_at", "is", null)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) return undefined;
+      if (patch.name !== undefined) await bumpDirectory(db, workspaceId);
       return this.get(workspaceId, id);
     },
     async remove(workspaceId, id, at) {
@@ -104,7 +115,9 @@ export function agentsStore(db: Db): Store["agents"] {
         .where("id", "=", id)
         .where("removed_at", "is", null)
         .executeTakeFirst();
-      return Number(result.numUpdatedRows) > 0;
+      const removed = Number(result.numUpdatedRows) > 0;
+      if (removed) await bumpDirectory(db, workspaceId);
+      return removed;
     },
   };
 }
@@ -193,6 +206,22 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .executeTakeFirst();
       return row !== undefined;
     },
+    async directory(workspaceId) {
+      const rows = await db
+        .selectFrom("users")
+        .select(["id", "name", sql.lit("user").as("type")])
+        .where("workspace_id", "=", workspaceId)
+        .where("removed_at", "is", null)
+        .unionAll(
+          db.selectFrom("agents").select(["id", "name", sql.lit("agent").as("type")]).where("workspace_id", "=", workspaceId).where("removed_at", "is", null),
+        )
+        .execute();
+      return rows.map((row) => ({ id: row.id, name: row.name, type: row.type as MemberType }));
+    },
+    async directoryVersion(workspaceId) {
+      const row = await db.selectFrom("workspaces").select("directory_version").where("id", "=", workspaceId).executeTakeFirst();
+      return Number(row?.directory_version ?? 0);
+    },
     async members(conversationId) {
       const rows = await db
         .selectFrom("conversation_members")
@@ -270,7 +299,7 @@ export function messagesStore(db: Db): Store["messages"] {
   };
 }
 
-function toEvent(row: Database["events"]): StoredEvent {
+function toEvent({ claimed: _claimed, ...row }: Database["events"]): StoredEvent {
   return { ...row, status: row.status as EventStatus, next_trigger: row.next_trigger as DeliveryTrigger };
 }
 
@@ -281,7 +310,7 @@ function toAttempt(row: Database["delivery_attempts"]): DeliveryAttempt {
 export function eventsStore(db: Db): Store["events"] {
   return {
     async create(event) {
-      await db.insertInto("events").values(event).execute();
+      await db.insertInto("events").values({ ...event, claimed: 0 }).execute();
     },
     async get(agentId, id) {
       const row = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).where("id", "=", id).executeTakeFirst();
@@ -291,7 +320,7 @@ export function eventsStore(db: Db): Store["events"] {
       const rows = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
       return rows.map(toEvent);
     },
-    async due(now, { limit, skipEvents, skipAgents }) {
+    async due(now, { limit, skipAgents, agentId }) {
       let q = db
         .selectFrom("events as e")
         .innerJoin("agents as a", "a.id", "e.agent_id")
@@ -302,8 +331,8 @@ export function eventsStore(db: Db): Store["events"] {
         .where("a.removed_at", "is", null)
         .where("a.webhook_url", "is not", null)
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]));
-      if (skipEvents.size > 0) q = q.where("e.id", "not in", [...skipEvents]);
-      if (skipAgents.size > 0) q = q.where("e.agent_id", "not in", [...skipAgents]);
+      if (agentId !== undefined) q = q.where("e.agent_id", "=", agentId);
+      else if (skipAgents.size > 0) q = q.where("e.agent_id", "not in", [...skipAgents]);
       const rows = await q.orderBy("e.next_attempt_at").orderBy("e.id").limit(limit).execute();
       return rows.map(({ webhook_url, signing_secret, ...event }) => ({
         event: toEvent(event),
@@ -311,21 +340,36 @@ export function eventsStore(db: Db): Store["events"] {
         signingSecret: signing_secret,
       }));
     },
-    async nextDueAt() {
+    async nextDueAt(after) {
       const row = await db
         .selectFrom("events as e")
         .innerJoin("agents as a", "a.id", "e.agent_id")
         .select((eb) => eb.fn.min("e.next_attempt_at").as("at"))
         .where("e.status", "=", "pending")
+        .where("e.next_attempt_at", ">", after)
         .where("a.removed_at", "is", null)
         .where("a.webhook_url", "is not", null)
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]))
         .executeTakeFirst();
       return row?.at ?? undefined;
     },
+    async claim(ids, until) {
+      if (ids.length === 0) return;
+      await db.updateTable("events").set({ claimed: 1, next_attempt_at: until }).where("id", "in", [...ids]).where("status", "=", "pending").execute();
+    },
+    async releaseClaims(now) {
+      const result = await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("claimed", "=", 1).executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
     async recordAttempt(attempt, update, at) {
       await db.insertInto("delivery_attempts").values(attempt).execute();
-      await db.updateTable("events").set({ ...update, updated_at: at }).where("id", "=", attempt.event_id).execute();
+      // A delivery cancelled while its attempt was under way stays cancelled.
+      await db
+        .updateTable("events")
+        .set({ ...update, claimed: 0, updated_at: at })
+        .where("id", "=", attempt.event_id)
+        .where("status", "=", "pending")
+        .execute();
     },
     async attempts(eventIds) {
       if (eventIds.length === 0) return [];
@@ -337,12 +381,12 @@ export function eventsStore(db: Db): Store["events"] {
       return row && toAttempt(row);
     },
     async schedule(id, update, at) {
-      await db.updateTable("events").set({ ...update, updated_at: at }).where("id", "=", id).execute();
+      await db.updateTable("events").set({ ...update, claimed: 0, updated_at: at }).where("id", "=", id).execute();
     },
     async cancelPending(agentId, at) {
       const result = await db
         .updateTable("events")
-        .set({ status: "cancelled", next_attempt_at: null, updated_at: at })
+        .set({ status: "cancelled", next_attempt_at: null, claimed: 0, updated_at: at })
         .where("agent_id", "=", agentId)
         .where("status", "=", "pending")
         .executeTakeFirst();

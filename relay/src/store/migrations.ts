@@ -41,6 +41,8 @@ const migrations: Record<string, Migration> = {
   },
   "0002_conversations_agents_outbox": {
     async up(db: Kysely<unknown>) {
+      // Bumped whenever a user or agent joins, leaves or is renamed, so mention lookups can cache the directory.
+      await db.schema.alterTable("workspaces").addColumn("directory_version", "integer", (c) => c.notNull().defaultTo(0)).execute();
       await db.schema
         .createTable("agents")
         .addColumn("id", "text", (c) => c.primaryKey())
@@ -111,11 +113,14 @@ const migrations: Record<string, Migration> = {
         .addColumn("next_attempt_at", "text")
         .addColumn("next_trigger", "text", (c) => c.notNull())
         .addColumn("retries", "integer", (c) => c.notNull())
+        // 1 while a relay is attempting the event; next_attempt_at then holds when that claim lapses.
+        .addColumn("claimed", "integer", (c) => c.notNull())
         .addColumn("created_at", "text", (c) => c.notNull())
         .addColumn("updated_at", "text", (c) => c.notNull())
         .execute();
-      await db.schema.createIndex("events_due").on("events").columns(["status", "next_attempt_at"]).execute();
+      await db.schema.createIndex("events_due").on("events").columns(["status", "next_attempt_at", "id"]).execute();
       await db.schema.createIndex("events_agent").on("events").columns(["agent_id", "id"]).execute();
+      await db.schema.createIndex("events_agent_due").on("events").columns(["agent_id", "status", "next_attempt_at", "id"]).execute();
       await db.schema
         .createTable("delivery_attempts")
         .addColumn("id", "text", (c) => c.primaryKey())

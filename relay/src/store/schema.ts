@@ -1,6 +1,8 @@
+import type { Generated } from "kysely";
+
 /** Table shapes as Kysely sees them. Timestamps are ISO-8601 UTC text so the SQL stays portable. */
 export interface Database {
-  workspaces: { id: string; slug: string; name: string; created_at: string };
+  workspaces: { id: string; slug: string; name: string; created_at: string; directory_version: Generated<number> };
   users: { id: string; workspace_id: string; name: string; role: string; created_at: string; removed_at: string | null };
   api_keys: {
     id: string;
@@ -69,6 +71,7 @@ export interface Database {
     next_attempt_at: string | null;
     next_trigger: string;
     retries: number;
+    claimed: number;
     created_at: string;
     updated_at: string;
   };

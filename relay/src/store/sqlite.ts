@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, SqliteDialect } from "kysely";
 import type { Role, Scope } from "../auth/scopes";
-import { type Db, agentsStore, conversationsStore, eventsStore, messagesStore, notificationsStore } from "./kyselyConversations";
+import { type Db, agentsStore, bumpDirectory, conversationsStore, eventsStore, messagesStore, notificationsStore } from "./kyselyConversations";
 import { migrationProvider } from "./migrations";
 import type { Database } from "./schema";
 import type { ApiKey, KeyOwner, Store, User } from "./types";
@@ -99,7 +99,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
         return row;
       },
       async getBySlug(slug) {
-        return db.selectFrom("workspaces").selectAll().where("slug", "=", slug).executeTakeFirst();
+        return db.selectFrom("workspaces").select(["id", "slug", "name", "created_at"]).where("slug", "=", slug).executeTakeFirst();
       },
       async count() {
         const row = await db.selectFrom("workspaces").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
@@ -110,6 +110,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
       async create(input) {
         const row = { id: input.id, workspace_id: input.workspaceId, name: input.name, role: input.role, created_at: input.createdAt, removed_at: null };
         await db.insertInto("users").values(row).execute();
+        await bumpDirectory(db, input.workspaceId);
         return row;
       },
       async get(workspaceId, id) {
@@ -124,7 +125,9 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
           .where("id", "=", id)
           .where("removed_at", "is", null)
           .executeTakeFirst();
-        return Number(result.numUpdatedRows) > 0;
+        const removed = Number(result.numUpdatedRows) > 0;
+        if (removed) await bumpDirectory(db, workspaceId);
+        return removed;
       },
       async list(workspaceId) {
         const rows = await db

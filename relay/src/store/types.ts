@@ -219,6 +219,10 @@ export interface Store {
     addMember(conversationId: string, member: MemberRef, at: string): Promise<boolean>;
     isMember(conversationId: string, memberId: string): Promise<boolean>;
     members(conversationId: string): Promise<MemberRef[]>;
+    /** Every user and agent still in the workspace, with just what mentions need. */
+    directory(workspaceId: string): Promise<Member[]>;
+    /** Changes whenever the directory does (a user or agent added, removed or renamed). */
+    directoryVersion(workspaceId: string): Promise<number>;
   };
   readonly messages: {
     create(message: Message): Promise<Message>;
@@ -237,9 +241,16 @@ export interface Store {
      * Pending events due by `now` whose agent can take them: not removed, has a webhook URL, and is active
      * (a paused agent still gets test pings). Oldest due first.
      */
-    due(now: string, query: { limit: number; skipEvents: ReadonlySet<string>; skipAgents: ReadonlySet<string> }): Promise<DueEvent[]>;
-    /** When the next pending event falls due, if any is waiting for a time rather than for its agent. */
-    nextDueAt(): Promise<string | undefined>;
+    due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
+    /**
+     * Marks events as being attempted until `until`: they are not due again before then, so no other pass (or,
+     * sharing a database, no other relay) attempts them meanwhile; recording the attempt ends the claim.
+     */
+    claim(ids: readonly string[], until: string): Promise<void>;
+    /** Ends every claim (a relay starting alone on its database knows nobody is attempting anything). */
+    releaseClaims(now: string): Promise<number>;
+    /** The earliest time after `after` at which a pending event falls due, if any. */
+    nextDueAt(after: string): Promise<string | undefined>;
     recordAttempt(attempt: DeliveryAttempt, update: Pick<StoredEvent, "status" | "attempts" | "next_attempt_at" | "next_trigger" | "retries">, at: string): Promise<void>;
     attempts(eventIds: readonly string[]): Promise<DeliveryAttempt[]>;
     /** The outcome of the agent's latest attempt. */
