@@ -28,6 +28,7 @@ export function createRequestContext(deps: { logger: Logger; metrics: Metrics })
         status,
         duration_ms: Math.round(seconds * 1e6) / 1e3,
         key_id: req.caller?.key.id,
+        agent_id: req.agentCaller?.agent.id,
         aborted: !res.writableFinished || undefined,
       });
     });
