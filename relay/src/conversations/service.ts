@@ -201,6 +201,7 @@ export function newEvent(
     next_attempt_at: now,
     next_trigger: trigger,
     retries,
+    sending: false,
     created_at: now,
     updated_at: now,
   };

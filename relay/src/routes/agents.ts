@@ -71,7 +71,7 @@ function presentDelivery({ event, attempts }: Delivery) {
   return {
     id: event.id,
     event_type: event.type,
-    status: event.status,
+    status: event.sending ? "sending" : event.status,
     created_at: event.created_at,
     next_attempt_at: event.next_attempt_at,
     attempts: attempts.map(presentAttempt),

@@ -299,8 +299,15 @@ export function messagesStore(db: Db): Store["messages"] {
   };
 }
 
-function toEvent({ claimed: _claimed, ...row }: Database["events"]): StoredEvent {
-  return { ...row, status: row.status as EventStatus, next_trigger: row.next_trigger as DeliveryTrigger };
+function toEvent({ claimed, ...row }: Database["events"]): StoredEvent {
+  // While claimed, next_attempt_at holds when the claim lapses, not a planned attempt.
+  return {
+    ...row,
+    status: row.status as EventStatus,
+    next_trigger: row.next_trigger as DeliveryTrigger,
+    sending: claimed === 1,
+    next_attempt_at: claimed === 1 ? null : row.next_attempt_at,
+  };
 }
 
 function toAttempt(row: Database["delivery_attempts"]): DeliveryAttempt {
@@ -310,7 +317,8 @@ function toAttempt(row: Database["delivery_attempts"]): DeliveryAttempt {
 export function eventsStore(db: Db): Store["events"] {
   return {
     async create(event) {
-      await db.insertInto("events").values({ ...event, claimed: 0 }).execute();
+      const { sending: _sending, ...row } = event;
+      await db.insertInto("events").values({ ...row, claimed: 0 }).execute();
     },
     async get(agentId, id) {
       const row = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).where("id", "=", id).executeTakeFirst();

@@ -147,6 +147,8 @@ export interface StoredEvent {
   next_trigger: DeliveryTrigger;
   /** Whether a failed attempt is followed by the retry schedule (0 for test pings and redeliveries of finished events). */
   retries: number;
+  /** An attempt is under way. */
+  sending: boolean;
   created_at: string;
   updated_at: string;
 }
