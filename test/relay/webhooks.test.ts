@@ -8,6 +8,9 @@ import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness
 import { type Answer, type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createDm, postMessage } from "../support/workspace";
 
+/** A delivery is finished once it is neither waiting (pending) nor under way (sending). */
+const finished = (status: string) => status !== "pending" && status !== "sending";
+
 /** The compressed schedule: one try plus three retries about 100, 200 and 300 ms apart (±20% jitter). */
 const RELAY_ENV = {
   TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
@@ -41,7 +44,7 @@ interface Attempt {
 interface DeliveryLog {
   id: string;
   event_type: string;
-  status: "pending" | "delivered" | "failed" | "cancelled";
+  status: "pending" | "sending" | "delivered" | "failed" | "cancelled";
   created_at: string;
   next_attempt_at: string | null;
   attempts: Attempt[];
@@ -522,7 +525,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     assert.match(ping.created_at, ISO_MS_UTC);
     assert.deepEqual(ping.workspace, { slug: "acme", name: f.relay.workspace.name });
     assert.deepEqual(ping.agent, { id: pinged.id, name: "Pinged" });
-    const log = await f.delivery(pinged.id, queued.id, (entry) => entry.status !== "pending");
+    const log = await f.delivery(pinged.id, queued.id, (entry) => finished(entry.status));
     assert.equal(log.status, "delivered");
     assert.deepEqual(
       log.attempts.map((a) => [a.attempt, a.trigger, a.outcome, a.status_code]),
@@ -535,7 +538,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     const response = await sendTestEvent(broken.id);
     const queued = ((await response.json()) as { data: DeliveryLog }).data;
     await exactly(broken.receiver, 1);
-    const log = await f.delivery(broken.id, queued.id, (entry) => entry.status !== "pending");
+    const log = await f.delivery(broken.id, queued.id, (entry) => finished(entry.status));
     assert.equal(log.status, "failed");
     assert.equal(log.next_attempt_at, null);
     assert.deepEqual(
@@ -575,7 +578,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     assert.equal(second?.headers["webhook-id"], event.id);
     assert.equal(second?.body, first?.body, "the same event, byte for byte");
     await verified(second as ReceivedDelivery, again.secret);
-    const log = await f.delivery(again.id, event.id, (entry) => entry.attempts.length === 2 && entry.status !== "pending");
+    const log = await f.delivery(again.id, event.id, (entry) => entry.attempts.length === 2 && finished(entry.status));
     assert.equal(log.status, "delivered");
     assert.deepEqual(
       log.attempts.map((a) => [a.attempt, a.trigger, a.outcome]),
@@ -656,7 +659,7 @@ describe("delivery retries and failures", () => {
     assert.ok(d2 - d1 >= 75, `first retry after ${d2 - d1} ms`);
     assert.ok(d3 - d2 >= 155, `second retry after ${d3 - d2} ms`);
 
-    const log = await f.delivery(agent.id, eventId, (entry) => entry.status !== "pending");
+    const log = await f.delivery(agent.id, eventId, (entry) => finished(entry.status));
     assert.equal(log.status, "delivered");
     assert.equal(log.event_type, "message.created");
     assert.equal(log.next_attempt_at, null);
@@ -684,7 +687,7 @@ describe("delivery retries and failures", () => {
     const { agent, eventId } = await mentioned("Doomed", answerWith(500));
     const deliveries = await exactly(agent.receiver, 4, AFTER_LAST_RETRY_MS);
     assert.ok(deliveries.every((d) => d.headers["webhook-id"] === eventId));
-    const log = await f.delivery(agent.id, eventId, (entry) => entry.status !== "pending");
+    const log = await f.delivery(agent.id, eventId, (entry) => finished(entry.status));
     assert.equal(log.status, "failed");
     assert.equal(log.next_attempt_at, null);
     assert.deepEqual(
@@ -722,7 +725,7 @@ describe("delivery retries and failures", () => {
       const { agent, eventId } = await mentioned(`Final${status}`, answerWith(status));
       // A retry would come about 100 ms later.
       await exactly(agent.receiver, 1);
-      const log = await f.delivery(agent.id, eventId, (entry) => entry.status !== "pending");
+      const log = await f.delivery(agent.id, eventId, (entry) => finished(entry.status));
       assert.equal(log.status, "failed");
       assert.deepEqual(failedStatuses(log), [[1, "scheduled", "failed", status]]);
       assert.equal(log.attempts[0]?.next_attempt_at, null);
@@ -745,7 +748,7 @@ describe("delivery retries and failures", () => {
       ["/webhook", "/webhook"],
       "the Location was never requested",
     );
-    const log = await f.delivery(created.agent.id, String(deliveries[0]?.headers["webhook-id"]), (entry) => entry.status !== "pending");
+    const log = await f.delivery(created.agent.id, String(deliveries[0]?.headers["webhook-id"]), (entry) => finished(entry.status));
     assert.deepEqual(failedStatuses(log), [
       [1, "scheduled", "failed", 302],
       [2, "scheduled", "success", 204],
@@ -760,7 +763,7 @@ describe("delivery retries and failures", () => {
     const [first, second] = await agent.receiver.waitFor(2, 3000);
     const gap = (second as ReceivedDelivery).at - (first as ReceivedDelivery).at;
     assert.ok(gap >= 950, `the retry came after ${gap} ms, before Retry-After's 1 s`);
-    const log = await f.delivery(agent.id, eventId, (entry) => entry.status !== "pending");
+    const log = await f.delivery(agent.id, eventId, (entry) => finished(entry.status));
     assert.equal(log.status, "delivered");
     const [a1] = log.attempts as [Attempt];
     assert.equal(a1.status_code, 503);
@@ -813,8 +816,9 @@ describe("delivery isolation between agents", () => {
     for (let i = 0; i < 10; i++) await postMessage(f.relay, general, `@Stuck pile-up ${i}`);
     // Eight attempts at once per agent: the stuck agent holds eight hung sockets and the rest of its events wait.
     await stuck.receiver.waitFor(8, 1000);
-    const pending = (await f.deliveries(stuck.id)).filter((entry) => entry.status === "pending");
-    assert.equal(pending.length, 11);
+    const log = await f.deliveries(stuck.id);
+    assert.equal(log.filter((entry) => entry.status === "sending").length, 8);
+    assert.equal(log.filter((entry) => entry.status === "pending").length, 3);
 
     for (let i = 0; i < 3; i++) {
       const sent = performance.now();
