@@ -8,7 +8,7 @@ import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
 import { createErrorHandler, notFound } from "./http/errors";
 import { addressOf, classify, createRateLimit } from "./http/rateLimit";
-import { createRequestContext } from "./http/requestContext";
+import { createRequestContext, named } from "./http/requestContext";
 import type { Lifecycle } from "./lifecycle";
 import type { Logger } from "./logger";
 import type { Metrics } from "./metrics";
@@ -20,9 +20,13 @@ import { createTabRouter } from "./routes/tab";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
+import { type AgentSockets, CLOSE } from "./live/agentSockets";
+import type { LiveHub } from "./live/hub";
+import { createConsoleRouter } from "./routes/console";
 import { createAgentApiRouter } from "./routes/agentApi";
 import { createAgentsRouter } from "./routes/agents";
 import { createConversationsRouter } from "./routes/conversations";
+import { createSessionsRouter, createSignInHandler } from "./routes/sessions";
 import { createUsersRouter } from "./routes/users";
 import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
@@ -42,6 +46,10 @@ export interface AppDeps {
   links: Links;
   /** Told when a transaction has queued webhook events, so they go out at once. */
   deliveries: { wake(): void };
+  live: Pick<LiveHub, "messagePosted" | "agentUpdated">;
+  agentSockets: Pick<AgentSockets, "connected" | "closeAgent">;
+  /** Where the console's built files are; the console is not served when it is missing. */
+  consoleDir: string | undefined;
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
@@ -58,8 +66,22 @@ export function createApp(deps: AppDeps): Express {
 
   const limits = deps.config.rateLimits;
   const eventsQueued = () => deps.deliveries.wake();
-  const conversations = createConversationService({ ...deps, eventsQueued });
-  const agents = createAgentService({ ...deps, eventsQueued });
+  const conversations = createConversationService({
+    ...deps,
+    eventsQueued,
+    posted(conversation, message) {
+      deps.live.messagePosted(conversation, message).catch((error: unknown) => deps.logger.error("live update failed", { error }));
+    },
+  });
+  const agents = createAgentService({
+    ...deps,
+    eventsQueued,
+    agentChanged(agent, change) {
+      if (change !== "updated") deps.agentSockets.closeAgent(agent.id, CLOSE[change]);
+      deps.live.agentUpdated(agent.workspace_id, agent.id);
+    },
+    socketConnected: (agentId) => deps.agentSockets.connected(agentId),
+  });
   const api = Router();
   api.use(
     createAuthenticate(deps),
@@ -72,6 +94,9 @@ export function createApp(deps: AppDeps): Express {
         // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
         const streams = req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH;
         const label = classify(req.method, streams);
+        if (req.session) {
+          return { bucket: `session:${req.session.id}:${label}`, limit: label === "read" ? limits.session_reads : limits.session_writes, label };
+        }
         const subject = req.caller ? `key:${req.caller.key.id}` : addressOf(req);
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
       },
@@ -85,11 +110,27 @@ export function createApp(deps: AppDeps): Express {
     createMeRouter(),
     createApiKeysRouter(deps),
     createUsersRouter(deps),
+    createSessionsRouter(deps),
     createConversationsRouter({ ...deps, conversations }),
-    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate }),
+    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected: (id) => deps.agentSockets.connected(id) }),
     notFound,
   );
 
+  // Signing in takes the key in the body, so it runs before the API's header authentication; attempts are
+  // counted per address like any unauthenticated request.
+  app.post(
+    [`${API_PREFIX}/sessions`, "/v1/sessions"],
+    named("/api/v1/sessions"),
+    createRateLimit({
+      store: deps.rateLimitStore,
+      clock: deps.clock,
+      metrics: deps.metrics,
+      windowMs: deps.config.rateLimitWindowMs,
+      policy: (req) => ({ bucket: `${addressOf(req)}:sign-in`, limit: limits.session_writes, label: "sign-in" }),
+    }),
+    createJsonBody(deps.config.maxBodyBytes),
+    createSignInHandler(deps),
+  );
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
   const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });
   app.use([`${API_PREFIX}/agent-api`, "/v1/agent-api"], agentApi);
@@ -97,6 +138,7 @@ export function createApp(deps: AppDeps): Express {
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
   app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
+  if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   app.use(createErrorHandler(deps));
   return app;

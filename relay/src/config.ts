@@ -52,6 +52,8 @@ export interface WebhookConfig {
   /** Lets webhook URLs be plain http and reach private, loopback and link-local addresses. */
   allowPrivate: boolean;
   timeoutMs: number;
+  /** How long a Socket Mode agent has to acknowledge an envelope. */
+  socketAckTimeoutMs: number;
 }
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: Svix's schedule, about a day in all. */
@@ -80,6 +82,7 @@ export const SETTINGS = {
   webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
+  socketAckTimeoutMs: { env: "TAB_RELAY_SOCKET_ACK_TIMEOUT_MS", flag: "socket-ack-timeout-ms" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -112,6 +115,7 @@ const RawConfig = z.object({
     .optional(),
   webhookAllowPrivate: z.enum(["true", "false", "1", "0"], "must be true or false").transform((v) => v === "true" || v === "1").default(false),
   webhookTimeoutMs: integer(100, 60_000).default(15_000),
+  socketAckTimeoutMs: integer(100, 60_000).default(10_000),
 });
 
 export class ConfigError extends Error {
@@ -173,6 +177,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
       allowPrivate: c.webhookAllowPrivate,
       timeoutMs: c.webhookTimeoutMs,
+      socketAckTimeoutMs: c.socketAckTimeoutMs,
     }),
   });
 }

@@ -1,4 +1,6 @@
 import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -18,6 +20,9 @@ import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
 import { createLinks } from "./links";
+import { createAgentSockets } from "./live/agentSockets";
+import { createLiveHub } from "./live/hub";
+import { attachUpgrades } from "./live/upgrade";
 import { createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
 import type { Store } from "./store/types";
@@ -46,6 +51,13 @@ function tokenWorkerUrl(): URL {
   return new URL(bundled ? "./tokenWorker.js" : "./completion/tokenWorker.ts", import.meta.url);
 }
 
+/** `dist/console` of the relay package, from the bundle (`dist/cli.js`) or the sources (`src/main.ts`). */
+function consoleDir(): string | undefined {
+  const bundled = import.meta.url.endsWith(".js");
+  const dir = fileURLToPath(new URL(bundled ? "./console/" : "../dist/console/", import.meta.url));
+  return existsSync(join(dir, "index.html")) ? dir : undefined;
+}
+
 export interface RunningRelay {
   url: string;
   server: Server;
@@ -61,6 +73,8 @@ export interface StartOptions {
   /** The upstream transport; the default is node:http with keep-alive pools. */
   post?: HttpPost;
   store?: Store;
+  /** The console's built files; `null` serves no console. Default: `dist/console` beside the relay. */
+  consoleDir?: string | null;
 }
 
 /** The composition root: builds the real dependencies from config and listens. */
@@ -80,6 +94,21 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const ids = createSortableIds(clock);
   const links = createLinks(config.publicUrl);
+  const agentSockets = createAgentSockets({
+    logger,
+    ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
+    onChange(agent, connected) {
+      live.agentUpdated(agent.workspace_id, agent.id);
+      // Whatever waited for this agent (failed attempts, unacknowledged envelopes) goes out on the new connection.
+      if (connected) {
+        store.events.dueNow(agent.id, new Date(clock.now()).toISOString()).then(
+          () => deliveries.wake(),
+          (error: unknown) => logger.error("could not release an agent's waiting events", { error }),
+        );
+      }
+    },
+  });
+  const live = createLiveHub({ store, links, logger });
   const deliveries = createDeliveryWorker({
     store,
     clock,
@@ -88,6 +117,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     client: createWebhookClient({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs, now: () => clock.now() }),
     retryScheduleMs: config.webhooks.retryScheduleMs,
     leaseMs: config.webhooks.timeoutMs + 60_000,
+    sockets: agentSockets,
+    onAttempt: (event) => live.agentUpdated(event.workspace_id, event.agent_id),
   });
   const app = createApp({
     config,
@@ -103,8 +134,12 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     ids,
     links,
     deliveries,
+    live,
+    agentSockets,
+    consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
   });
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
+  const upgrades = attachUpgrades(server, { store, clock, logger, live, agentSockets });
   server.listen(config.port, config.host);
   try {
     await once(server, "listening");
@@ -127,6 +162,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      live.close();
+      agentSockets.close();
+      upgrades.close();
       const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveries.stop(graceMs)]);
       server.closeAllConnections();
       await closed;

@@ -18,11 +18,17 @@ export function canManageAgent(user: User, agent: Agent): boolean {
   return agent.owner_user_id === user.id || MANAGING_ROLES.has(user.role);
 }
 
+export type AgentChange = "updated" | "paused" | "token" | "removed";
+
 export interface AgentServiceDeps {
   store: Store;
   clock: Clock;
   ids: SortableIds;
   eventsQueued(): void;
+  /** After a change is stored: sockets of a paused, re-keyed or removed agent close, consoles refresh. */
+  agentChanged(agent: Agent, change: AgentChange): void;
+  /** Whether the agent holds a Socket Mode connection, which can take events without a webhook URL. */
+  socketConnected(agentId: string): boolean;
 }
 
 export interface Delivery {
@@ -56,6 +62,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     if (!updated) throw new RelayError("NOT_FOUND", `path.id: no agent ${agent.id} in this workspace`);
     // Events held while the agent had no URL or was paused may now go.
     if (patch.state === "active" || patch.webhook_url) deps.eventsQueued();
+    deps.agentChanged(updated, patch.state === "paused" ? "paused" : patch.token_hash !== undefined ? "token" : "updated");
     return updated;
   }
 
@@ -78,11 +85,14 @@ export function createAgentService(deps: AgentServiceDeps) {
       await tx.agents.remove(agent.workspace_id, agent.id, at);
       await tx.events.cancelPending(agent.id, at);
     });
+    deps.agentChanged(agent, "removed");
   }
 
   /** Queues a `ping` through the normal delivery path; it is tried once, since someone is watching for it. */
   async function sendTestEvent(workspace: Workspace, agent: Agent): Promise<StoredEvent> {
-    if (agent.webhook_url === null) throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL to send a test event to");
+    if (agent.webhook_url === null && !deps.socketConnected(agent.id)) {
+      throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to send a test event to");
+    }
     const now = iso();
     const payload: PingEvent = {
       id: deps.ids("evt"),
@@ -110,7 +120,9 @@ export function createAgentService(deps: AgentServiceDeps) {
   async function redeliver(agent: Agent, eventId: string): Promise<Delivery> {
     const event = await deps.store.events.get(agent.id, eventId);
     if (!event) throw new RelayError("NOT_FOUND", `path.delivery_id: no delivery ${eventId} for this agent`);
-    if (agent.webhook_url === null) throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL to deliver to");
+    if (agent.webhook_url === null && !deps.socketConnected(agent.id)) {
+      throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to deliver to");
+    }
     const retries = event.status === "pending" ? event.retries : 0;
     const update = { status: "pending" as const, next_attempt_at: iso(), next_trigger: "manual" as const, retries };
     await deps.store.events.schedule(event.id, update, iso());

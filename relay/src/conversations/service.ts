@@ -17,6 +17,8 @@ export interface ConversationServiceDeps {
   links: Links;
   /** Called after a transaction that queued events has committed. */
   eventsQueued(): void;
+  /** Called after every posted message has committed (live updates). */
+  posted(conversation: Conversation, message: Message): void;
 }
 
 export interface PostInput {
@@ -81,6 +83,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       return message;
     });
     if (queued > 0) deps.eventsQueued();
+    deps.posted(conversation, message);
     return message;
   }
 

@@ -3,6 +3,7 @@ import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
 import type { DeliveryAttempt, DueEvent, Store, StoredEvent } from "../store/types";
+import type { AgentSockets } from "../live/agentSockets";
 import type { WebhookClient, WebhookOutcome } from "./webhookClient";
 
 /** Answers that end a delivery at once: the spec's 410 (gone) and 413 (too large, so a retry cannot help). */
@@ -14,6 +15,9 @@ const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 const IDLE_POLL_MS = 30_000;
 const BATCH = 32;
 const FAIR_PASS_MS = 20;
+const NONE: ReadonlySet<string> = new Set();
+/** What the delivery log shows as the destination of an attempt over Socket Mode. */
+export const SOCKET_URL = "socket";
 
 export interface DeliveryWorkerOptions {
   store: Store;
@@ -27,6 +31,10 @@ export interface DeliveryWorkerOptions {
   /** Attempts in flight at once to one agent, so a slow agent holds only its own share. */
   maxPerAgent?: number;
   random?: () => number;
+  /** After every recorded attempt (the console's delivery log refreshes). */
+  onAttempt?: (event: StoredEvent) => void;
+  /** Socket Mode connections: an agent connected here gets its events over the socket instead of a POST. */
+  sockets?: Pick<AgentSockets, "connected" | "connectedIds" | "deliver">;
   /** How long a claim on an event lasts: longer than any attempt can take. */
   leaseMs?: number;
 }
@@ -124,7 +132,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
       const limit = onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
       const now = clock.now();
-      const due = await store.events.due(iso(now), { limit, skipAgents: saturated, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
+      const socketAgents = options.sockets?.connectedIds() ?? NONE;
+      const due = await store.events.due(iso(now), { limit, skipAgents: saturated, socketAgents, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
       const starting: DueEvent[] = [];
       let skipped = 0;
       for (const item of due) {
@@ -206,14 +215,17 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const startedMs = clock.now();
       const timestamp = Math.floor(startedMs / 1000);
       const signature = await signWebhook(due.signingSecret, event.id, timestamp, event.payload);
-      const outcome = await client.send({
-        url: due.webhookUrl,
-        headers: { [WEBHOOK_HEADERS.id]: event.id, [WEBHOOK_HEADERS.timestamp]: String(timestamp), [WEBHOOK_HEADERS.signature]: signature },
-        body: event.payload,
-      });
+      const headers = { [WEBHOOK_HEADERS.id]: event.id, [WEBHOOK_HEADERS.timestamp]: String(timestamp), [WEBHOOK_HEADERS.signature]: signature };
+      // A connected socket wins over the webhook URL: the agent is there now, and sockets need no public address.
+      const viaSocket = options.sockets?.connected(event.agent_id) === true;
+      const outcome = viaSocket
+        ? await (options.sockets as NonNullable<DeliveryWorkerOptions["sockets"]>).deliver(event.agent_id, { id: event.id, headers, body: event.payload })
+        : due.webhookUrl !== null
+          ? await client.send({ url: due.webhookUrl, headers, body: event.payload })
+          : { ok: false, error: "the agent's socket disconnected", durationMs: 0, excerpt: "" };
       // An attempt cut short by shutdown is not the agent's failure: the event stays as it was and goes out after restart.
       if (stopped && !outcome.ok && outcome.status === undefined) return;
-      await record(due, startedMs, outcome);
+      await record(due, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
     } catch (error) {
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });
     } finally {
@@ -229,7 +241,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
-  async function record(due: DueEvent, startedMs: number, outcome: WebhookOutcome): Promise<void> {
+  async function record(due: DueEvent, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
     const { event } = due;
     const number = event.attempts + 1;
     const now = clock.now();
@@ -240,7 +252,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       agent_id: event.agent_id,
       attempt: number,
       trigger: event.next_trigger,
-      url: due.webhookUrl,
+      url,
       started_at: iso(startedMs),
       duration_ms: Math.round(outcome.durationMs),
       status_code: outcome.status ?? null,
@@ -251,6 +263,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     };
     await store.transaction((tx) => tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now)));
     if (next.next_attempt_at !== null) armTimer(Date.parse(next.next_attempt_at));
+    options.onAttempt?.(event);
     const fields = {
       event_id: event.id,
       agent_id: event.agent_id,

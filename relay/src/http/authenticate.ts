@@ -3,17 +3,38 @@ import type { RequestHandler } from "express";
 import { effectiveScopes } from "../auth/apiKeys";
 import type { Scope } from "../auth/scopes";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
+import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, readCookie, resolveSession } from "../auth/sessions";
+import type { Clock } from "../clock";
 import type { Store } from "../store/types";
 
 const BEARER = /^Bearer ([^\s]+)$/;
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
 
 /**
  * Resolves the API key in `Authorization: Bearer <key>`. A failure is recorded on the request rather than
  * thrown, so the rate limiter still counts (and answers headers for) unauthenticated attempts.
  */
-export function createAuthenticate(deps: { store: Store }): RequestHandler {
+export function createAuthenticate(deps: { store: Store; clock: Clock }): RequestHandler {
   return async function authenticate(req, _res, next) {
     const header = req.headers.authorization;
+    const sessionToken = header === undefined ? readCookie(req.headers.cookie, SESSION_COOKIE) : undefined;
+    if (sessionToken !== undefined) {
+      const { resolved, error } = await resolveSession(deps.store, deps.clock, sessionToken);
+      if (resolved) {
+        req.caller = { ...resolved.owner, scopes: effectiveScopes(resolved.owner.key, resolved.owner.user) };
+        req.session = { id: resolved.session.id, token: sessionToken };
+      }
+      if (error) req.authError = error;
+      // A cookie arrives with every request the browser makes, from any site; only the console can read the CSRF token.
+      if (!error && !SAFE_METHODS.has(req.method) && !csrfMatches(sessionToken, headerValue(req.headers[CSRF_HEADER]))) {
+        req.authError = new RelayError("FORBIDDEN", "Missing or wrong X-CSRF-Token header for this session");
+      }
+      return next();
+    }
     if (header === undefined) {
       req.authError = new RelayError("UNAUTHORIZED", "Missing Authorization header; send `Authorization: Bearer <API key>`");
       return next();

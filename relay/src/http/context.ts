@@ -19,6 +19,8 @@ declare global {
     interface Request {
       requestId: string;
       caller?: Caller;
+      /** Set when the caller came with the console's session cookie rather than a bearer key. */
+      session?: { id: string; token: string };
       agentCaller?: AgentCaller;
       /** Why authentication failed; raised after the rate limiter has counted the request. */
       authError?: RelayError;

@@ -328,7 +328,7 @@ export function eventsStore(db: Db): Store["events"] {
       const rows = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
       return rows.map(toEvent);
     },
-    async due(now, { limit, skipAgents, agentId }) {
+    async due(now, { limit, skipAgents, socketAgents, agentId }) {
       let q = db
         .selectFrom("events as e")
         .innerJoin("agents as a", "a.id", "e.agent_id")
@@ -337,14 +337,14 @@ export function eventsStore(db: Db): Store["events"] {
         .where("e.status", "=", "pending")
         .where("e.next_attempt_at", "<=", now)
         .where("a.removed_at", "is", null)
-        .where("a.webhook_url", "is not", null)
+        .where((eb) => (socketAgents.size > 0 ? eb.or([eb("a.webhook_url", "is not", null), eb("a.id", "in", [...socketAgents])]) : eb("a.webhook_url", "is not", null)))
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]));
       if (agentId !== undefined) q = q.where("e.agent_id", "=", agentId);
       else if (skipAgents.size > 0) q = q.where("e.agent_id", "not in", [...skipAgents]);
       const rows = await q.orderBy("e.next_attempt_at").orderBy("e.id").limit(limit).execute();
       return rows.map(({ webhook_url, signing_secret, ...event }) => ({
         event: toEvent(event),
-        webhookUrl: webhook_url as string,
+        webhookUrl: webhook_url,
         signingSecret: signing_secret,
       }));
     },
@@ -360,6 +360,17 @@ export function eventsStore(db: Db): Store["events"] {
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]))
         .executeTakeFirst();
       return row?.at ?? undefined;
+    },
+    async dueNow(agentId, now) {
+      const result = await db
+        .updateTable("events")
+        .set({ next_attempt_at: now })
+        .where("agent_id", "=", agentId)
+        .where("status", "=", "pending")
+        .where("claimed", "=", 0)
+        .where("next_attempt_at", ">", now)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
     async claim(ids, until) {
       if (ids.length === 0) return;

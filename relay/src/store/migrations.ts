@@ -152,6 +152,19 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex("notifications_user").on("notifications").columns(["user_id", "id"]).execute();
     },
   },
+  "0003_sessions": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("sessions")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("api_key_id", "text", (c) => c.notNull().references("api_keys.id"))
+        .addColumn("token_hash", "text", (c) => c.notNull().unique())
+        .addColumn("created_at", "text", (c) => c.notNull())
+        .addColumn("expires_at", "text", (c) => c.notNull())
+        .addColumn("ended_at", "text")
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

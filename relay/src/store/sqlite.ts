@@ -146,6 +146,26 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     messages: messagesStore(db),
     events: eventsStore(db),
     notifications: notificationsStore(db),
+    sessions: {
+      async create(input) {
+        await db.insertInto("sessions").values(input).execute();
+        const { token_hash: _hash, ...session } = input;
+        return session;
+      },
+      async findByTokenHash(tokenHash) {
+        const row = await db.selectFrom("sessions").selectAll().where("token_hash", "=", tokenHash).executeTakeFirst();
+        if (!row) return undefined;
+        const key = await db.selectFrom("api_keys").select("secret_hash").where("id", "=", row.api_key_id).executeTakeFirst();
+        const owner = key && (await store.apiKeys.findOwnerByHash(key.secret_hash));
+        if (!owner) return undefined;
+        const { token_hash: _hash, ...session } = row;
+        return { session, owner };
+      },
+      async end(id, at) {
+        const result = await db.updateTable("sessions").set({ ended_at: at }).where("id", "=", id).where("ended_at", "is", null).executeTakeFirst();
+        return Number(result.numUpdatedRows) > 0;
+      },
+    },
     apiKeys: {
       async create(input) {
         await db

@@ -156,7 +156,8 @@ export interface StoredEvent {
 /** A pending event ready to go, with what its attempt needs from the agent. */
 export interface DueEvent {
   event: StoredEvent;
-  webhookUrl: string;
+  /** Null for an agent reached only over Socket Mode. */
+  webhookUrl: string | null;
   signingSecret: string;
 }
 
@@ -185,6 +186,15 @@ export interface Notification {
   message_id: string;
   created_at: string;
   read_at: string | null;
+}
+
+/** A console sign-in: it acts with the API key it was made from, and ends when that key is revoked. */
+export interface Session {
+  id: string;
+  api_key_id: string;
+  created_at: string;
+  expires_at: string;
+  ended_at: string | null;
 }
 
 /** The relay's data layer. Routes use only this; SQLite implements it now, PostgreSQL can later. */
@@ -240,10 +250,13 @@ export interface Store {
     /** Newest first. */
     listForAgent(agentId: string, limit: number): Promise<StoredEvent[]>;
     /**
-     * Pending events due by `now` whose agent can take them: not removed, has a webhook URL, and is active
+     * Pending events due by `now` whose agent can take them: not removed, has a webhook URL or a socket, and is active
      * (a paused agent still gets test pings). Oldest due first.
      */
-    due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
+    /** `socketAgents` have a Socket Mode connection here, so they can take events without a webhook URL. */
+    due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; socketAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
+    /** Makes the agent's waiting events due now (it just connected, so retrying need not wait). */
+    dueNow(agentId: string, now: string): Promise<number>;
     /**
      * Marks events as being attempted until `until`: they are not due again before then, so no other pass (or,
      * sharing a database, no other relay) attempts them meanwhile; recording the attempt ends the claim.
@@ -270,6 +283,12 @@ export interface Store {
     get(workspaceId: string, id: string): Promise<ApiKey | undefined>;
     listForUser(workspaceId: string, userId: string): Promise<ApiKey[]>;
     revoke(workspaceId: string, id: string, at: string): Promise<boolean>;
+  };
+  readonly sessions: {
+    create(session: Session & { token_hash: string }): Promise<Session>;
+    /** The session and everything its key's owner needs, by the cookie token's hash. */
+    findByTokenHash(tokenHash: string): Promise<{ session: Session; owner: KeyOwner } | undefined>;
+    end(id: string, at: string): Promise<boolean>;
   };
   /** Runs `fn` atomically: all of its writes happen, or none. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;

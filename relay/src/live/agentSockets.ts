@@ -1,0 +1,150 @@
+import type { WebSocket } from "ws";
+import type { Logger } from "../logger";
+import type { WebhookOutcome } from "../delivery/webhookClient";
+
+/** How long an agent has to acknowledge an envelope before the attempt counts as failed. */
+export const ACK_TIMEOUT_MS = 10_000;
+/** Ping interval; a socket that has not answered the previous ping by the next one is dead. */
+export const HEARTBEAT_MS = 15_000;
+
+/** Close codes agents see (4000-4999 are the application's). */
+export const CLOSE = {
+  paused: { code: 4003, reason: "agent paused" },
+  token: { code: 4001, reason: "token replaced" },
+  removed: { code: 4004, reason: "agent removed" },
+  shutdown: { code: 1001, reason: "relay shutting down" },
+} as const;
+
+export interface AgentRef {
+  id: string;
+  workspace_id: string;
+}
+
+export interface Envelope {
+  id: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Socket Mode: agents without a public URL hold a WebSocket open and receive each event as an envelope with the
+ * same body and Standard Webhooks headers a POST would carry; they acknowledge it by id. An envelope that is not
+ * acknowledged in time is a failed attempt, retried on the normal schedule (and at once on the next connection).
+ */
+export interface AgentSockets {
+  add(agent: AgentRef, socket: WebSocket): void;
+  connected(agentId: string): boolean;
+  connectedIds(): ReadonlySet<string>;
+  deliver(agentId: string, envelope: Envelope): Promise<WebhookOutcome>;
+  closeAgent(agentId: string, why: (typeof CLOSE)[keyof typeof CLOSE]): void;
+  close(): void;
+}
+
+interface Pending {
+  resolve(outcome: WebhookOutcome): void;
+  started: number;
+}
+
+export function createAgentSockets(deps: {
+  logger: Logger;
+  /** An agent's first socket opened or its last one closed. */
+  onChange(agent: AgentRef, connected: boolean): void;
+  ackTimeoutMs?: number;
+  heartbeatMs?: number;
+}): AgentSockets {
+  const ackTimeoutMs = deps.ackTimeoutMs ?? ACK_TIMEOUT_MS;
+  const sockets = new Map<string, Set<WebSocket>>();
+  const pending = new Map<string, Pending>();
+  const ids = new Set<string>();
+  let turn = 0;
+
+  const heartbeat = setInterval(() => {
+    for (const set of sockets.values()) {
+      for (const socket of set) {
+        const alive = socket as WebSocket & { alive?: boolean };
+        if (alive.alive === false) {
+          socket.terminate();
+          continue;
+        }
+        alive.alive = false;
+        socket.ping();
+      }
+    }
+  }, deps.heartbeatMs ?? HEARTBEAT_MS);
+  heartbeat.unref();
+
+  function settle(envelopeId: string, outcome: Omit<WebhookOutcome, "durationMs" | "excerpt"> & { excerpt?: string }): void {
+    const waiting = pending.get(envelopeId);
+    if (!waiting) return;
+    pending.delete(envelopeId);
+    waiting.resolve({ excerpt: "", ...outcome, durationMs: performance.now() - waiting.started });
+  }
+
+  return {
+    add(agent, socket) {
+      const agentId = agent.id;
+      let set = sockets.get(agentId);
+      const first = set === undefined || set.size === 0;
+      if (!set) sockets.set(agentId, (set = new Set()));
+      set.add(socket);
+      ids.add(agentId);
+      (socket as WebSocket & { alive?: boolean }).alive = true;
+      socket.on("pong", () => ((socket as WebSocket & { alive?: boolean }).alive = true));
+      socket.on("message", (data, isBinary) => {
+        if (isBinary) return;
+        let frame: unknown;
+        try {
+          frame = JSON.parse(String(data));
+        } catch {
+          return;
+        }
+        const ack = frame as { type?: unknown; envelope_id?: unknown };
+        if (ack.type === "ack" && typeof ack.envelope_id === "string") settle(ack.envelope_id, { ok: true });
+      });
+      socket.on("close", () => {
+        set.delete(socket);
+        if (set.size === 0) {
+          sockets.delete(agentId);
+          ids.delete(agentId);
+          deps.onChange(agent, false);
+        }
+      });
+      socket.send(JSON.stringify({ type: "hello", agent_id: agentId, ack_timeout_ms: ackTimeoutMs }));
+      if (first) deps.onChange(agent, true);
+    },
+    connected: (agentId) => ids.has(agentId),
+    connectedIds: () => ids,
+    deliver(agentId, envelope) {
+      const set = [...(sockets.get(agentId) ?? [])];
+      const socket = set[turn++ % Math.max(1, set.length)];
+      if (!socket) return Promise.resolve({ ok: false, error: "no socket connected", durationMs: 0, excerpt: "" });
+      return new Promise<WebhookOutcome>((resolve) => {
+        // A repeat of an envelope still waiting (a redelivery) supersedes the earlier wait.
+        settle(envelope.id, { ok: false, error: "superseded by a redelivery" });
+        pending.set(envelope.id, { resolve, started: performance.now() });
+        const timer = setTimeout(() => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }), ackTimeoutMs);
+        timer.unref();
+        const onClose = () => settle(envelope.id, { ok: false, error: "socket closed before the acknowledgement" });
+        socket.once("close", onClose);
+        const done = pending.get(envelope.id) as Pending;
+        done.resolve = (outcome) => {
+          clearTimeout(timer);
+          socket.off("close", onClose);
+          resolve(outcome);
+        };
+        socket.send(JSON.stringify({ type: "event", envelope_id: envelope.id, headers: envelope.headers, body: envelope.body }), (error) => {
+          if (error) settle(envelope.id, { ok: false, error: `send failed: ${error.message}` });
+        });
+      });
+    },
+    closeAgent(agentId, why) {
+      for (const socket of sockets.get(agentId) ?? []) socket.close(why.code, why.reason);
+    },
+    close() {
+      clearInterval(heartbeat);
+      for (const set of sockets.values()) for (const socket of set) socket.close(CLOSE.shutdown.code, CLOSE.shutdown.reason);
+      for (const id of [...pending.keys()]) settle(id, { ok: false, error: "relay shutting down" });
+      deps.logger.debug("agent sockets closed");
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { RelayError } from "@tab-relay/shared";
+import { type RequestHandler, type Response, Router } from "express";
+import { z } from "zod";
+import { effectiveScopes } from "../auth/apiKeys";
+import { hashSecret, looksLikeApiKey, newId } from "../auth/secrets";
+import { SESSION_COOKIE, SESSION_LIFETIME_MS, csrfTokenFor, newSessionToken } from "../auth/sessions";
+import type { Clock } from "../clock";
+import { parseWith } from "../http/body";
+import type { Caller } from "../http/context";
+import { named } from "../http/requestContext";
+import type { Links } from "../links";
+import type { KeyOwner, Store } from "../store/types";
+
+const SignInBody = z.object({ api_key: z.string().min(1).max(200) });
+
+function present(owner: KeyOwner, sessionToken: string) {
+  return {
+    user: { id: owner.user.id, name: owner.user.name, role: owner.user.role },
+    workspace: { id: owner.workspace.id, slug: owner.workspace.slug, name: owner.workspace.name },
+    scopes: [...effectiveScopes(owner.key, owner.user)],
+    csrf_token: csrfTokenFor(sessionToken),
+  };
+}
+
+function cookie(links: Links, value: string, maxAgeSeconds: number): string {
+  // Secure whenever people reach the relay over https, so the cookie never travels in the clear.
+  const secure = links.base().startsWith("https:") ? "; Secure" : "";
+  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+/**
+ * Signing in to the console: `POST /sessions` turns an API key into a session cookie. It runs before the
+ * API's own authentication (the key comes in the body), behind `guard`, which counts attempts per address.
+ */
+export function createSignInHandler(deps: { store: Store; clock: Clock; links: Links }): RequestHandler {
+  return async function signIn(req, res) {
+    const { api_key } = parseWith(SignInBody, req.body);
+    const owner = looksLikeApiKey(api_key) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(api_key)) : undefined;
+    if (!owner || owner.key.revoked_at !== null) throw new RelayError("UNAUTHORIZED", "api_key: not a valid API key");
+    if (owner.user.removed_at !== null) throw new RelayError("FORBIDDEN", "The user of this API key was removed from the workspace");
+    const token = newSessionToken();
+    const now = deps.clock.now();
+    await deps.store.sessions.create({
+      id: newId("ses"),
+      api_key_id: owner.key.id,
+      token_hash: hashSecret(token),
+      created_at: new Date(now).toISOString(),
+      expires_at: new Date(now + SESSION_LIFETIME_MS).toISOString(),
+      ended_at: null,
+    });
+    res.setHeader("Set-Cookie", cookie(deps.links, token, SESSION_LIFETIME_MS / 1000));
+    res.status(201).json({ data: present(owner, token) });
+  };
+}
+
+/** GET and DELETE /sessions/current, for a caller authenticated by the session cookie. */
+export function createSessionsRouter(deps: { store: Store; clock: Clock; links: Links }): Router {
+  const router = Router();
+  const current = (req: Parameters<RequestHandler>[0]) => {
+    if (!req.session) throw new RelayError("UNAUTHORIZED", "Not signed in to the console (this request used an API key)");
+    return req.session;
+  };
+
+  router.get("/sessions/current", named("/sessions/current"), (req, res) => {
+    const session = current(req);
+    res.json({ data: present(req.caller as Caller, session.token) });
+  });
+
+  router.delete("/sessions/current", named("/sessions/current"), async (req, res: Response) => {
+    const session = current(req);
+    await deps.store.sessions.end(session.id, new Date(deps.clock.now()).toISOString());
+    res.setHeader("Set-Cookie", cookie(deps.links, "", 0));
+    res.json({ data: { ended: true } });
+  });
+
+  return router;
+}
