@@ -126,7 +126,7 @@ export function createApp(deps: AppDeps): Express {
       clock: deps.clock,
       metrics: deps.metrics,
       windowMs: deps.config.rateLimitWindowMs,
-      policy: (req) => ({ bucket: `${addressOf(req)}:sign-in`, limit: limits.session_writes, label: "sign-in" }),
+      policy: (req) => ({ bucket: `${addressOf(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
     }),
     createJsonBody(deps.config.maxBodyBytes),
     createSignInHandler(deps),
