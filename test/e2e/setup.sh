@@ -24,6 +24,11 @@ die() {
 }
 trap 'die "command failed (line $LINENO): $BASH_COMMAND"' ERR
 
+# The VS Code and console browser tests may both call this at once; apt and npm must not run twice together.
+mkdir -p "$E2E_HOME"
+exec 9>"$E2E_HOME/.setup.lock"
+flock 9
+
 # ---------------------------------------------------------------------------------------------------- apt --
 # build-essential python3 pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev: node-gyp builds of
 # kerberos, native-keymap, node-pty, @vscode/spdlog and friends during code-server's postinstall.
