@@ -54,6 +54,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       signingSecret,
       createdAt: iso(),
     });
+    deps.agentChanged(agent, "updated");
     return { agent, token, signingSecret };
   }
 
