@@ -17,6 +17,8 @@ function present(owner: KeyOwner, sessionToken: string) {
   return {
     user: { id: owner.user.id, name: owner.user.name, role: owner.user.role },
     workspace: { id: owner.workspace.id, slug: owner.workspace.slug, name: owner.workspace.name },
+    // The key the session acts with, so the console can mark it (revoking it ends the session).
+    key: { id: owner.key.id, name: owner.key.name, hint: owner.key.hint },
     scopes: [...effectiveScopes(owner.key, owner.user)],
     csrf_token: csrfTokenFor(sessionToken),
   };
