@@ -20,8 +20,8 @@ import { createTabRouter } from "./routes/tab";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
-import { type AgentSockets, CLOSE } from "./live/agentSockets";
-import type { LiveHub } from "./live/hub";
+import type { Bus } from "./bus/types";
+import type { AgentSockets } from "./live/agentSockets";
 import { createConsoleRouter } from "./routes/console";
 import { createAgentApiRouter } from "./routes/agentApi";
 import { createAgentsRouter } from "./routes/agents";
@@ -44,10 +44,9 @@ export interface AppDeps {
   lifecycle: Lifecycle;
   ids: SortableIds;
   links: Links;
-  /** Told when a transaction has queued webhook events, so they go out at once. */
-  deliveries: { wake(): void };
-  live: Pick<LiveHub, "messagePosted" | "agentUpdated">;
-  agentSockets: Pick<AgentSockets, "connected" | "closeAgent">;
+  /** Tells every relay (this one included) about new events, messages and agent changes. */
+  bus: Pick<Bus, "publish">;
+  agentSockets: Pick<AgentSockets, "connected">;
   /** Where the console's built files are; the console is not served when it is missing. */
   consoleDir: string | undefined;
 }
@@ -65,20 +64,19 @@ export function createApp(deps: AppDeps): Express {
   });
 
   const limits = deps.config.rateLimits;
-  const eventsQueued = () => deps.deliveries.wake();
+  const eventsQueued = () => deps.bus.publish({ topic: "events" });
   const conversations = createConversationService({
     ...deps,
     eventsQueued,
     posted(conversation, message) {
-      deps.live.messagePosted(conversation, message).catch((error: unknown) => deps.logger.error("live update failed", { error }));
+      deps.bus.publish({ topic: "message", workspaceId: conversation.workspace_id, conversationId: conversation.id, messageId: message.id });
     },
   });
   const agents = createAgentService({
     ...deps,
     eventsQueued,
     agentChanged(agent, change) {
-      if (change !== "updated") deps.agentSockets.closeAgent(agent.id, CLOSE[change]);
-      deps.live.agentUpdated(agent.workspace_id, agent.id);
+      deps.bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change });
     },
     socketConnected: (agentId) => deps.agentSockets.connected(agentId),
   });

@@ -20,7 +20,9 @@ import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
 import { createLinks } from "./links";
-import { createAgentSockets } from "./live/agentSockets";
+import { createLocalBus } from "./bus/types";
+import type { Bus } from "./bus/types";
+import { CLOSE, createAgentSockets } from "./live/agentSockets";
 import { createLiveHub } from "./live/hub";
 import { attachUpgrades } from "./live/upgrade";
 import { createSortableIds } from "./store/sortableIds";
@@ -73,6 +75,8 @@ export interface StartOptions {
   /** The upstream transport; the default is node:http with keep-alive pools. */
   post?: HttpPost;
   store?: Store;
+  /** How relays sharing a database tell each other things; alone, the relay talks to itself. */
+  bus?: Bus;
   /** The console's built files; `null` serves no console. Default: `dist/console` beside the relay. */
   consoleDir?: string | null;
 }
@@ -94,6 +98,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const ids = createSortableIds(clock);
   const links = createLinks(config.publicUrl);
+  const bus = options.bus ?? createLocalBus();
   const agentSockets = createAgentSockets({
     logger,
     ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
@@ -118,8 +123,31 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     retryScheduleMs: config.webhooks.retryScheduleMs,
     leaseMs: config.webhooks.timeoutMs + 60_000,
     sockets: agentSockets,
-    onAttempt: (event) => live.agentUpdated(event.workspace_id, event.agent_id),
+    onAttempt: (event) => bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id }),
   });
+  bus.subscribe(function onBus(message) {
+    switch (message.topic) {
+      case "events":
+        return deliveries.wake();
+      case "message":
+        if (live.listening(message.workspaceId)) void forwardMessage(message.workspaceId, message.conversationId, message.messageId);
+        return;
+      case "agent":
+        if (message.change !== "updated") agentSockets.closeAgent(message.agentId, CLOSE[message.change]);
+        return live.agentUpdated(message.workspaceId, message.agentId);
+      case "attempt":
+        return live.agentUpdated(message.workspaceId, message.agentId);
+    }
+  });
+  async function forwardMessage(workspaceId: string, conversationId: string, messageId: string): Promise<void> {
+    try {
+      const conversation = await store.conversations.byId(workspaceId, conversationId);
+      const message = conversation && (await store.messages.get(conversation.id, messageId));
+      if (conversation && message) await live.messagePosted(conversation, message);
+    } catch (error) {
+      logger.error("live update failed", { error });
+    }
+  }
   const app = createApp({
     config,
     store,
@@ -133,8 +161,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     lifecycle,
     ids,
     links,
-    deliveries,
-    live,
+    bus,
     agentSockets,
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
   });
@@ -164,6 +191,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       server.closeIdleConnections();
       live.close();
       agentSockets.close();
+      await bus.close();
       upgrades.close();
       const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveries.stop(graceMs)]);
       server.closeAllConnections();

@@ -47,6 +47,12 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
   }
 
   return {
+    /** Whether anyone in the workspace is listening here (so a message need not be read back for nobody). */
+    listening(workspaceId: string): boolean {
+      for (const client of clients) if (client.workspaceId === workspaceId) return true;
+      return false;
+    },
+
     add(client: Client): void {
       clients.add(client);
       (client.socket as WebSocket & { alive?: boolean }).alive = true;

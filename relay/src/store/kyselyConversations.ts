@@ -152,6 +152,10 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .executeTakeFirst();
       return row && toConversation(row);
     },
+    async byId(workspaceId, id) {
+      const row = await db.selectFrom("conversations as c").select(CONVERSATION_COLUMNS).where("c.workspace_id", "=", workspaceId).where("c.id", "=", id).executeTakeFirst();
+      return row && toConversation(row);
+    },
     async findDm(workspaceId, dmKey) {
       const row = await db
         .selectFrom("conversations as c")

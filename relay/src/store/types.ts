@@ -223,6 +223,7 @@ export interface Store {
   readonly conversations: {
     create(input: Conversation & { dm_key: string | null }): Promise<Conversation>;
     get(workspaceId: string, type: ConversationType, id: string): Promise<Conversation | undefined>;
+    byId(workspaceId: string, id: string): Promise<Conversation | undefined>;
     findDm(workspaceId: string, dmKey: string): Promise<Conversation | undefined>;
     findChannel(workspaceId: string, name: string): Promise<Conversation | undefined>;
     /** Conversations `memberId` is in, and every public channel when `withPublic`. */
