@@ -49,6 +49,8 @@ export interface AppDeps {
   agentSockets: Pick<AgentSockets, "connected">;
   /** Where the console's built files are; the console is not served when it is missing. */
   consoleDir: string | undefined;
+  /** Whether the database (and Redis, when used) answer, for `/readyz`. */
+  ready(): Promise<{ database: boolean; redis: boolean | undefined }>;
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
@@ -135,7 +137,7 @@ export function createApp(deps: AppDeps): Express {
   // The spec's samples use both prefixes, so both serve the same API; it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
-  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName }));
+  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: deps.ready }));
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   app.use(createErrorHandler(deps));

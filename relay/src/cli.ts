@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
 import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig } from "./config";
 import { databasePath, openStore, startRelay } from "./main";
+import { migratePostgres } from "./store/postgres";
 import { initWorkspace } from "./workspace/init";
 
 const USAGE = `tab-relay: the self-hostable relay behind the Tab inline-completion extension
@@ -12,6 +13,9 @@ Usage:
   tab-relay init  --data DIR --workspace SLUG --owner NAME [--name "Display name"] [--json]
   tab-relay serve --data DIR [--port N] [--host H] [options]
   tab-relay start [--data DIR] [options]   initialise DIR on first run (printing the owner key once), then serve
+  tab-relay migrate (--data DIR | --database URL)   apply pending schema migrations and exit
+  (with --database postgres://… instead of --data, init, serve and migrate use PostgreSQL; --redis redis://… shares
+   rate limits between relays)
   tab-relay help | --version
 
 Options (each also readable from its environment variable):
@@ -63,7 +67,7 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
     } else {
       process.stdout.write(
         [
-          `Initialised ${resolve(config.dataDir)}`,
+          `Initialised ${config.databaseUrl ? "the PostgreSQL database" : resolve(config.dataDir)}`,
           `  workspace  ${result.workspace.slug} (${result.workspace.id})`,
           `  owner      ${result.user.name} (${result.user.id})`,
           "",
@@ -78,6 +82,22 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
     fail(error instanceof Error ? error.message : String(error));
   } finally {
     await store.close();
+  }
+}
+
+/** Applies pending migrations; several relays may run this at once (PostgreSQL serialises them with a lock). */
+async function migrate(values: Record<string, unknown>): Promise<void> {
+  const config = loadOrExit(overridesFrom(values));
+  try {
+    if (config.databaseUrl) {
+      const applied = await migratePostgres(config.databaseUrl);
+      process.stdout.write(applied.length > 0 ? `Applied ${applied.join(", ")}\n` : "The database is up to date\n");
+    } else {
+      await (await openStore(config)).close();
+      process.stdout.write(`${resolve(databasePath(config.dataDir))} is up to date\n`);
+    }
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error));
   }
 }
 
@@ -130,6 +150,8 @@ async function main(): Promise<void> {
       return init(values, values["json"] === true);
     case "serve":
       return serve(values);
+    case "migrate":
+      return migrate(values);
     case "start": {
       const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;

@@ -30,7 +30,12 @@ export interface UpstreamConfig {
 }
 
 export interface Config {
+  /** The SQLite data folder; unused when `databaseUrl` names a PostgreSQL database. */
   dataDir: string;
+  /** `postgres://…`: several relays share this database (and its delivery queue) instead of a SQLite file. */
+  databaseUrl: string | undefined;
+  /** `redis://…`: rate-limit counters shared by every relay. */
+  redisUrl: string | undefined;
   host: string;
   port: number;
   provider: "local" | "openai";
@@ -65,6 +70,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Each setting: its environment variable and, when it has one, its command-line flag. */
 export const SETTINGS = {
   dataDir: { env: "TAB_RELAY_DATA", flag: "data" },
+  databaseUrl: { env: "TAB_RELAY_DATABASE_URL", flag: "database" },
+  redisUrl: { env: "TAB_RELAY_REDIS_URL", flag: "redis" },
   host: { env: "TAB_RELAY_HOST", flag: "host" },
   port: { env: "TAB_RELAY_PORT", flag: "port" },
   provider: { env: "TAB_RELAY_PROVIDER", flag: "provider" },
@@ -92,7 +99,9 @@ const integer = (min: number, max: number) => z.coerce.number().int().min(min).m
 const httpUrl = z.url({ protocol: /^https?$/ });
 
 const RawConfig = z.object({
-  dataDir: z.string().min(1, "is required"),
+  dataDir: z.string().min(1).optional(),
+  databaseUrl: z.url({ protocol: /^postgres(ql)?$/, error: "must be a postgres:// URL" }).optional(),
+  redisUrl: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).optional(),
   host: z.string().min(1).default("127.0.0.1"),
   port: integer(0, 65535).default(8787),
   provider: z.enum(["local", "openai"]).optional(),
@@ -145,6 +154,9 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       problems.push(`${label}: ${issue.message}`);
     }
   }
+  if (raw["dataDir"] === undefined && raw["databaseUrl"] === undefined) {
+    problems.push(`${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}): is required (or ${SETTINGS.databaseUrl.env} for PostgreSQL)`);
+  }
   const rateLimits = parseRateLimits(raw["rateLimits"], problems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
@@ -161,7 +173,9 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       ? Object.freeze({ url: c.upstreamUrl, model: c.upstreamModel, apiKey: c.upstreamApiKey, api: c.upstreamApi, timeoutMs: c.upstreamTimeoutMs })
       : undefined;
   return Object.freeze({
-    dataDir: c.dataDir,
+    dataDir: c.dataDir ?? "",
+    databaseUrl: c.databaseUrl,
+    redisUrl: c.redisUrl,
     host: c.host,
     port: c.port,
     provider,

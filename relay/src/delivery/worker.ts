@@ -133,26 +133,34 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const limit = onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
       const now = clock.now();
       const socketAgents = options.sockets?.connectedIds() ?? NONE;
-      const due = await store.events.due(iso(now), { limit, skipAgents: saturated, socketAgents, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
       const starting: DueEvent[] = [];
       let skipped = 0;
-      for (const item of due) {
-        const count = perAgent.get(item.event.agent_id) ?? 0;
-        // A redelivery asked for while the event's attempt is still under way waits for that attempt.
-        if (count >= maxPerAgent || inFlight.has(item.event.id)) {
-          skipped++;
-          continue;
-        }
-        perAgent.set(item.event.agent_id, count + 1);
-        starting.push(item);
-      }
-      if (stopped) return;
-      // Claimed events are not due again until the claim lapses, so the next pass skips them without being told.
+      let due: DueEvent[] = [];
       try {
-        await store.events.claim(starting.map((item) => item.event.id), iso(now + leaseMs));
+        // Reading and claiming is one transaction, so relays sharing a database never claim the same event.
+        await store.transaction(async (tx) => {
+          due = await tx.events.due(iso(now), { limit, skipAgents: saturated, socketAgents, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
+          for (const item of due) {
+            const count = perAgent.get(item.event.agent_id) ?? 0;
+            // A redelivery asked for while the event's attempt is still under way waits for that attempt.
+            if (count >= maxPerAgent || inFlight.has(item.event.id) || stopped) {
+              skipped++;
+              continue;
+            }
+            perAgent.set(item.event.agent_id, count + 1);
+            starting.push(item);
+          }
+          // Claimed events are not due again until the claim lapses, so the next pass skips them without being told.
+          await tx.events.claim(starting.map((item) => item.event.id), iso(now + leaseMs));
+        });
       } catch (error) {
         for (const item of starting) release(item.event.agent_id);
         throw error;
+      }
+      if (stopped) {
+        // Claimed but never started: let them go now rather than when the claim lapses.
+        for (const item of starting) release(item.event.agent_id);
+        return;
       }
       for (const item of starting) inFlight.set(item.event.id, attempt(item));
       const started = starting.length;
@@ -297,9 +305,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       if (running) return;
       running = true;
       stopped = false;
-      // Claims left by a relay that stopped mid-attempt (a crash, SIGKILL) are void: those events go out now.
-      const released = await store.events.releaseClaims(iso(clock.now()));
-      if (released > 0) logger.info("delivery worker resumed interrupted attempts", { events: released });
+      // Alone on its database, a starting relay knows claims left behind (a crash, SIGKILL) are void: those events go
+      // out now. Sharing one, claims of others may be live; a dead relay's lapse after the lease instead.
+      if (store.exclusive) {
+        const released = await store.events.releaseClaims(iso(clock.now()));
+        if (released > 0) logger.info("delivery worker resumed interrupted attempts", { events: released });
+      }
       wake();
       await poll();
     },

@@ -56,7 +56,9 @@ export function agentsStore(db: Db): Store["agents"] {
       };
       await db.insertInto("agents").values(row).execute();
       await bumpDirectory(db, input.workspaceId);
-      return toAgent(row);
+      // What is returned is what `get` would answer: never the token's hash or the signing secret.
+      const { token_hash: _hash, signing_secret: _secret, removed_at: _removed, ...agent } = row;
+      return toAgent(agent);
     },
     async get(workspaceId, id) {
       const row = await db
@@ -318,7 +320,7 @@ function toAttempt(row: Database["delivery_attempts"]): DeliveryAttempt {
   return { ...row, trigger: row.trigger as DeliveryTrigger, outcome: row.outcome as DeliveryAttempt["outcome"] };
 }
 
-export function eventsStore(db: Db): Store["events"] {
+export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["events"] {
   return {
     async create(event) {
       const { sending: _sending, ...row } = event;
@@ -345,7 +347,10 @@ export function eventsStore(db: Db): Store["events"] {
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]));
       if (agentId !== undefined) q = q.where("e.agent_id", "=", agentId);
       else if (skipAgents.size > 0) q = q.where("e.agent_id", "not in", [...skipAgents]);
-      const rows = await q.orderBy("e.next_attempt_at").orderBy("e.id").limit(limit).execute();
+      let ordered = q.orderBy("e.next_attempt_at").orderBy("e.id").limit(limit);
+      // Inside the claiming transaction, rows another relay is claiming are passed over rather than waited for.
+      if (options.rowLocks && db.isTransaction) ordered = ordered.forUpdate("e").skipLocked();
+      const rows = await ordered.execute();
       return rows.map(({ webhook_url, signing_secret, ...event }) => ({
         event: toEvent(event),
         webhookUrl: webhook_url,

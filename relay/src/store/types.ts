@@ -197,8 +197,10 @@ export interface Session {
   ended_at: string | null;
 }
 
-/** The relay's data layer. Routes use only this; SQLite implements it now, PostgreSQL can later. */
+/** The relay's data layer. Routes use only this; SQLite and PostgreSQL implement it. */
 export interface Store {
+  /** Whether this relay is the database's only user (SQLite); several relays may share a PostgreSQL database. */
+  readonly exclusive: boolean;
   readonly workspaces: {
     create(input: { id: string; slug: string; name: string; createdAt: string }): Promise<Workspace>;
     getBySlug(slug: string): Promise<Workspace | undefined>;
@@ -263,7 +265,7 @@ export interface Store {
      * sharing a database, no other relay) attempts them meanwhile; recording the attempt ends the claim.
      */
     claim(ids: readonly string[], until: string): Promise<void>;
-    /** Ends every claim (a relay starting alone on its database knows nobody is attempting anything). */
+    /** Ends every claim (only for a relay alone on its database: it knows nobody else is attempting anything). */
     releaseClaims(now: string): Promise<number>;
     /** The earliest time after `after` at which a pending event falls due, if any. */
     nextDueAt(after: string): Promise<string | undefined>;

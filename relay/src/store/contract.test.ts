@@ -1,0 +1,867 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, beforeEach, describe, test } from "node:test";
+import SqliteDatabase from "better-sqlite3";
+import pg from "pg";
+import { migratePostgres, openPostgresStore } from "./postgres";
+import { createSortableIds } from "./sortableIds";
+import { openSqliteStore } from "./sqlite";
+import type { Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notification, Store, StoredEvent } from "./types";
+
+/**
+ * One contract for every Store engine: each test runs on SQLite and on PostgreSQL, from empty tables, and
+ * asserts what callers rely on, so an engine passes only by behaving exactly like the other.
+ */
+
+const POSTGRES_HOST = "127.0.0.1:5432";
+const ADMIN_URL = `postgres://postgres@${POSTGRES_HOST}/postgres`;
+/** Children first, so deleting in this order never trips a foreign key. */
+const TABLES = [
+  "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
+  "sessions", "api_keys", "agents", "users", "workspaces",
+];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions"];
+
+interface Harness {
+  store: Store;
+  /** Empties every table, keeping the schema. */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Engine {
+  name: string;
+  /** Why the engine cannot run here; its tests then skip, saying so. */
+  unavailable?: string | undefined;
+  start(): Promise<Harness>;
+}
+
+const sqliteEngine: Engine = {
+  name: "SQLite",
+  async start() {
+    const dir = mkdtempSync(join(tmpdir(), "tab-relay-contract-"));
+    const path = join(dir, "relay.db");
+    const store = await openSqliteStore(path);
+    const raw = new SqliteDatabase(path);
+    raw.pragma("busy_timeout = 5000");
+    return {
+      store,
+      async reset() {
+        for (const table of TABLES) raw.exec(`delete from ${table}`);
+      },
+      async close() {
+        raw.close();
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+    return await fn(admin);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+async function postgresProblem(): Promise<string | undefined> {
+  try {
+    await withAdmin((admin) => admin.query("select 1"));
+    return undefined;
+  } catch (error) {
+    return `PostgreSQL not reachable at ${POSTGRES_HOST} (${error instanceof Error ? error.message : String(error)}): the PostgreSQL store contract tests did not run`;
+  }
+}
+
+const createdDatabases: string[] = [];
+
+/**
+ * A new, empty database for this run. It gets a linguistic (ICU) collation where the server has one: that orders `_`
+ * and lower case unlike SQLite, so the byte-order test fails if the schema leaves ordering to the database's default.
+ */
+async function freshDatabase(): Promise<string> {
+  const name = `tab_relay_contract_${randomBytes(6).toString("hex")}`;
+  await withAdmin(async (admin) => {
+    try {
+      await admin.query(`create database ${name} template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`);
+    } catch {
+      await admin.query(`create database ${name}`);
+    }
+  });
+  createdDatabases.push(name);
+  return `postgres://postgres@${POSTGRES_HOST}/${name}`;
+}
+
+async function dropDatabases(): Promise<void> {
+  if (createdDatabases.length === 0) return;
+  await withAdmin(async (admin) => {
+    for (const name of createdDatabases.splice(0)) await admin.query(`drop database if exists ${name} with (force)`);
+  });
+}
+
+const postgresEngine: Engine = {
+  name: "PostgreSQL",
+  unavailable: await postgresProblem(),
+  async start() {
+    const url = await freshDatabase();
+    const store = await openPostgresStore(url, { poolSize: 4 });
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    return {
+      store,
+      async reset() {
+        await raw.query(`truncate ${TABLES.join(", ")}`);
+      },
+      async close() {
+        await raw.end();
+        await store.close();
+        await dropDatabases();
+      },
+    };
+  },
+};
+
+/** `seconds` after a fixed instant, as the ISO text the store keeps. */
+function at(seconds: number): string {
+  return new Date(Date.UTC(2026, 0, 1) + seconds * 1000).toISOString();
+}
+
+const WS = "ws_acme";
+const OLIVE = "usr_olive";
+const BOB = "usr_bob";
+
+async function seedWorkspace(store: Store): Promise<void> {
+  await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+  await store.users.create({ id: OLIVE, workspaceId: WS, name: "Olive", role: "owner", createdAt: at(1) });
+  await store.users.create({ id: BOB, workspaceId: WS, name: "Bob", role: "member", createdAt: at(2) });
+}
+
+function newAgent(id: string, extra: Partial<NewAgent> = {}): NewAgent {
+  return {
+    id, workspaceId: WS, ownerUserId: OLIVE, name: id, description: `the ${id} agent`, webhookUrl: `https://agents.test/${id}`,
+    tokenHash: `token-hash-${id}`, tokenHint: "tr_a…", signingSecret: `whsec_${id}`, createdAt: at(10), ...extra,
+  };
+}
+
+function newEvent(id: string, agentId: string, extra: Partial<StoredEvent> = {}): StoredEvent {
+  return {
+    id, workspace_id: WS, agent_id: agentId, type: "message.created", payload: JSON.stringify({ id }), status: "pending",
+    attempts: 0, next_attempt_at: at(100), next_trigger: "scheduled", retries: 1, sending: false, created_at: at(100),
+    updated_at: at(100), ...extra,
+  };
+}
+
+function newAttempt(id: string, event: StoredEvent, extra: Partial<DeliveryAttempt> = {}): DeliveryAttempt {
+  return {
+    id, event_id: event.id, agent_id: event.agent_id, attempt: 1, trigger: "scheduled", url: "https://agents.test/hook",
+    started_at: at(200), duration_ms: 42, status_code: 500, error: null, response_excerpt: "boom", outcome: "failed",
+    next_attempt_at: at(260), ...extra,
+  };
+}
+
+function channel(id: string, name: string, visibility: "public" | "private", createdAt = at(20)): Conversation & { dm_key: null } {
+  return { id, workspace_id: WS, type: "channel", name, visibility, created_by: OLIVE, created_at: createdAt, dm_key: null };
+}
+
+function dm(id: string, dmKey: string): Conversation & { dm_key: string } {
+  return { id, workspace_id: WS, type: "dm", name: null, visibility: null, created_by: OLIVE, created_at: at(20), dm_key: dmKey };
+}
+
+function message(id: string, conversationId: string, extra: Partial<Message> = {}): Message {
+  return {
+    id, workspace_id: WS, conversation_id: conversationId, thread_id: null, author: { id: OLIVE, type: "user", name: "Olive" },
+    text: `text of ${id}`, aside: false, mentions: [], created_at: at(30), ...extra,
+  };
+}
+
+const ids = (rows: readonly { id: string }[]) => rows.map((row) => row.id);
+
+const engines = [sqliteEngine, postgresEngine];
+
+for (const engine of engines) {
+  describe(`the store contract on ${engine.name}`, () => {
+    if (engine.unavailable !== undefined) {
+      const reason = engine.unavailable;
+      test(`runs on ${engine.name}`, (t) => {
+        // eslint-disable-next-line no-console -- a skipped engine must stand out in `npm test` output
+        console.error(`SKIPPED: ${reason}`);
+        t.skip(reason);
+      });
+      return;
+    }
+
+    let harness: Harness;
+    let store: Store;
+    before(async () => {
+      harness = await engine.start();
+      store = harness.store;
+    });
+    after(() => harness.close());
+    beforeEach(() => harness.reset());
+
+    describe("workspaces", () => {
+      test("are created, found by slug and counted", async () => {
+        assert.equal(await store.workspaces.count(), 0);
+        const created = await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+        assert.deepEqual(created, { id: WS, slug: "acme", name: "Acme", created_at: at(0) });
+        await store.workspaces.create({ id: "ws_other", slug: "other", name: "Other", createdAt: at(1) });
+        assert.equal(await store.workspaces.count(), 2);
+        assert.deepEqual(await store.workspaces.getBySlug("acme"), created);
+        assert.equal(await store.workspaces.getBySlug("nobody"), undefined);
+      });
+
+      test("refuse a second workspace with the same slug", async () => {
+        await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+        await assert.rejects(store.workspaces.create({ id: "ws_2", slug: "acme", name: "Acme again", createdAt: at(1) }));
+        assert.equal(await store.workspaces.count(), 1);
+      });
+    });
+
+    describe("users", () => {
+      test("are read within their own workspace only", async () => {
+        await seedWorkspace(store);
+        await store.workspaces.create({ id: "ws_other", slug: "other", name: "Other", createdAt: at(0) });
+        assert.deepEqual(await store.users.get(WS, OLIVE), { id: OLIVE, workspace_id: WS, name: "Olive", role: "owner", created_at: at(1), removed_at: null });
+        assert.equal(await store.users.get("ws_other", OLIVE), undefined);
+        assert.equal(await store.users.get(WS, "usr_nobody"), undefined);
+      });
+
+      test("are listed by creation time then id, without removed users", async () => {
+        await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+        await store.users.create({ id: "usr_c", workspaceId: WS, name: "C", role: "member", createdAt: at(2) });
+        await store.users.create({ id: "usr_b", workspaceId: WS, name: "B", role: "admin", createdAt: at(1) });
+        await store.users.create({ id: "usr_a", workspaceId: WS, name: "A", role: "guest", createdAt: at(2) });
+        assert.deepEqual(ids(await store.users.list(WS)), ["usr_b", "usr_a", "usr_c"]);
+        assert.equal(await store.users.remove(WS, "usr_a", at(3)), true);
+        assert.deepEqual(ids(await store.users.list(WS)), ["usr_b", "usr_c"]);
+        assert.equal((await store.users.get(WS, "usr_a"))?.removed_at, at(3));
+      });
+
+      test("are removed once, and only from their own workspace", async () => {
+        await seedWorkspace(store);
+        await store.workspaces.create({ id: "ws_other", slug: "other", name: "Other", createdAt: at(0) });
+        assert.equal(await store.users.remove("ws_other", BOB, at(5)), false);
+        assert.equal(await store.users.remove(WS, BOB, at(5)), true);
+        assert.equal(await store.users.remove(WS, BOB, at(6)), false);
+        assert.equal((await store.users.get(WS, BOB))?.removed_at, at(5));
+        assert.equal(await store.users.remove(WS, "usr_nobody", at(6)), false);
+      });
+    });
+
+    describe("API keys", () => {
+      const key = (id: string, createdAt: string, extra: Partial<NewApiKey> = {}): NewApiKey => ({
+        id, workspaceId: WS, userId: BOB, name: `key ${id}`, scopes: ["tab.complete"], secretHash: `hash-${id}`, hint: "tr_…abcd", createdAt, ...extra,
+      });
+
+      test("find their key, user and workspace by the secret's hash", async () => {
+        await seedWorkspace(store);
+        const created = await store.apiKeys.create(key("key_1", at(3), { scopes: ["tab.complete", "messages.read"] }));
+        assert.deepEqual(created, {
+          id: "key_1", workspace_id: WS, user_id: BOB, name: "key key_1", scopes: ["tab.complete", "messages.read"], hint: "tr_…abcd",
+          created_at: at(3), revoked_at: null,
+        });
+        assert.deepEqual(await store.apiKeys.findOwnerByHash("hash-key_1"), {
+          key: created,
+          user: { id: BOB, workspace_id: WS, name: "Bob", role: "member", created_at: at(2), removed_at: null },
+          workspace: { id: WS, slug: "acme", name: "Acme", created_at: at(0) },
+        });
+        assert.equal(await store.apiKeys.findOwnerByHash("hash-unknown"), undefined);
+        assert.deepEqual(await store.apiKeys.get(WS, "key_1"), created);
+        assert.equal(await store.apiKeys.get("ws_other", "key_1"), undefined);
+      });
+
+      test("are listed newest first for their user", async () => {
+        await seedWorkspace(store);
+        await store.apiKeys.create(key("key_old", at(3)));
+        await store.apiKeys.create(key("key_b", at(4)));
+        await store.apiKeys.create(key("key_a", at(4)));
+        await store.apiKeys.create(key("key_olive", at(5), { userId: OLIVE }));
+        assert.deepEqual(ids(await store.apiKeys.listForUser(WS, BOB)), ["key_a", "key_b", "key_old"]);
+        assert.deepEqual(ids(await store.apiKeys.listForUser(WS, OLIVE)), ["key_olive"]);
+        assert.deepEqual(await store.apiKeys.listForUser("ws_other", BOB), []);
+      });
+
+      test("are revoked once, and the owner lookup then shows the revocation", async () => {
+        await seedWorkspace(store);
+        await store.apiKeys.create(key("key_1", at(3)));
+        assert.equal(await store.apiKeys.revoke("ws_other", "key_1", at(4)), false);
+        assert.equal(await store.apiKeys.revoke(WS, "key_1", at(4)), true);
+        assert.equal(await store.apiKeys.revoke(WS, "key_1", at(5)), false);
+        assert.equal((await store.apiKeys.get(WS, "key_1"))?.revoked_at, at(4));
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_1"))?.key.revoked_at, at(4));
+      });
+
+      test("refuse a secret hash that is already taken", async () => {
+        await seedWorkspace(store);
+        await store.apiKeys.create(key("key_1", at(3), { secretHash: "same" }));
+        await assert.rejects(store.apiKeys.create(key("key_2", at(3), { secretHash: "same" })));
+      });
+    });
+
+    describe("agents", () => {
+      test("are created, and read back without their token hash or signing secret", async () => {
+        await seedWorkspace(store);
+        const expected = {
+          id: "agt_1", workspace_id: WS, owner_user_id: OLIVE, name: "agt_1", description: "the agt_1 agent", webhook_url: "https://agents.test/agt_1",
+          state: "active", token_hint: "tr_a…", created_at: at(10), updated_at: at(10),
+        };
+        const created = await store.agents.create(newAgent("agt_1"));
+        assert.deepEqual(created, expected, "exactly the agent's fields: no token hash, no signing secret");
+        assert.deepEqual(await store.agents.get(WS, "agt_1"), expected);
+        assert.equal(await store.agents.get("ws_other", "agt_1"), undefined);
+        assert.deepEqual(await store.agents.findByTokenHash("token-hash-agt_1"), {
+          agent: expected,
+          workspace: { id: WS, slug: "acme", name: "Acme", created_at: at(0) },
+        });
+        assert.equal(await store.agents.findByTokenHash("token-hash-nobody"), undefined);
+      });
+
+      test("are listed by creation time then id", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_c", { createdAt: at(11) }));
+        await store.agents.create(newAgent("agt_b", { createdAt: at(12) }));
+        await store.agents.create(newAgent("agt_a", { createdAt: at(11), webhookUrl: null }));
+        assert.deepEqual(ids(await store.agents.list(WS)), ["agt_a", "agt_c", "agt_b"]);
+        assert.equal((await store.agents.get(WS, "agt_a"))?.webhook_url, null);
+      });
+
+      test("are updated, and a replaced token hash stops matching", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_1"));
+        const updated = await store.agents.update(WS, "agt_1", { name: "Renamed", state: "paused", webhook_url: null, token_hash: "new-hash", token_hint: "tr_n…" }, at(50));
+        assert.deepEqual(updated, {
+          id: "agt_1", workspace_id: WS, owner_user_id: OLIVE, name: "Renamed", description: "the agt_1 agent", webhook_url: null,
+          state: "paused", token_hint: "tr_n…", created_at: at(10), updated_at: at(50),
+        });
+        assert.equal(await store.agents.findByTokenHash("token-hash-agt_1"), undefined);
+        assert.equal((await store.agents.findByTokenHash("new-hash"))?.agent.name, "Renamed");
+        assert.equal(await store.agents.update(WS, "agt_nobody", { name: "x" }, at(51)), undefined);
+        assert.equal(await store.agents.update("ws_other", "agt_1", { name: "x" }, at(51)), undefined);
+      });
+
+      test("are removed once: gone from reads, their token hash replaced so it can be used again", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_1"));
+        assert.equal(await store.agents.remove("ws_other", "agt_1", at(60)), false);
+        assert.equal(await store.agents.remove(WS, "agt_1", at(60)), true);
+        assert.equal(await store.agents.remove(WS, "agt_1", at(61)), false);
+        assert.equal(await store.agents.get(WS, "agt_1"), undefined);
+        assert.deepEqual(await store.agents.list(WS), []);
+        assert.equal(await store.agents.findByTokenHash("token-hash-agt_1"), undefined);
+        assert.equal(await store.agents.update(WS, "agt_1", { name: "back" }, at(62)), undefined);
+        await store.agents.create(newAgent("agt_2", { tokenHash: "token-hash-agt_1" }));
+        assert.equal((await store.agents.findByTokenHash("token-hash-agt_1"))?.agent.id, "agt_2");
+      });
+    });
+
+    describe("conversations", () => {
+      test("channels and DMs are read by type and id, channel name and DM key", async () => {
+        await seedWorkspace(store);
+        const general = await store.conversations.create(channel("cnv_general", "general", "public"));
+        const { dm_key: _key, ...generalRow } = channel("cnv_general", "general", "public");
+        assert.deepEqual(general, generalRow);
+        await store.conversations.create(dm("cnv_dm", `${BOB}+${OLIVE}`));
+        assert.deepEqual(await store.conversations.get(WS, "channel", "cnv_general"), generalRow);
+        assert.equal(await store.conversations.get(WS, "dm", "cnv_general"), undefined);
+        assert.equal(await store.conversations.get("ws_other", "channel", "cnv_general"), undefined);
+        assert.deepEqual(await store.conversations.findChannel(WS, "general"), generalRow);
+        assert.equal(await store.conversations.findChannel(WS, "random"), undefined);
+        assert.equal(await store.conversations.findChannel("ws_other", "general"), undefined);
+        assert.deepEqual(await store.conversations.findDm(WS, `${BOB}+${OLIVE}`), {
+          id: "cnv_dm", workspace_id: WS, type: "dm", name: null, visibility: null, created_by: OLIVE, created_at: at(20),
+        });
+        assert.equal(await store.conversations.findDm(WS, "usr_x+usr_y"), undefined);
+      });
+
+      test("a channel name and a DM key are each taken once per workspace", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_1", "general", "public"));
+        await assert.rejects(store.conversations.create(channel("cnv_2", "general", "private")));
+        await store.conversations.create(dm("cnv_dm1", "a+b"));
+        await assert.rejects(store.conversations.create(dm("cnv_dm2", "a+b")));
+        await store.conversations.create(dm("cnv_dm3", "a+c"));
+      });
+
+      test("members are added once, checked, and listed in joining order", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_1", "general", "public"));
+        assert.equal(await store.conversations.addMember("cnv_1", { id: OLIVE, type: "user" }, at(21)), true);
+        assert.equal(await store.conversations.addMember("cnv_1", { id: OLIVE, type: "user" }, at(22)), false);
+        assert.equal(await store.conversations.addMember("cnv_1", { id: "agt_x", type: "agent" }, at(23)), true);
+        assert.equal(await store.conversations.addMember("cnv_1", { id: BOB, type: "user" }, at(23)), true);
+        assert.equal(await store.conversations.isMember("cnv_1", OLIVE), true);
+        assert.equal(await store.conversations.isMember("cnv_1", "usr_nobody"), false);
+        assert.deepEqual(await store.conversations.members("cnv_1"), [
+          { id: OLIVE, type: "user" },
+          { id: "agt_x", type: "agent" },
+          { id: BOB, type: "user" },
+        ]);
+        assert.deepEqual(await store.conversations.members("cnv_none"), []);
+      });
+
+      test("listVisible gives a member's conversations, plus public channels when asked, by type then name", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_r", "random", "public"));
+        await store.conversations.create(channel("cnv_g", "general", "public"));
+        await store.conversations.create(channel("cnv_s", "secret", "private"));
+        await store.conversations.create(channel("cnv_p", "plans", "private"));
+        await store.conversations.create(dm("cnv_dm", `${BOB}+${OLIVE}`));
+        await store.conversations.create(dm("cnv_dm_other", "usr_x+usr_y"));
+        for (const id of ["cnv_g", "cnv_p", "cnv_dm"]) await store.conversations.addMember(id, { id: BOB, type: "user" }, at(21));
+        await store.conversations.addMember("cnv_s", { id: OLIVE, type: "user" }, at(21));
+        const mine = await store.conversations.listVisible(WS, BOB, false);
+        assert.deepEqual(mine.map((c) => [c.id, c.is_member]), [["cnv_g", true], ["cnv_p", true], ["cnv_dm", true]]);
+        assert.deepEqual(mine[0], {
+          id: "cnv_g", workspace_id: WS, type: "channel", name: "general", visibility: "public", created_by: OLIVE, created_at: at(20), is_member: true,
+        });
+        const withPublic = await store.conversations.listVisible(WS, BOB, true);
+        assert.deepEqual(withPublic.map((c) => [c.id, c.is_member]), [["cnv_g", true], ["cnv_p", true], ["cnv_r", false], ["cnv_dm", true]]);
+        assert.deepEqual(await store.conversations.listVisible("ws_other", BOB, true), []);
+      });
+
+      test("the directory lists users and agents still in the workspace", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_1", { name: "Helper" }));
+        await store.agents.create(newAgent("agt_2", { name: "Gone" }));
+        await store.agents.remove(WS, "agt_2", at(30));
+        await store.users.remove(WS, BOB, at(30));
+        const directory = await store.conversations.directory(WS);
+        assert.deepEqual(
+          [...directory].sort((a, b) => (a.id < b.id ? -1 : 1)),
+          [
+            { id: "agt_1", name: "Helper", type: "agent" },
+            { id: OLIVE, name: "Olive", type: "user" },
+          ],
+        );
+        assert.deepEqual(await store.conversations.directory("ws_other"), []);
+      });
+
+      test("the directory version moves when a user or agent joins, is renamed or leaves, and only then", async () => {
+        await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+        const versions: number[] = [await store.conversations.directoryVersion(WS)];
+        const record = async () => versions.push(await store.conversations.directoryVersion(WS));
+        await store.users.create({ id: OLIVE, workspaceId: WS, name: "Olive", role: "owner", createdAt: at(1) });
+        await record();
+        await store.agents.create(newAgent("agt_1"));
+        await record();
+        await store.agents.update(WS, "agt_1", { name: "Renamed" }, at(40));
+        await record();
+        await store.agents.update(WS, "agt_1", { state: "paused", description: "quiet" }, at(41));
+        await record();
+        await store.agents.remove(WS, "agt_1", at(42));
+        await record();
+        await store.agents.remove(WS, "agt_1", at(43));
+        await record();
+        await store.users.remove(WS, OLIVE, at(44));
+        await record();
+        for (const version of versions) assert.equal(typeof version, "number");
+        const moved = versions.slice(1).map((version, i) => version !== versions[i]);
+        assert.deepEqual(moved, [true, true, true, false, true, false, true]);
+        assert.equal(await store.conversations.directoryVersion("ws_nobody"), 0);
+      });
+    });
+
+    describe("messages", () => {
+      test("keep their author, aside flag and mentions", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_1", "general", "public"));
+        const written = message("msg_1", "cnv_1", {
+          author: { id: "agt_1", type: "agent", name: "Helper" },
+          aside: true,
+          mentions: [{ id: BOB, type: "user", name: "Bob" }, { id: "agt_2", type: "agent", name: "Other" }],
+          thread_id: "msg_0",
+          text: "héllo @Bob 👋",
+        });
+        assert.deepEqual(await store.messages.create(written), written);
+        assert.deepEqual(await store.messages.get("cnv_1", "msg_1"), written);
+        assert.equal(await store.messages.get("cnv_other", "msg_1"), undefined);
+      });
+
+      test("list newest first, page with before, keep to a thread and leave asides out unless asked", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_1", "general", "public"));
+        await store.conversations.create(channel("cnv_2", "random", "public"));
+        let now = Date.UTC(2026, 0, 1);
+        const next = createSortableIds({ now: () => now });
+        const made: string[] = [];
+        const post = async (extra: Partial<Message> = {}, conversationId = "cnv_1") => {
+          now += 1000;
+          const id = next("msg");
+          await store.messages.create(message(id, conversationId, { created_at: new Date(now).toISOString(), ...extra }));
+          made.push(id);
+          return id;
+        };
+        const root = await post();
+        const reply1 = await post({ thread_id: root });
+        const aside = await post({ aside: true });
+        const other = await post();
+        const reply2 = await post({ thread_id: root, aside: true });
+        await post({}, "cnv_2");
+        const list = (query: Partial<Parameters<Store["messages"]["list"]>[1]> = {}) =>
+          store.messages.list("cnv_1", { limit: 50, includeAsides: true, ...query }).then(ids);
+        assert.deepEqual(await list(), [reply2, other, aside, reply1, root]);
+        assert.deepEqual(await list({ includeAsides: false }), [other, reply1, root]);
+        assert.deepEqual(await list({ limit: 2 }), [reply2, other]);
+        assert.deepEqual(await list({ limit: 2, before: other }), [aside, reply1]);
+        assert.deepEqual(await list({ threadId: root }), [reply2, reply1, root]);
+        assert.deepEqual(await list({ threadId: root, includeAsides: false, before: reply2 }), [reply1, root]);
+        assert.deepEqual(await list({ before: root }), []);
+      });
+
+      test("agentAuthorsInThread names each agent that wrote the thread's first message or a reply", async () => {
+        await seedWorkspace(store);
+        await store.conversations.create(channel("cnv_1", "general", "public"));
+        const agent = (id: string) => ({ author: { id, type: "agent" as const, name: id } });
+        await store.messages.create(message("msg_1", "cnv_1", agent("agt_root")));
+        await store.messages.create(message("msg_2", "cnv_1", { thread_id: "msg_1" }));
+        await store.messages.create(message("msg_3", "cnv_1", { thread_id: "msg_1", ...agent("agt_reply") }));
+        await store.messages.create(message("msg_4", "cnv_1", { thread_id: "msg_1", ...agent("agt_reply") }));
+        await store.messages.create(message("msg_5", "cnv_1", agent("agt_elsewhere")));
+        await store.messages.create(message("msg_6", "cnv_1", { thread_id: "msg_5", ...agent("agt_other_thread") }));
+        assert.deepEqual((await store.messages.agentAuthorsInThread("cnv_1", "msg_1")).sort(), ["agt_reply", "agt_root"]);
+        assert.deepEqual(await store.messages.agentAuthorsInThread("cnv_other", "msg_1"), []);
+      });
+    });
+
+    describe("events", () => {
+      async function seedAgents(): Promise<void> {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_a"));
+        await store.agents.create(newAgent("agt_b"));
+      }
+
+      test("are read back for their agent only, and listed newest first", async () => {
+        await seedAgents();
+        const first = newEvent("evt_1", "agt_a", { created_at: at(100) });
+        await store.events.create(first);
+        await store.events.create(newEvent("evt_3", "agt_a", { created_at: at(101) }));
+        await store.events.create(newEvent("evt_2", "agt_a", { created_at: at(101) }));
+        await store.events.create(newEvent("evt_b", "agt_b", { created_at: at(102) }));
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), first);
+        assert.equal(await store.events.get("agt_b", "evt_1"), undefined);
+        assert.deepEqual(ids(await store.events.listForAgent("agt_a", 10)), ["evt_3", "evt_2", "evt_1"]);
+        assert.deepEqual(ids(await store.events.listForAgent("agt_a", 2)), ["evt_3", "evt_2"]);
+      });
+
+      test("are due oldest first, with what the attempt needs from the agent", async () => {
+        await seedAgents();
+        await store.events.create(newEvent("evt_2", "agt_a", { next_attempt_at: at(100) }));
+        await store.events.create(newEvent("evt_1", "agt_b", { next_attempt_at: at(100) }));
+        await store.events.create(newEvent("evt_0", "agt_a", { next_attempt_at: at(101) }));
+        await store.events.create(newEvent("evt_early", "agt_a", { next_attempt_at: at(99) }));
+        await store.events.create(newEvent("evt_later", "agt_a", { next_attempt_at: at(150) }));
+        await store.events.create(newEvent("evt_done", "agt_a", { status: "delivered", next_attempt_at: at(90) }));
+        const due = await store.events.due(at(120), { limit: 10, skipAgents: new Set(), socketAgents: new Set() });
+        assert.deepEqual(due.map((d) => d.event.id), ["evt_early", "evt_1", "evt_2", "evt_0"]);
+        assert.deepEqual(due[1], {
+          event: newEvent("evt_1", "agt_b", { next_attempt_at: at(100) }),
+          webhookUrl: "https://agents.test/agt_b",
+          signingSecret: "whsec_agt_b",
+        });
+        const limited = await store.events.due(at(120), { limit: 2, skipAgents: new Set(), socketAgents: new Set() });
+        assert.deepEqual(limited.map((d) => d.event.id), ["evt_early", "evt_1"]);
+        const exact = await store.events.due(at(100), { limit: 10, skipAgents: new Set(), socketAgents: new Set() });
+        assert.deepEqual(exact.map((d) => d.event.id), ["evt_early", "evt_1", "evt_2"]);
+      });
+
+      test("due skips agents that cannot take events, and agents the caller names", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_hook"));
+        await store.agents.create(newAgent("agt_socket", { webhookUrl: null }));
+        await store.agents.create(newAgent("agt_paused"));
+        await store.agents.update(WS, "agt_paused", { state: "paused" }, at(11));
+        await store.agents.create(newAgent("agt_removed"));
+        await store.events.create(newEvent("evt_1", "agt_hook"));
+        await store.events.create(newEvent("evt_2", "agt_socket"));
+        await store.events.create(newEvent("evt_3", "agt_paused"));
+        await store.events.create(newEvent("evt_4", "agt_paused", { type: "ping" }));
+        await store.events.create(newEvent("evt_5", "agt_removed"));
+        await store.agents.remove(WS, "agt_removed", at(12));
+        const due = (query: { skipAgents?: string[]; socketAgents?: string[]; agentId?: string }) =>
+          store.events
+            .due(at(200), {
+              limit: 10,
+              skipAgents: new Set(query.skipAgents),
+              socketAgents: new Set(query.socketAgents),
+              ...(query.agentId === undefined ? {} : { agentId: query.agentId }),
+            })
+            .then((rows) => rows.map((row) => row.event.id));
+        assert.deepEqual(await due({}), ["evt_1", "evt_4"]);
+        assert.deepEqual(await due({ socketAgents: ["agt_socket"] }), ["evt_1", "evt_2", "evt_4"]);
+        assert.deepEqual(await due({ socketAgents: ["agt_socket"], skipAgents: ["agt_hook", "agt_socket"] }), ["evt_4"]);
+        assert.deepEqual(await due({ agentId: "agt_paused" }), ["evt_4"]);
+        assert.deepEqual(await due({ agentId: "agt_socket" }), []);
+        assert.deepEqual(await due({ agentId: "agt_socket", socketAgents: ["agt_socket"] }), ["evt_2"]);
+        const socketOnly = await store.events.due(at(200), { limit: 10, skipAgents: new Set(), socketAgents: new Set(["agt_socket"]), agentId: "agt_socket" });
+        assert.equal(socketOnly[0]?.webhookUrl, null);
+      });
+
+      test("a claim keeps events from being due until it lapses, and releasing claims makes them due at once", async () => {
+        await seedAgents();
+        await store.events.create(newEvent("evt_1", "agt_a"));
+        await store.events.create(newEvent("evt_2", "agt_a"));
+        await store.events.create(newEvent("evt_done", "agt_a", { status: "delivered" }));
+        await store.events.claim(["evt_1", "evt_done"], at(400));
+        await store.events.claim([], at(400));
+        const claimed = await store.events.get("agt_a", "evt_1");
+        assert.equal(claimed?.sending, true);
+        assert.equal(claimed?.next_attempt_at, null);
+        assert.equal((await store.events.get("agt_a", "evt_done"))?.sending, false);
+        const dueIds = async (now: string) =>
+          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map((d) => d.event.id);
+        assert.deepEqual(await dueIds(at(399)), ["evt_2"]);
+        assert.deepEqual(await dueIds(at(400)), ["evt_2", "evt_1"]);
+        assert.equal(await store.events.releaseClaims(at(150)), 1);
+        assert.equal(await store.events.releaseClaims(at(151)), 0);
+        const released = await store.events.get("agt_a", "evt_1");
+        assert.equal(released?.sending, false);
+        assert.equal(released?.next_attempt_at, at(150));
+        assert.deepEqual(await dueIds(at(150)), ["evt_2", "evt_1"]);
+      });
+
+      test("dueNow brings an agent's waiting events forward, leaving claimed and finished ones alone", async () => {
+        await seedAgents();
+        await store.events.create(newEvent("evt_wait", "agt_a", { next_attempt_at: at(500) }));
+        await store.events.create(newEvent("evt_past", "agt_a", { next_attempt_at: at(100) }));
+        await store.events.create(newEvent("evt_claimed", "agt_a", { next_attempt_at: at(100) }));
+        await store.events.create(newEvent("evt_failed", "agt_a", { status: "failed", next_attempt_at: at(500) }));
+        await store.events.create(newEvent("evt_other", "agt_b", { next_attempt_at: at(500) }));
+        await store.events.claim(["evt_claimed"], at(600));
+        assert.equal(await store.events.dueNow("agt_a", at(200)), 1);
+        assert.equal((await store.events.get("agt_a", "evt_wait"))?.next_attempt_at, at(200));
+        assert.equal((await store.events.get("agt_a", "evt_past"))?.next_attempt_at, at(100));
+        assert.equal((await store.events.get("agt_a", "evt_claimed"))?.sending, true);
+        assert.equal((await store.events.get("agt_a", "evt_failed"))?.next_attempt_at, at(500));
+        assert.equal((await store.events.get("agt_b", "evt_other"))?.next_attempt_at, at(500));
+      });
+
+      test("nextDueAt is the earliest later due time among events that could be attempted", async () => {
+        await seedWorkspace(store);
+        await store.agents.create(newAgent("agt_a"));
+        await store.agents.create(newAgent("agt_paused"));
+        await store.agents.update(WS, "agt_paused", { state: "paused" }, at(11));
+        await store.agents.create(newAgent("agt_socket", { webhookUrl: null }));
+        assert.equal(await store.events.nextDueAt(at(0)), undefined);
+        await store.events.create(newEvent("evt_1", "agt_a", { next_attempt_at: at(300) }));
+        await store.events.create(newEvent("evt_2", "agt_a", { next_attempt_at: at(200) }));
+        await store.events.create(newEvent("evt_3", "agt_a", { next_attempt_at: at(100) }));
+        await store.events.create(newEvent("evt_4", "agt_a", { status: "delivered", next_attempt_at: at(150) }));
+        await store.events.create(newEvent("evt_5", "agt_paused", { next_attempt_at: at(120) }));
+        await store.events.create(newEvent("evt_6", "agt_socket", { next_attempt_at: at(110) }));
+        assert.equal(await store.events.nextDueAt(at(100)), at(200));
+        assert.equal(await store.events.nextDueAt(at(99)), at(100));
+        assert.equal(await store.events.nextDueAt(at(300)), undefined);
+        await store.events.create(newEvent("evt_7", "agt_paused", { type: "ping", next_attempt_at: at(130) }));
+        assert.equal(await store.events.nextDueAt(at(100)), at(130));
+      });
+
+      test("recording an attempt keeps it, updates the event and ends its claim", async () => {
+        await seedAgents();
+        const event = newEvent("evt_1", "agt_a");
+        await store.events.create(event);
+        await store.events.claim(["evt_1"], at(400));
+        const attempt = newAttempt("att_1", event);
+        await store.events.recordAttempt(attempt, { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201));
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), { ...event, attempts: 1, next_attempt_at: at(260), updated_at: at(201) });
+        const success = newAttempt("att_2", event, {
+          attempt: 2, trigger: "manual", started_at: at(300), status_code: 200, response_excerpt: "", outcome: "success", next_attempt_at: null,
+        });
+        await store.events.recordAttempt(success, { status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(301));
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), {
+          ...event, status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0, updated_at: at(301),
+        });
+        assert.deepEqual(await store.events.attempts(["evt_1"]), [attempt, success]);
+        const failedByNetwork = newAttempt("att_3", event, { attempt: 3, status_code: null, error: "ECONNREFUSED" });
+        await store.events.recordAttempt(failedByNetwork, { status: "delivered", attempts: 3, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(302));
+        assert.equal((await store.events.attempts(["evt_1"]))[2]?.status_code, null);
+      });
+
+      test("recording an attempt does not bring back an event cancelled meanwhile", async () => {
+        await seedAgents();
+        const event = newEvent("evt_1", "agt_a");
+        await store.events.create(event);
+        await store.events.claim(["evt_1"], at(400));
+        assert.equal(await store.events.cancelPending("agt_a", at(150)), 1);
+        await store.events.recordAttempt(newAttempt("att_1", event), { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201));
+        const afterwards = await store.events.get("agt_a", "evt_1");
+        assert.equal(afterwards?.status, "cancelled");
+        assert.equal(afterwards?.next_attempt_at, null);
+        assert.equal(afterwards?.attempts, 0);
+        assert.equal(afterwards?.sending, false);
+        assert.deepEqual(ids(await store.events.attempts(["evt_1"])), ["att_1"]);
+        assert.deepEqual(await store.events.due(at(1000), { limit: 10, skipAgents: new Set(), socketAgents: new Set() }), []);
+      });
+
+      test("attempts are listed by event then attempt number, and the latest is the agent's last", async () => {
+        await seedAgents();
+        const e1 = newEvent("evt_1", "agt_a");
+        const e2 = newEvent("evt_2", "agt_a");
+        const eb = newEvent("evt_b", "agt_b");
+        for (const e of [e1, e2, eb]) await store.events.create(e);
+        const update = { status: "pending", attempts: 1, next_attempt_at: at(500), next_trigger: "scheduled", retries: 1 } as const;
+        await store.events.recordAttempt(newAttempt("att_x", e2, { attempt: 2, started_at: at(220) }), update, at(220));
+        await store.events.recordAttempt(newAttempt("att_y", e1, { attempt: 1, started_at: at(230) }), update, at(230));
+        await store.events.recordAttempt(newAttempt("att_z", e2, { attempt: 1, started_at: at(210) }), update, at(210));
+        await store.events.recordAttempt(newAttempt("att_b", eb, { attempt: 1, started_at: at(900) }), update, at(900));
+        assert.deepEqual(ids(await store.events.attempts(["evt_2", "evt_1"])), ["att_y", "att_z", "att_x"]);
+        assert.deepEqual(await store.events.attempts([]), []);
+        assert.equal((await store.events.lastAttempt("agt_a"))?.id, "att_y");
+        assert.equal(await store.events.lastAttempt("agt_nobody"), undefined);
+      });
+
+      test("schedule sets the next attempt of any event, ending a claim", async () => {
+        await seedAgents();
+        const pending = newEvent("evt_1", "agt_a");
+        const delivered = newEvent("evt_2", "agt_a", { status: "delivered", next_attempt_at: null });
+        await store.events.create(pending);
+        await store.events.create(delivered);
+        await store.events.claim(["evt_1"], at(400));
+        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(500), next_trigger: "manual", retries: 0 }, at(300));
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), { ...pending, next_attempt_at: at(500), next_trigger: "manual", retries: 0, updated_at: at(300) });
+        await store.events.schedule("evt_2", { status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0 }, at(310));
+        assert.deepEqual(await store.events.get("agt_a", "evt_2"), {
+          ...delivered, status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0, updated_at: at(310),
+        });
+      });
+
+      test("cancelPending cancels the agent's pending events only", async () => {
+        await seedAgents();
+        await store.events.create(newEvent("evt_1", "agt_a"));
+        await store.events.create(newEvent("evt_2", "agt_a", { next_attempt_at: at(900) }));
+        await store.events.create(newEvent("evt_done", "agt_a", { status: "delivered", next_attempt_at: null }));
+        await store.events.create(newEvent("evt_b", "agt_b"));
+        assert.equal(await store.events.cancelPending("agt_a", at(150)), 2);
+        assert.equal(await store.events.cancelPending("agt_a", at(151)), 0);
+        const cancelled = await store.events.get("agt_a", "evt_2");
+        assert.deepEqual([cancelled?.status, cancelled?.next_attempt_at, cancelled?.updated_at], ["cancelled", null, at(150)]);
+        assert.equal((await store.events.get("agt_a", "evt_done"))?.status, "delivered");
+        assert.equal((await store.events.get("agt_b", "evt_b"))?.status, "pending");
+      });
+    });
+
+    describe("notifications", () => {
+      test("are listed newest first for their user, paging with before", async () => {
+        await seedWorkspace(store);
+        const notification = (id: string, userId = BOB): Notification => ({
+          id, workspace_id: WS, user_id: userId, type: "mention", conversation_id: "cnv_1", message_id: `msg_${id}`, created_at: at(30), read_at: null,
+        });
+        for (const id of ["ntf_2", "ntf_1", "ntf_3"]) await store.notifications.create(notification(id));
+        await store.notifications.create(notification("ntf_9", OLIVE));
+        assert.deepEqual(await store.notifications.listForUser(BOB, { limit: 10 }), [notification("ntf_3"), notification("ntf_2"), notification("ntf_1")]);
+        assert.deepEqual(ids(await store.notifications.listForUser(BOB, { limit: 1 })), ["ntf_3"]);
+        assert.deepEqual(ids(await store.notifications.listForUser(BOB, { limit: 10, before: "ntf_3" })), ["ntf_2", "ntf_1"]);
+        assert.deepEqual(ids(await store.notifications.listForUser(OLIVE, { limit: 10, before: undefined })), ["ntf_9"]);
+      });
+    });
+
+    describe("sessions", () => {
+      test("are found by token hash with their key's owner, and end once", async () => {
+        await seedWorkspace(store);
+        const key = await store.apiKeys.create({
+          id: "key_1", workspaceId: WS, userId: BOB, name: "console", scopes: ["messages.read"], secretHash: "key-hash", hint: "tr_…", createdAt: at(3),
+        });
+        const session = { id: "ses_1", api_key_id: "key_1", created_at: at(4), expires_at: at(86_400), ended_at: null };
+        assert.deepEqual(await store.sessions.create({ ...session, token_hash: "cookie-hash" }), session);
+        const found = await store.sessions.findByTokenHash("cookie-hash");
+        assert.deepEqual(found, {
+          session,
+          owner: { key, user: { id: BOB, workspace_id: WS, name: "Bob", role: "member", created_at: at(2), removed_at: null }, workspace: { id: WS, slug: "acme", name: "Acme", created_at: at(0) } },
+        });
+        assert.equal(await store.sessions.findByTokenHash("other-hash"), undefined);
+        assert.equal(await store.sessions.end("ses_1", at(5)), true);
+        assert.equal(await store.sessions.end("ses_1", at(6)), false);
+        assert.equal(await store.sessions.end("ses_nobody", at(6)), false);
+        assert.equal((await store.sessions.findByTokenHash("cookie-hash"))?.session.ended_at, at(5));
+      });
+    });
+
+    describe("transactions", () => {
+      test("commit all of their writes together", async () => {
+        const result = await store.transaction(async (tx) => {
+          await tx.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+          await tx.users.create({ id: OLIVE, workspaceId: WS, name: "Olive", role: "owner", createdAt: at(1) });
+          return tx.transaction(async (inner) => inner.users.list(WS));
+        });
+        assert.deepEqual(ids(result), [OLIVE]);
+        assert.deepEqual(ids(await store.users.list(WS)), [OLIVE]);
+      });
+
+      test("that throw leave none of their writes behind", async () => {
+        const boom = new Error("boom");
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+            await tx.users.create({ id: OLIVE, workspaceId: WS, name: "Olive", role: "owner", createdAt: at(1) });
+            assert.equal(await tx.workspaces.count(), 1);
+            throw boom;
+          }),
+          (error) => error === boom,
+        );
+        assert.equal(await store.workspaces.count(), 0);
+        assert.equal(await store.users.get(WS, OLIVE), undefined);
+      });
+
+      test("that fail on a constraint leave none of their writes behind", async () => {
+        await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.users.create({ id: OLIVE, workspaceId: WS, name: "Olive", role: "owner", createdAt: at(1) });
+            await tx.workspaces.create({ id: "ws_2", slug: "acme", name: "Clash", createdAt: at(2) });
+          }),
+        );
+        assert.deepEqual(await store.users.list(WS), []);
+        assert.equal(await store.conversations.directoryVersion(WS), 0);
+      });
+    });
+
+    test("ids and timestamps compare byte by byte, as SQLite compares them", async () => {
+      await seedWorkspace(store);
+      await store.conversations.create(channel("cnv_1", "general", "public"));
+      // Byte order: digits < upper case < `_` < lower case; a linguistic collation would order these differently.
+      for (const id of ["msg_a", "msg_0", "msg__", "msg_Z"]) await store.messages.create(message(id, "cnv_1"));
+      const list = (before?: string) => store.messages.list("cnv_1", { limit: 10, includeAsides: true, before }).then(ids);
+      assert.deepEqual(await list(), ["msg_a", "msg__", "msg_Z", "msg_0"]);
+      assert.deepEqual(await list("msg__"), ["msg_Z", "msg_0"]);
+      for (const [id, name] of [["cnv_b", "b"], ["cnv_B", "B"], ["cnv_u", "_x"]] as const) {
+        await store.conversations.create(channel(id, name, "public"));
+      }
+      const names = (await store.conversations.listVisible(WS, BOB, true)).map((c) => c.name);
+      assert.deepEqual(names, ["B", "_x", "b", "general"]);
+    });
+
+    if (engine === postgresEngine) {
+      test("migrations run twice concurrently without harm", async () => {
+        const url = await freshDatabase();
+        const applied = await Promise.all([migratePostgres(url), migratePostgres(url)]);
+        assert.deepEqual(applied.map((names) => names.length).sort(), [0, MIGRATIONS.length]);
+        assert.deepEqual(applied.flat(), MIGRATIONS);
+        assert.deepEqual(await migratePostgres(url), []);
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          const { rows } = await client.query<{ name: string }>("select name from kysely_migration order by name");
+          assert.deepEqual(rows.map((row) => row.name), MIGRATIONS);
+        } finally {
+          await client.end();
+        }
+
+        const second = await freshDatabase();
+        const [one, two] = await Promise.all([openPostgresStore(second), openPostgresStore(second)]);
+        try {
+          await one.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
+          assert.equal((await two.workspaces.getBySlug("acme"))?.id, WS);
+        } finally {
+          await one.close();
+          await two.close();
+        }
+      });
+    }
+  });
+}
