@@ -20,7 +20,10 @@ import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
 import { createLinks } from "./links";
+import { createPostgresBus } from "./bus/postgres";
 import { createLocalBus } from "./bus/types";
+import { createRedisRateLimitStore } from "./rateLimit/redisStore";
+import { openPostgresStore } from "./store/postgres";
 import type { Bus } from "./bus/types";
 import { CLOSE, createAgentSockets } from "./live/agentSockets";
 import { createLiveHub } from "./live/hub";
@@ -35,8 +38,9 @@ export function databasePath(dataDir: string): string {
   return join(dataDir, DATABASE_FILE);
 }
 
-export function openStore(config: Pick<Config, "dataDir">): Promise<Store> {
-  return openSqliteStore(databasePath(config.dataDir));
+/** PostgreSQL when a database URL is configured (several relays can share it), else SQLite in the data folder. */
+export function openStore(config: Pick<Config, "dataDir" | "databaseUrl">, logger?: Logger): Promise<Store> {
+  return config.databaseUrl ? openPostgresStore(config.databaseUrl, logger ? { logger } : {}) : openSqliteStore(databasePath(config.dataDir));
 }
 
 export function createProvider(config: Pick<Config, "provider" | "upstream">, post: HttpPost): ModelProvider {
@@ -85,11 +89,17 @@ export interface StartOptions {
 export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
-  const store = options.store ?? (await openStore(config));
+  const store = options.store ?? (await openStore(config, logger));
   if ((await store.workspaces.count()) === 0) {
     await store.close();
-    throw new Error(`No workspace in ${config.dataDir}: run \`tab-relay init --data ${config.dataDir} --workspace SLUG --owner NAME\` first`);
+    const where = config.databaseUrl ? "the database" : config.dataDir;
+    const flag = config.databaseUrl ? "--database URL" : `--data ${config.dataDir}`;
+    throw new Error(`No workspace in ${where}: run \`tab-relay init ${flag} --workspace SLUG --owner NAME\` first`);
   }
+  // Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back.
+  const memoryLimits = createMemoryRateLimitStore();
+  const redisLimits = config.redisUrl ? createRedisRateLimitStore({ url: config.redisUrl, logger, fallback: memoryLimits }) : undefined;
+  if (redisLimits && !(await redisLimits.ready())) logger.warn("Redis is not answering; rate limits hold per relay until it does");
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const transport = createHttpPost();
@@ -98,7 +108,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const ids = createSortableIds(clock);
   const links = createLinks(config.publicUrl);
-  const bus = options.bus ?? createLocalBus();
+  const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
   const agentSockets = createAgentSockets({
     logger,
     ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
@@ -154,7 +164,15 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     clock,
     logger,
     metrics,
-    rateLimitStore: createMemoryRateLimitStore(),
+    rateLimitStore: redisLimits ?? memoryLimits,
+    async ready() {
+      // Ready when the database (and Redis, when configured) answer: a load balancer sends nothing before.
+      const [database, redis] = await Promise.all([
+        store.workspaces.count().then(() => true, () => false),
+        redisLimits ? redisLimits.ready() : Promise.resolve(true),
+      ]);
+      return { database, redis: redisLimits ? redis : undefined };
+    },
     completions,
     tokens,
     providerName: provider.name,
@@ -189,14 +207,17 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
+      const deliveriesStopped = deliveries.stop(graceMs);
       live.close();
       agentSockets.close();
       await bus.close();
       upgrades.close();
-      const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveries.stop(graceMs)]);
+      const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveriesStopped]);
       server.closeAllConnections();
       await closed;
       await store.close();
+      await redisLimits?.close();
       await tokens.close();
       transport.destroy();
       logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
