@@ -131,7 +131,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     ids,
     client: createWebhookClient({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs, now: () => clock.now() }),
     retryScheduleMs: config.webhooks.retryScheduleMs,
-    leaseMs: config.webhooks.timeoutMs + 60_000,
+    // A claim outlives any attempt (an attempt ends at its timeout), with room for signing and recording it.
+    leaseMs: Math.max(config.webhooks.timeoutMs, config.webhooks.socketAckTimeoutMs) + 10_000,
     sockets: agentSockets,
     onAttempt: (event) => bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id }),
   });
