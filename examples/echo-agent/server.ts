@@ -37,7 +37,7 @@ export interface EchoAgent {
   close(): Promise<void>;
 }
 
-function logLine(entry: Record<string, unknown>): void {
+export function logLine(entry: Record<string, unknown>): void {
   console.log(JSON.stringify({ at: new Date().toISOString(), ...entry }));
 }
 
@@ -75,13 +75,17 @@ function answer(res: ServerResponse, status: number, body?: Record<string, unkno
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 }
 
-export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAgent> {
-  const receiver = createWebhookReceiver({ signingSecret: options.signingSecret, now: options.now });
-  const log = options.log ?? logLine;
-  const events: WebhookEvent[] = [];
-  const pending = new Set<Promise<void>>();
-
-  async function work(event: WebhookEvent, webhookId: string): Promise<void> {
+/**
+ * What the echo agent does with a verified, new event, however it arrived (webhook or Socket Mode): answers
+ * `message.created` through the Agent API and logs pings. Never throws; failures are logged.
+ */
+export function createEchoWork(options: {
+  token: string;
+  log: (entry: Record<string, unknown>) => void;
+  fetch?: typeof fetch | undefined;
+}): (event: WebhookEvent, webhookId: string) => Promise<void> {
+  const { log } = options;
+  return async function work(event, webhookId) {
     switch (event.type) {
       case "ping":
         log({ kind: "ping", webhook_id: webhookId, event_id: event.id, workspace: event.workspace.slug });
@@ -105,7 +109,15 @@ export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAge
         // Event types added after this example was written are acknowledged and skipped.
         log({ kind: "ignored", webhook_id: webhookId, type: (event as { type?: unknown }).type });
     }
-  }
+  };
+}
+
+export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAgent> {
+  const receiver = createWebhookReceiver({ signingSecret: options.signingSecret, now: options.now });
+  const log = options.log ?? logLine;
+  const events: WebhookEvent[] = [];
+  const pending = new Set<Promise<void>>();
+  const work = createEchoWork({ token: options.token, log, fetch: options.fetch });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== "POST") {

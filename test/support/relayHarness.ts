@@ -18,15 +18,21 @@ export interface TestRelay extends InitializedWorkspace {
   close(): Promise<void>;
 }
 
-/** A real relay on 127.0.0.1 port 0 over a real SQLite file in a fresh temporary data folder. */
+/**
+ * A real relay on 127.0.0.1 port 0 over a real SQLite file in a fresh temporary data folder.
+ * `reuse` restarts on the data folder and workspace of an earlier relay (stopped with `relay.relay.close()`, which
+ * keeps the folder), as after a restart of the process; closing the new one removes the folder.
+ */
 export async function startTestRelay(
-  options: { env?: Record<string, string>; clock?: Clock; logger?: Logger; slug?: string } = {},
+  options: { env?: Record<string, string>; clock?: Clock; logger?: Logger; slug?: string; reuse?: Pick<TestRelay, "dataDir" | keyof InitializedWorkspace> } = {},
 ): Promise<TestRelay> {
-  const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-test-"));
+  const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
   const store = await openStore(config);
   const clock = options.clock ?? { now: () => Date.now() };
-  const init = await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
+  const init: InitializedWorkspace = options.reuse
+    ? { workspace: options.reuse.workspace, user: options.reuse.user, apiKey: options.reuse.apiKey }
+    : await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
   const relay = await startRelay(config, {
     store,
     clock,

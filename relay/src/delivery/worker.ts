@@ -226,11 +226,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const headers = { [WEBHOOK_HEADERS.id]: event.id, [WEBHOOK_HEADERS.timestamp]: String(timestamp), [WEBHOOK_HEADERS.signature]: signature };
       // A connected socket wins over the webhook URL: the agent is there now, and sockets need no public address.
       const viaSocket = options.sockets?.connected(event.agent_id) === true;
+      if (!viaSocket && due.webhookUrl === null) {
+        // The agent's only socket went away since the event was read: not an attempt, so no retry is spent. The
+        // claim is dropped and the event waits for the agent's next connection.
+        const update = { status: "pending" as const, next_attempt_at: iso(clock.now()), next_trigger: event.next_trigger, retries: event.retries };
+        await store.events.schedule(event.id, update, iso(clock.now()));
+        return;
+      }
       const outcome = viaSocket
         ? await (options.sockets as NonNullable<DeliveryWorkerOptions["sockets"]>).deliver(event.agent_id, { id: event.id, headers, body: event.payload })
-        : due.webhookUrl !== null
-          ? await client.send({ url: due.webhookUrl, headers, body: event.payload })
-          : { ok: false, error: "the agent's socket disconnected", durationMs: 0, excerpt: "" };
+        : await client.send({ url: due.webhookUrl as string, headers, body: event.payload });
       // An attempt cut short by shutdown is not the agent's failure: the event stays as it was and goes out after restart.
       if (stopped && !outcome.ok && outcome.status === undefined) return;
       await record(due, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));

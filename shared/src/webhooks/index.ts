@@ -1,3 +1,4 @@
 export * from "./events";
 export * from "./signing";
 export * from "./agent";
+export * from "./socketMode";
