@@ -159,7 +159,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       }
       if (stopped) {
         // Claimed but never started: let them go now rather than when the claim lapses.
-        for (const item of starting) release(item.event.agent_id);
+        for (const item of starting) {
+          release(item.event.agent_id);
+          await giveBack(item.event);
+        }
         return;
       }
       for (const item of starting) inFlight.set(item.event.id, attempt(item));
@@ -211,6 +214,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pollTimer.unref();
   }
 
+  async function giveBack(event: StoredEvent): Promise<void> {
+    await store.events.unclaim(event.id, iso(clock.now()));
+  }
+
   function release(agentId: string): void {
     const left = (perAgent.get(agentId) ?? 1) - 1;
     if (left > 0) perAgent.set(agentId, left);
@@ -236,8 +243,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const outcome = viaSocket
         ? await (options.sockets as NonNullable<DeliveryWorkerOptions["sockets"]>).deliver(event.agent_id, { id: event.id, headers, body: event.payload })
         : await client.send({ url: due.webhookUrl as string, headers, body: event.payload });
-      // An attempt cut short by shutdown is not the agent's failure: the event stays as it was and goes out after restart.
-      if (stopped && !outcome.ok && outcome.status === undefined) return;
+      // An attempt cut short by shutdown is not the agent's failure: no attempt is recorded, and the claim is given
+      // back so another relay (or this one, restarted) sends the event at once.
+      if (stopped && !outcome.ok && outcome.status === undefined) return await giveBack(event);
       await record(due, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
     } catch (error) {
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });

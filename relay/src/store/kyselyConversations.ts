@@ -385,6 +385,9 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
       if (ids.length === 0) return;
       await db.updateTable("events").set({ claimed: 1, next_attempt_at: until }).where("id", "in", [...ids]).where("status", "=", "pending").execute();
     },
+    async unclaim(id, now) {
+      await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("id", "=", id).where("status", "=", "pending").where("claimed", "=", 1).execute();
+    },
     async releaseClaims(now) {
       const result = await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("claimed", "=", 1).executeTakeFirst();
       return Number(result.numUpdatedRows);

@@ -265,6 +265,8 @@ export interface Store {
      * sharing a database, no other relay) attempts them meanwhile; recording the attempt ends the claim.
      */
     claim(ids: readonly string[], until: string): Promise<void>;
+    /** Gives back one claim without an attempt (shutdown cut it short): the event is due again at once, unless it was cancelled meanwhile. */
+    unclaim(id: string, now: string): Promise<void>;
     /** Ends every claim (only for a relay alone on its database: it knows nobody else is attempting anything). */
     releaseClaims(now: string): Promise<number>;
     /** The earliest time after `after` at which a pending event falls due, if any. */
