@@ -15,12 +15,13 @@ import { localEngineSection } from "./localEngineSection";
 import { killAllSync, stopAll } from "./processes";
 import { type BenchContext, type BenchSection, type Goal, type SectionReport, goalsTable, markdownTable } from "./sections";
 import { cleanEnv } from "./servers";
+import { scaleOutSection } from "./scaleOutSection";
 import { round } from "./stats";
 import { streamingSection } from "./streamingSection";
 import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, localEngineSection];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({

@@ -137,6 +137,8 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
   const agents = { http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) };
   const lookup = createGuardedLookup(allowPrivate);
   let closed = false;
+  /** Ends each send under way; closing the client (shutdown) must not leave attempts running past it. */
+  const inFlight = new Set<() => void>();
 
   function send(request: WebhookRequest): Promise<WebhookOutcome> {
     const started = performance.now();
@@ -177,8 +179,14 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         if (done) return;
         done = true;
         clearTimeout(timer);
+        inFlight.delete(abort);
         resolve(outcome);
       };
+      const abort = () => {
+        finish(failure("webhook client closed"));
+        current?.destroy();
+      };
+      inFlight.add(abort);
       // An answer whose headers arrived counts by its status, even if its body is cut short by the timeout or the cap.
       const finishWithResponse = (res: IncomingMessage) => {
         const status = res.statusCode ?? 0;
@@ -215,7 +223,8 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
         current = req;
         req.on("error", (error) => {
           if (done || response || req !== current) return;
-          if (mayRetryStaleSocket && isStaleSocketError(req, error)) attempt(false);
+          // A socket reset by our own shutdown is not a stale keep-alive socket: nothing is sent again.
+          if (mayRetryStaleSocket && !closed && isStaleSocketError(req, error)) attempt(false);
           else finish(failure(describeError(error)));
         });
         req.on("response", (res) => {
@@ -254,6 +263,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     send,
     close() {
       closed = true;
+      for (const abort of [...inFlight]) abort();
       agents.http.destroy();
       agents.https.destroy();
     },

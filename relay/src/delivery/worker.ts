@@ -62,6 +62,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const maxPerAgent = options.maxPerAgent ?? 8;
   const random = options.random ?? Math.random;
   const leaseMs = options.leaseMs ?? 120_000;
+  // Sharing a database, another relay's claims lapse without a word; a look every tenth of a lease (one small query)
+  // finds a dead relay's work soon after its lease.
+  const idlePollMs = store.exclusive ? IDLE_POLL_MS : Math.min(IDLE_POLL_MS, Math.max(1000, leaseMs / 10));
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
   let running = false;
@@ -199,7 +202,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       wake();
       // Only the earliest retry had the timer; the next one is read back from the outbox.
       void poll().catch((error: unknown) => logger.error("delivery worker failed to poll", { error }));
-    }, Math.max(0, Math.min(IDLE_POLL_MS, dueMs - clock.now())));
+    }, Math.max(0, Math.min(idlePollMs, dueMs - clock.now())));
     timer.unref();
   }
 
@@ -207,10 +210,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (stopped) return;
     const now = clock.now();
     const next = await store.events.nextDueAt(iso(now));
-    armTimer(next === undefined ? now + IDLE_POLL_MS : Date.parse(next));
+    armTimer(next === undefined ? now + idlePollMs : Date.parse(next));
     clearTimeout(pollTimer);
     // Another process sharing the database (or a clock step) can make events due without telling this one.
-    pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), IDLE_POLL_MS);
+    pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
     pollTimer.unref();
   }
 
