@@ -16,6 +16,15 @@ const BEARER = /^Bearer ([^\s]+)$/;
 /** Envelopes are small JSON; a frame this large from a client is not an acknowledgement. */
 const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
 
+/** The host of an Origin header; opaque origins ("null") have none. */
+function originHost(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Answers a refused upgrade with the API's error envelope and closes the connection. */
 function refuse(socket: Duplex, error: RelayError): void {
   const body = JSON.stringify(error.toBody());
@@ -36,7 +45,7 @@ export function attachUpgrades(server: Server, deps: { store: Store; clock: Cloc
     if (LIVE_PATHS.has(path)) {
       // Browsers send cookies on cross-site WebSocket handshakes too; only a page of this origin may listen.
       const origin = req.headers.origin;
-      if (origin !== undefined && new URL(origin).host !== req.headers.host) {
+      if (origin !== undefined && originHost(origin) !== req.headers.host) {
         return refuse(socket, new RelayError("FORBIDDEN", "Live updates are only for pages of this relay"));
       }
       const token = readCookie(req.headers.cookie, SESSION_COOKIE);
