@@ -67,6 +67,9 @@ export function createApp(deps: AppDeps): Express {
 
   const limits = deps.config.rateLimits;
   const eventsQueued = () => deps.bus.publish({ topic: "events" });
+  // Connected here, or to another relay sharing the database (whose renewed row says so).
+  const socketConnected = async (agentId: string) =>
+    deps.agentSockets.connected(agentId) || deps.store.agentSockets.connected(agentId, new Date(deps.clock.now()).toISOString());
   const conversations = createConversationService({
     ...deps,
     eventsQueued,
@@ -80,7 +83,7 @@ export function createApp(deps: AppDeps): Express {
     agentChanged(agent, change) {
       deps.bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change });
     },
-    socketConnected: (agentId) => deps.agentSockets.connected(agentId),
+    socketConnected,
   });
   const api = Router();
   api.use(
@@ -112,7 +115,7 @@ export function createApp(deps: AppDeps): Express {
     createUsersRouter(deps),
     createSessionsRouter(deps),
     createConversationsRouter({ ...deps, conversations }),
-    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected: (id) => deps.agentSockets.connected(id) }),
+    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected }),
     notFound,
   );
 

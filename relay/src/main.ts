@@ -19,6 +19,7 @@ import type { ModelProvider } from "./providers/types";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
+import { newId } from "./auth/secrets";
 import { createLinks } from "./links";
 import { createPostgresBus } from "./bus/postgres";
 import { createLocalBus } from "./bus/types";
@@ -33,6 +34,8 @@ import { openSqliteStore } from "./store/sqlite";
 import type { Store } from "./store/types";
 
 export const DATABASE_FILE = "relay.db";
+/** How long a relay's record of an agent socket lasts without renewal (renewed every third of it). */
+const SOCKET_PRESENCE_MS = 45_000;
 
 export function databasePath(dataDir: string): string {
   return join(dataDir, DATABASE_FILE);
@@ -108,22 +111,35 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const ids = createSortableIds(clock);
   const links = createLinks(config.publicUrl);
+  const relayId = newId("rly");
   const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
   const agentSockets = createAgentSockets({
     logger,
     ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
     onChange(agent, connected) {
-      live.agentUpdated(agent.workspace_id, agent.id);
-      // Whatever waited for this agent (failed attempts, unacknowledged envelopes) goes out on the new connection.
-      if (connected) {
-        store.events.dueNow(agent.id, new Date(clock.now()).toISOString()).then(
+      bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change: "updated" });
+      const now = clock.now();
+      if (!connected) {
+        store.agentSockets.unmark(agent.id, relayId).catch((error: unknown) => logger.error("could not record a closed agent socket", { error }));
+        return;
+      }
+      // Other relays leave this agent's events to this one; whatever waited for it goes out on the new connection.
+      store.agentSockets
+        .mark([agent.id], relayId, new Date(now + SOCKET_PRESENCE_MS).toISOString())
+        .then(() => store.events.dueNow(agent.id, new Date(now).toISOString()))
+        .then(
           () => deliveries.wake(),
           (error: unknown) => logger.error("could not release an agent's waiting events", { error }),
         );
-      }
     },
   });
   const live = createLiveHub({ store, links, logger });
+  // This relay's sockets are renewed in the database while they last, so a dead relay's lapse within a minute.
+  const presence = setInterval(() => {
+    const until = new Date(clock.now() + SOCKET_PRESENCE_MS).toISOString();
+    store.agentSockets.mark([...agentSockets.connectedIds()], relayId, until).catch((error: unknown) => logger.warn("could not renew agent sockets", { error }));
+  }, SOCKET_PRESENCE_MS / 3);
+  presence.unref();
   const deliveries = createDeliveryWorker({
     store,
     clock,
@@ -211,7 +227,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
       const deliveriesStopped = deliveries.stop(graceMs);
       live.close();
+      clearInterval(presence);
       agentSockets.close();
+      await store.agentSockets.unmarkRelay(relayId).catch(() => undefined);
       await bus.close();
       upgrades.close();
       const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveriesStopped]);

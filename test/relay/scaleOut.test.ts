@@ -24,7 +24,7 @@ import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } fro
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = join(ROOT, "relay/bin/tab-relay.js");
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions"];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets"];
 
 /** Everything but reads is lifted: the 300 reads a minute of the spec are what the rate-limit test checks. */
 const LIFTED = "writes=100000,agent_reads=100000,agent_posts=100000,session_reads=100000,session_writes=100000";
@@ -569,11 +569,6 @@ describe("several relays on one PostgreSQL and Redis", { concurrency: true }, ()
         const envelopes = socket.frames.filter((f) => f["type"] === "event").length;
         socket.ws.close();
         assert.equal(sink.deliveries.length, 0, `${sink.deliveries.length} of ${EVENTS} events went to the webhook URL, ${envelopes} over the socket`);
-      },
-      {
-        todo:
-          "relay: a connected socket wins over the webhook URL only on the relay holding the socket; another relay claims the " +
-          "agent's events too (its due() only excludes URL-less agents without a local socket) and POSTs them to the URL",
       },
     );
 

@@ -28,7 +28,7 @@ export interface AgentServiceDeps {
   /** After a change is stored: sockets of a paused, re-keyed or removed agent close, consoles refresh. */
   agentChanged(agent: Agent, change: AgentChange): void;
   /** Whether the agent holds a Socket Mode connection, which can take events without a webhook URL. */
-  socketConnected(agentId: string): boolean;
+  socketConnected(agentId: string): Promise<boolean>;
 }
 
 export interface Delivery {
@@ -91,7 +91,7 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   /** Queues a `ping` through the normal delivery path; it is tried once, since someone is watching for it. */
   async function sendTestEvent(workspace: Workspace, agent: Agent): Promise<StoredEvent> {
-    if (agent.webhook_url === null && !deps.socketConnected(agent.id)) {
+    if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
       throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to send a test event to");
     }
     const now = iso();
@@ -121,7 +121,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   async function redeliver(agent: Agent, eventId: string): Promise<Delivery> {
     const event = await deps.store.events.get(agent.id, eventId);
     if (!event) throw new RelayError("NOT_FOUND", `path.delivery_id: no delivery ${eventId} for this agent`);
-    if (agent.webhook_url === null && !deps.socketConnected(agent.id)) {
+    if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
       throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to deliver to");
     }
     const retries = event.status === "pending" ? event.retries : 0;

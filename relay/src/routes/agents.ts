@@ -84,7 +84,7 @@ function presentDelivery({ event, attempts }: Delivery) {
 }
 
 /** Connecting and managing outside agents: /agents and everything under it. */
-export function createAgentsRouter(deps: { store: Store; agents: AgentService; allowPrivateWebhooks: boolean; socketConnected(agentId: string): boolean }): Router {
+export function createAgentsRouter(deps: { store: Store; agents: AgentService; allowPrivateWebhooks: boolean; socketConnected(agentId: string): Promise<boolean> }): Router {
   const router = Router();
   const { store } = deps;
   const CreateAgentBody = z.object({ name: Name, description: Description.default(""), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() });
@@ -121,14 +121,14 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
       description: body.description,
       webhookUrl: body.webhook_url ?? null,
     });
-    res.status(201).json({ data: { agent: present(created.agent, caller.user, deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret } });
+    res.status(201).json({ data: { agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret } });
   });
 
   router.get("/agents", named("/agents"), requireScope("agents.read"), async (req, res) => {
     const caller = req.caller as Caller;
     const agents = await store.agents.list(caller.workspace.id);
     const data = await Promise.all(
-      agents.map(async (agent) => present(agent, caller.user, deps.socketConnected(agent.id), canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined)),
+      agents.map(async (agent) => present(agent, caller.user, await deps.socketConnected(agent.id), canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined)),
     );
     res.json({ data });
   });
@@ -136,7 +136,7 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
   router.get("/agents/:id", named("/agents/:id"), requireScope("agents.read"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "read");
     const last = canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined;
-    res.json({ data: present(agent, caller.user, deps.socketConnected(agent.id), last) });
+    res.json({ data: present(agent, caller.user, await deps.socketConnected(agent.id), last) });
   });
 
   router.patch("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
@@ -148,27 +148,27 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
       ...(body.description !== undefined ? { description: body.description } : {}),
       ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url } : {}),
     });
-    res.json({ data: present(updated, caller.user, deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
+    res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
   });
 
   for (const [action, state] of [["pause", "paused"], ["resume", "active"]] as const) {
     router.post(`/agents/:id/${action}`, named(`/agents/:id/${action}`), requireScope("agents.write"), async (req, res) => {
       const { caller, agent } = await agentFor(req, "manage");
       const updated = agent.state === state ? agent : await deps.agents.update(agent, { state });
-      res.json({ data: present(updated, caller.user, deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
+      res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
     });
   }
 
   router.post("/agents/:id/token", named("/agents/:id/token"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
     const rotated = await deps.agents.rotateToken(agent);
-    res.json({ data: { agent: present(rotated.agent, caller.user, deps.socketConnected(rotated.agent.id)), token: rotated.token } });
+    res.json({ data: { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), token: rotated.token } });
   });
 
   router.post("/agents/:id/signing-secret", named("/agents/:id/signing-secret"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
     const rotated = await deps.agents.rotateSigningSecret(agent);
-    res.json({ data: { agent: present(rotated.agent, caller.user, deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret } });
+    res.json({ data: { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret } });
   });
 
   router.post("/agents/:id/test-event", named("/agents/:id/test-event"), requireScope("agents.write"), async (req, res) => {

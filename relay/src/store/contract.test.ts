@@ -21,9 +21,9 @@ const ADMIN_URL = `postgres://postgres@${POSTGRES_HOST}/postgres`;
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
   "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
-  "sessions", "api_keys", "agents", "users", "workspaces",
+  "sessions", "agent_sockets", "api_keys", "agents", "users", "workspaces",
 ];
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions"];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets"];
 
 interface Harness {
   store: Store;
@@ -729,6 +729,27 @@ for (const engine of engines) {
         assert.deepEqual(await store.events.get("agt_a", "evt_2"), {
           ...delivered, status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0, updated_at: at(310),
         });
+      });
+
+      test("an agent whose socket another relay holds is left to that relay until the record lapses", async () => {
+        await seedAgents();
+        await store.events.create(newEvent("evt_a", "agt_a"));
+        await store.events.create(newEvent("evt_b", "agt_b"));
+        const dueIds = async (now: string, socketAgents: string[] = []) =>
+          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set(socketAgents) })).map((d) => d.event.id);
+        await store.agentSockets.mark(["agt_a"], "rly_other", at(1000));
+        assert.equal(await store.agentSockets.connected("agt_a", at(500)), true);
+        assert.equal(await store.agentSockets.connected("agt_b", at(500)), false);
+        assert.deepEqual(await dueIds(at(500)), ["evt_b"], "relay_other delivers agt_a's events");
+        assert.deepEqual(await dueIds(at(500), ["agt_a"]), ["evt_a", "evt_b"], "the relay holding the socket delivers them");
+        assert.deepEqual(await dueIds(at(1500)), ["evt_a", "evt_b"], "a lapsed record no longer holds them back");
+        await store.agentSockets.mark(["agt_a"], "rly_other", at(3000));
+        assert.equal(await store.agentSockets.connected("agt_a", at(2000)), true, "marking again renews");
+        await store.agentSockets.unmark("agt_a", "rly_other");
+        assert.equal(await store.agentSockets.connected("agt_a", at(2000)), false);
+        await store.agentSockets.mark(["agt_a", "agt_b"], "rly_gone", at(3000));
+        await store.agentSockets.unmarkRelay("rly_gone");
+        assert.deepEqual(await dueIds(at(2000)), ["evt_a", "evt_b"]);
       });
 
       test("cancelPending cancels the agent's pending events only", async () => {

@@ -343,7 +343,13 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
         .where("e.status", "=", "pending")
         .where("e.next_attempt_at", "<=", now)
         .where("a.removed_at", "is", null)
-        .where((eb) => (socketAgents.size > 0 ? eb.or([eb("a.webhook_url", "is not", null), eb("a.id", "in", [...socketAgents])]) : eb("a.webhook_url", "is not", null)))
+        .where((eb) => {
+          const byWebhook = eb.and([
+            eb("a.webhook_url", "is not", null),
+            eb.not(eb.exists(eb.selectFrom("agent_sockets as s").select("s.agent_id").whereRef("s.agent_id", "=", "a.id").where("s.connected_until", ">", now))),
+          ]);
+          return socketAgents.size > 0 ? eb.or([byWebhook, eb("a.id", "in", [...socketAgents])]) : byWebhook;
+        })
         .where((eb) => eb.or([eb("a.state", "=", "active"), eb("e.type", "=", "ping")]));
       if (agentId !== undefined) q = q.where("e.agent_id", "=", agentId);
       else if (skipAgents.size > 0) q = q.where("e.agent_id", "not in", [...skipAgents]);
@@ -422,6 +428,29 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
         .where("status", "=", "pending")
         .executeTakeFirst();
       return Number(result.numUpdatedRows);
+    },
+  };
+}
+
+export function agentSocketsStore(db: Db): Store["agentSockets"] {
+  return {
+    async mark(agentIds, relayId, until) {
+      if (agentIds.length === 0) return;
+      await db
+        .insertInto("agent_sockets")
+        .values(agentIds.map((agentId) => ({ agent_id: agentId, relay_id: relayId, connected_until: until })))
+        .onConflict((oc) => oc.columns(["agent_id", "relay_id"]).doUpdateSet({ connected_until: until }))
+        .execute();
+    },
+    async unmark(agentId, relayId) {
+      await db.deleteFrom("agent_sockets").where("agent_id", "=", agentId).where("relay_id", "=", relayId).execute();
+    },
+    async unmarkRelay(relayId) {
+      await db.deleteFrom("agent_sockets").where("relay_id", "=", relayId).execute();
+    },
+    async connected(agentId, now) {
+      const row = await db.selectFrom("agent_sockets").select("agent_id").where("agent_id", "=", agentId).where("connected_until", ">", now).executeTakeFirst();
+      return row !== undefined;
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Role, Scope } from "../auth/scopes";
-import { type Db, agentsStore, bumpDirectory, conversationsStore, eventsStore, messagesStore, notificationsStore } from "./kyselyConversations";
+import { type Db, agentsStore, bumpDirectory, conversationsStore, eventsStore, messagesStore, notificationsStore, agentSocketsStore } from "./kyselyConversations";
 import type { Database } from "./schema";
 import type { ApiKey, KeyOwner, Store, User } from "./types";
 
@@ -100,6 +100,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     messages: messagesStore(db),
     events: eventsStore(db, { rowLocks: fast?.rowLocks === true }),
     notifications: notificationsStore(db),
+    agentSockets: agentSocketsStore(db),
     sessions: {
       async create(input) {
         await db.insertInto("sessions").values(input).execute();

@@ -171,6 +171,19 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .execute();
       },
     },
+    "0004_agent_sockets": {
+      async up(db: Kysely<unknown>) {
+        // Which relay holds a Socket Mode connection of which agent, renewed while it lasts: relays sharing a
+        // database leave those agents' events to the relay with the socket, and a dead relay's rows lapse.
+        await db.schema
+          .createTable("agent_sockets")
+          .addColumn("agent_id", text, (c) => c.notNull())
+          .addColumn("relay_id", text, (c) => c.notNull())
+          .addColumn("connected_until", text, (c) => c.notNull())
+          .addPrimaryKeyConstraint("agent_sockets_pk", ["agent_id", "relay_id"])
+          .execute();
+      },
+    },
   };
 }
 

@@ -15,6 +15,7 @@ export interface Database {
     created_at: string;
     revoked_at: string | null;
   };
+  agent_sockets: { agent_id: string; relay_id: string; connected_until: string };
   sessions: { id: string; api_key_id: string; token_hash: string; created_at: string; expires_at: string; ended_at: string | null };
   // From migration 0002 on: conversations and agents. Booleans are 0/1 integers so both engines agree.
   agents: {

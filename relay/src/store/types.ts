@@ -256,7 +256,10 @@ export interface Store {
      * Pending events due by `now` whose agent can take them: not removed, has a webhook URL or a socket, and is active
      * (a paused agent still gets test pings). Oldest due first.
      */
-    /** `socketAgents` have a Socket Mode connection here, so they can take events without a webhook URL. */
+    /**
+     * `socketAgents` have a Socket Mode connection here, so they can take events without a webhook URL; an agent
+     * whose socket another relay holds (a live `agentSockets` row) is left to that relay.
+     */
     due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; socketAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
     /** Makes the agent's waiting events due now (it just connected, so retrying need not wait). */
     dueNow(agentId: string, now: string): Promise<number>;
@@ -288,6 +291,14 @@ export interface Store {
     get(workspaceId: string, id: string): Promise<ApiKey | undefined>;
     listForUser(workspaceId: string, userId: string): Promise<ApiKey[]>;
     revoke(workspaceId: string, id: string, at: string): Promise<boolean>;
+  };
+  /** Socket Mode connections as every relay sharing the database sees them. */
+  readonly agentSockets: {
+    /** This relay holds sockets of these agents until `until` (renewed while they last). */
+    mark(agentIds: readonly string[], relayId: string, until: string): Promise<void>;
+    unmark(agentId: string, relayId: string): Promise<void>;
+    unmarkRelay(relayId: string): Promise<void>;
+    connected(agentId: string, now: string): Promise<boolean>;
   };
   readonly sessions: {
     create(session: Session & { token_hash: string }): Promise<Session>;
