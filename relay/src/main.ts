@@ -112,11 +112,14 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const ids = createSortableIds(clock);
   const links = createLinks(config.publicUrl);
   const relayId = newId("rly");
+  let shuttingDown = false;
   const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
   const agentSockets = createAgentSockets({
     logger,
     ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
     onChange(agent, connected) {
+      // At shutdown the relay's records are dropped at once (unmarkRelay); sockets closing then need nothing.
+      if (shuttingDown) return;
       bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change: "updated" });
       const now = clock.now();
       if (!connected) {
@@ -226,6 +229,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       server.closeIdleConnections();
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
       const deliveriesStopped = deliveries.stop(graceMs);
+      shuttingDown = true;
       live.close();
       clearInterval(presence);
       agentSockets.close();
