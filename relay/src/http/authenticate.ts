@@ -8,6 +8,11 @@ import type { Clock } from "../clock";
 import type { Store } from "../store/types";
 
 const BEARER = /^Bearer ([^\s]+)$/;
+
+/** The token of an `Authorization: Bearer <token>` header: exactly that form, one space, nothing else. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -39,7 +44,7 @@ export function createAuthenticate(deps: { store: Store; clock: Clock }): Reques
       req.authError = new RelayError("UNAUTHORIZED", "Missing Authorization header; send `Authorization: Bearer <API key>`");
       return next();
     }
-    const token = BEARER.exec(header)?.[1];
+    const token = bearerToken(header);
     if (token === undefined) {
       req.authError = new RelayError("UNAUTHORIZED", "Authorization header must be exactly `Bearer <API key>`");
       return next();

@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { API_PREFIX, RelayError } from "@tab-relay/shared";
 import { WebSocketServer } from "ws";
-import { hashSecret, looksLikeAgentToken } from "../auth/secrets";
+import { resolveAgentToken } from "../http/authenticateAgent";
 import { SESSION_COOKIE, readCookie, resolveSession } from "../auth/sessions";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
@@ -12,7 +12,6 @@ import type { LiveHub } from "./hub";
 
 export const LIVE_PATHS = new Set([`${API_PREFIX}/live`, "/v1/live"]);
 export const AGENT_SOCKET_PATHS = new Set([`${API_PREFIX}/agent-api/socket`, "/v1/agent-api/socket"]);
-const BEARER = /^Bearer ([^\s]+)$/;
 /** Envelopes are small JSON; a frame this large from a client is not an acknowledgement. */
 const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
 
@@ -63,10 +62,8 @@ export function attachUpgrades(server: Server, deps: { store: Store; clock: Cloc
       return;
     }
     if (AGENT_SOCKET_PATHS.has(path)) {
-      const token = BEARER.exec(req.headers.authorization ?? "")?.[1];
-      const found = token !== undefined && looksLikeAgentToken(token) ? await deps.store.agents.findByTokenHash(hashSecret(token)) : undefined;
-      if (!found) return refuse(socket, new RelayError("INVALID_TOKEN", "Invalid agent token: it is unknown, was replaced, or the agent was removed"));
-      if (found.agent.state === "paused") return refuse(socket, new RelayError("AGENT_PAUSED", "This agent is paused"));
+      const { caller: found, error } = await resolveAgentToken(deps.store, req.headers.authorization);
+      if (error || !found) return refuse(socket, error ?? new RelayError("INVALID_TOKEN", "Invalid agent token"));
       wss.handleUpgrade(req, socket, head, (ws) => {
         deps.logger.info("agent socket connected", { agent_id: found.agent.id });
         ws.on("close", (code) => deps.logger.info("agent socket closed", { agent_id: found.agent.id, code }));
