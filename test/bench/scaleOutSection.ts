@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -8,6 +8,7 @@ import type { MessageCreatedEvent } from "@tab-relay/shared";
 import { REDIS_URL, type ScratchDatabase, createDatabase, dropDatabases, servicesProblem } from "../support/scaleOutServices";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 import { type LoadSlice, type StreamTarget, runSlice } from "./load";
+import { type Post, postMention } from "./posting";
 import { type ChildServer, processCpuMs, spawnServer } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport, Table } from "./sections";
 import { startBenchRelay } from "./servers";
@@ -186,44 +187,6 @@ async function api<T>(relay: Endpoint, path: string, json: unknown): Promise<T> 
   return (JSON.parse(text) as { data: T }).data;
 }
 
-interface Post {
-  sentAt: number;
-  answeredAt: number;
-  messageId: string | undefined;
-  error: string | undefined;
-}
-
-function postOne(pool: Agent, relay: Endpoint, channelId: string, agentName: string, k: number): Promise<Post> {
-  const url = new URL(`${relay.url}/api/v1/conversations/channel/${channelId}/messages`);
-  const body = Buffer.from(JSON.stringify({ text: `@${agentName} the nightly build ${k} failed on step 3, can you take a look?` }));
-  return new Promise((resolve) => {
-    const sentAt = performance.now();
-    const settle = (messageId: string | undefined, error: string | undefined) => resolve({ sentAt, answeredAt: performance.now(), messageId, error });
-    const req = request(
-      {
-        agent: pool,
-        hostname: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: "POST",
-        headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json", "content-length": String(body.byteLength) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          if (res.statusCode !== 201) return settle(undefined, `status ${res.statusCode}: ${text.slice(0, 200)}`);
-          settle((JSON.parse(text) as { data: { id: string } }).data.id, undefined);
-        });
-        res.on("error", (error) => settle(undefined, error.message));
-      },
-    );
-    req.setTimeout(10_000, () => req.destroy(new Error("no answer within 10 s")));
-    req.on("error", (error) => settle(undefined, error.message));
-    req.end(body);
-  });
-}
 
 interface WebhookResult {
   postsPerSecond: number;
@@ -270,7 +233,7 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
     const relayIndex = p % setup.relays.length;
     while (performance.now() < windowEnd) {
       const k = next++;
-      const post = await postOne(pools[relayIndex] as Agent, setup.relays[relayIndex] as Endpoint, channel.id, names[k % AGENTS] as string, k);
+      const post = await postMention(pools[relayIndex] as Agent, setup.relays[relayIndex] as Endpoint, channel.id, names[k % AGENTS] as string, k);
       posts.push(post);
       if (post.error !== undefined) await sleep(5);
     }

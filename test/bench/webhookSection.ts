@@ -1,7 +1,8 @@
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { performance } from "node:perf_hooks";
 import { type MessageCreatedEvent, verifyWebhook } from "@tab-relay/shared";
 import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
+import { type Post as MentionPost, postMention } from "./posting";
 import { processCpuMs } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport, Table } from "./sections";
 import { type BenchRelay, startBenchRelay } from "./servers";
@@ -57,12 +58,8 @@ interface Fixture {
 }
 
 /** One person's post: when it was started and answered, and the message the relay made of it. */
-interface Post {
+interface Post extends MentionPost {
   agent: number;
-  sentAt: number;
-  answeredAt: number;
-  messageId: string | undefined;
-  error: string | undefined;
 }
 
 interface Arrival {
@@ -153,37 +150,9 @@ async function createAudience(relay: BenchRelay, receiver: WebhookReceiver, pref
 }
 
 /** Posts one message mentioning agent k mod n over `pool`; never rejects. */
-function postMessage(pool: Agent, relay: BenchRelay, audience: Audience, k: number): Promise<Post> {
+async function postMessage(pool: Agent, relay: BenchRelay, audience: Audience, k: number): Promise<Post> {
   const agent = k % audience.agents.length;
-  const url = new URL(`${relay.url}/api/v1/conversations/channel/${audience.channelId}/messages`);
-  const body = Buffer.from(JSON.stringify({ text: `@${audience.agents[agent]?.name} the nightly build ${k} failed on step 3, can you take a look?` }));
-  return new Promise((resolve) => {
-    const sentAt = performance.now();
-    const settle = (messageId: string | undefined, error: string | undefined) => resolve({ agent, sentAt, answeredAt: performance.now(), messageId, error });
-    const req = request(
-      {
-        agent: pool,
-        hostname: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: "POST",
-        headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json", "content-length": String(body.byteLength) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          if (res.statusCode !== 201) return settle(undefined, `status ${res.statusCode}: ${text.slice(0, 200)}`);
-          settle((JSON.parse(text) as { data: { id: string } }).data.id, undefined);
-        });
-        res.on("error", (error) => settle(undefined, error.message));
-      },
-    );
-    req.setTimeout(10_000, () => req.destroy(new Error("no answer within 10 s")));
-    req.on("error", (error) => settle(undefined, error.message));
-    req.end(body);
-  });
+  return { agent, ...(await postMention(pool, relay, audience.channelId, audience.agents[agent]?.name ?? "", k)) };
 }
 
 /** POSTERS people posting back to back until `until`, given how many posts were started, says to stop. */

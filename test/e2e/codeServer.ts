@@ -120,7 +120,8 @@ const QUIET_SETTINGS: Record<string, unknown> = {
   "editor.acceptSuggestionOnEnter": "off",
 };
 
-const CHROMIUM_ARGS = [
+/** Headless Chromium as root in a sandboxed machine: no sandbox, no GPU, nothing phoning home. */
+export const CHROMIUM_ARGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--disable-quic",

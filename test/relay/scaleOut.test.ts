@@ -12,6 +12,7 @@ import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import WebSocket from "ws";
 import { SCOPES } from "../../relay/src/auth/scopes";
+import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
 import { REDIS_URL, createDatabase, dropDatabases, servicesProblem } from "../support/scaleOutServices";
 import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 
@@ -123,48 +124,17 @@ async function initWorkspace(databaseUrl: string): Promise<string> {
 
 const children = new Set<ChildProcess>();
 
-interface RelayProcess {
-  name: string;
-  url: string;
-  child: ChildProcess;
-  /** The signal or exit code the process ended with. */
-  exited: Promise<NodeJS.Signals | number | null>;
-  output(): string;
-}
-
 /** `tab-relay serve --database … --redis …` on port 0; resolves once it announces where it listens. */
-async function serve(name: string, databaseUrl: string, env: Record<string, string>): Promise<RelayProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--database", databaseUrl, "--redis", REDIS_URL, "--port", "0", "--host", "127.0.0.1"], {
+function serve(name: string, databaseUrl: string, env: Record<string, string>): Promise<RelayProcess> {
+  return spawnRelay({
+    name,
+    args: [BIN, "serve", "--database", databaseUrl, "--redis", REDIS_URL, "--port", "0", "--host", "127.0.0.1"],
     cwd: ROOT,
     env: { ...baseEnv, TAB_RELAY_LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    tracked: children,
+    startTimeoutMs: 20_000,
+    outputChars: 16_000,
   });
-  children.add(child);
-  let output = "";
-  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-16_000));
-  child.stdout.on("data", collect);
-  child.stderr.on("data", collect);
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
-    child.once("exit", (code, signal) => {
-      children.delete(child);
-      resolve(signal ?? code);
-    }),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within 20 s:\n${output}`)), 20_000);
-    child.stderr.on("data", () => {
-      const match = /serving on (http:\/\/\S+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    void exited.then((how) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${String(how)}) before it listened:\n${output}`));
-    });
-  });
-  return { name, url, child, exited, output: () => output };
 }
 
 function killAll(): void {
@@ -195,16 +165,6 @@ async function call<T>(relay: RelayProcess, token: string, path: string, method 
 async function refusal(response: Response): Promise<{ status: number; code: string | undefined }> {
   const body = (await response.json().catch(() => ({}))) as { error?: { code?: string } };
   return { status: response.status, code: body.error?.code };
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined, everyMs = 50): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 interface Delivery {

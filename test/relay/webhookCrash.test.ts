@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,6 +8,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
+import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
 import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 
 /** A delivery is finished once it is neither waiting (pending) nor under way (sending). */
@@ -32,13 +33,6 @@ const relayEnv = {
   TAB_RELAY_LOG_LEVEL: "warn",
 };
 
-interface RelayProcess {
-  url: string;
-  child: ChildProcess;
-  exited: Promise<NodeJS.Signals | number | null>;
-  output(): string;
-}
-
 const children = new Set<ChildProcess>();
 const dataDirs: string[] = [];
 const receivers: WebhookReceiver[] = [];
@@ -57,38 +51,16 @@ function initDataDir(): { dataDir: string; apiKey: string } {
 }
 
 /** `tab-relay serve` on port 0; resolves once it announces where it listens. */
-async function serve(dataDir: string): Promise<RelayProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"], {
+function serve(dataDir: string): Promise<RelayProcess> {
+  return spawnRelay({
+    name: "relay",
+    args: ["--import", "tsx", CLI, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"],
     cwd: ROOT,
     env: relayEnv,
-    stdio: ["ignore", "pipe", "pipe"],
+    tracked: children,
+    startTimeoutMs: 15_000,
+    outputChars: 8_000,
   });
-  children.add(child);
-  let output = "";
-  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8_000));
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
-    child.once("exit", (code, signal) => {
-      children.delete(child);
-      resolve(signal ?? code);
-    }),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`relay did not start:\n${output}`)), 15_000);
-    child.stderr?.on("data", () => {
-      const match = /serving on (http:\/\/\S+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    void exited.then((how) => {
-      clearTimeout(timer);
-      reject(new Error(`relay exited (${String(how)}) before it listened:\n${output}`));
-    });
-  });
-  return { url, child, exited, output: () => output };
 }
 
 async function kill(relay: RelayProcess): Promise<void> {
@@ -162,16 +134,6 @@ function checkDeliveries(deliveries: readonly ReceivedDelivery[], secret: string
     }
   }
   return eventOf;
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Answers 204 and remembers which deliveries it acknowledged. */

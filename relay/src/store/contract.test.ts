@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
 import SqliteDatabase from "better-sqlite3";
 import pg from "pg";
+import { POSTGRES_HOST, dropDatabases as dropScratchDatabases, postgresProblem, withAdmin } from "../../../test/support/scaleOutServices";
 import { migratePostgres, openPostgresStore } from "./postgres";
 import { createSortableIds } from "./sortableIds";
 import { openSqliteStore } from "./sqlite";
@@ -16,8 +17,6 @@ import type { Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notif
  * asserts what callers rely on, so an engine passes only by behaving exactly like the other.
  */
 
-const POSTGRES_HOST = "127.0.0.1:5432";
-const ADMIN_URL = `postgres://postgres@${POSTGRES_HOST}/postgres`;
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
   "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
@@ -61,25 +60,6 @@ const sqliteEngine: Engine = {
   },
 };
 
-async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await admin.connect();
-    return await fn(admin);
-  } finally {
-    await admin.end().catch(() => undefined);
-  }
-}
-
-async function postgresProblem(): Promise<string | undefined> {
-  try {
-    await withAdmin((admin) => admin.query("select 1"));
-    return undefined;
-  } catch (error) {
-    return `PostgreSQL not reachable at ${POSTGRES_HOST} (${error instanceof Error ? error.message : String(error)}): the PostgreSQL store contract tests did not run`;
-  }
-}
-
 const createdDatabases: string[] = [];
 
 /**
@@ -100,15 +80,12 @@ async function freshDatabase(): Promise<string> {
 }
 
 async function dropDatabases(): Promise<void> {
-  if (createdDatabases.length === 0) return;
-  await withAdmin(async (admin) => {
-    for (const name of createdDatabases.splice(0)) await admin.query(`drop database if exists ${name} with (force)`);
-  });
+  await dropScratchDatabases(createdDatabases.splice(0));
 }
 
 const postgresEngine: Engine = {
   name: "PostgreSQL",
-  unavailable: await postgresProblem(),
+  unavailable: await postgresProblem().then((problem) => problem && `${problem}: the PostgreSQL store contract tests did not run`),
   async start() {
     const url = await freshDatabase();
     const store = await openPostgresStore(url, { poolSize: 4 });

@@ -5,19 +5,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
-import { CHROMIUM_PATH, REPO_ROOT, SETUP_SCRIPT } from "../codeServer";
-
-// The same flags as the VS Code test's browser (codeServer.ts): no sandbox as root, nothing phoning home.
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--disable-dev-shm-usage",
-];
+import { CHROMIUM_ARGS, CHROMIUM_PATH, REPO_ROOT, SETUP_SCRIPT } from "../codeServer";
 
 export type Prerequisites = { ready: true } | { ready: false; reason: string };
 
