@@ -593,6 +593,39 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     assert.equal(unknown.status, 404);
   });
 
+  test("a redelivery asked for while the event's attempt is under way follows that attempt, never overlaps it", async () => {
+    // The first attempt is held for a while, then fails; the redelivery is asked for meanwhile.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const overlap = await f.agent("Overlap", (_delivery, res, index) => {
+      if (index === 0) void held.then(() => res.writeHead(500).end("busy"));
+      else res.writeHead(204).end();
+    });
+    await addMember(f.relay, general.id, { agent_id: overlap.id });
+    await postMessage(f.relay, general, "@Overlap are you there?");
+    const [first] = await overlap.receiver.waitFor(1);
+    const event = await verified(first as ReceivedDelivery, overlap.secret);
+    const response = await f.relay.request(`/api/v1/agents/${overlap.id}/deliveries/${event.id}/redeliver`, { method: "POST" });
+    assert.equal(response.status, 202);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(overlap.receiver.deliveries.length, 1, "nothing more while the first attempt is under way");
+    const answeredAt = performance.now();
+    release();
+
+    const [, second] = await exactly(overlap.receiver, 2);
+    assert.ok((second?.at ?? 0) >= answeredAt, "the manual attempt starts after the first one ended");
+    assert.equal(second?.headers["webhook-id"], event.id);
+    const log = await f.delivery(overlap.id, event.id, (entry) => entry.attempts.length === 2 && finished(entry.status));
+    assert.equal(log.status, "delivered");
+    assert.deepEqual(
+      log.attempts.map((a) => [a.attempt, a.trigger, a.outcome, a.next_attempt_at]),
+      [
+        [1, "scheduled", "failed", null],
+        [2, "manual", "success", null],
+      ],
+    );
+  });
+
   test("events for an agent without a webhook URL wait, and go out once a URL is set", async () => {
     const created = await createAgent(f.relay, { name: "Later" });
     await addMember(f.relay, general.id, { agent_id: created.agent.id });

@@ -160,4 +160,46 @@ describe("the delivery worker", () => {
     assert.equal(slowEvents.filter((event) => event.status === "pending").length, 20);
     assert.equal((await store.events.attempts(slow.eventIds)).length, 0);
   });
+
+  test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
+    now += 3600_000;
+    const { agentId, eventIds } = await agentWithEvents("stalled", 1);
+    const dueNow = async () => (await store.events.due(new Date(now).toISOString(), { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).length;
+    // Events left by earlier tests go out at once; only this agent's hangs.
+    const answer = (request: WebhookRequest) => (request.url.endsWith("/stalled") ? HANG : outcome(204));
+    const sent = async (client: ReturnType<typeof scriptedClient>) => {
+      for (let n = 1; !client.requests.some((r) => r.headers["webhook-id"] === eventIds[0]); n++) await client.waitFor(n);
+    };
+    // Relay A's attempt hangs past its one-second lease.
+    const clientA = scriptedClient(answer);
+    const relayA = createDeliveryWorker({ store, clock, logger: silentLogger, client: clientA, ids, retryScheduleMs: [1000], leaseMs: 1000 });
+    await relayA.start();
+    await sent(clientA);
+    now += 5000;
+    // Relay B, sharing the database, finds the lapsed claim and attempts the event itself.
+    const clientB = scriptedClient(answer);
+    const relayB = createDeliveryWorker({ store: { ...store, exclusive: false }, clock, logger: silentLogger, client: clientB, ids, retryScheduleMs: [1000], leaseMs: 60_000 });
+    await relayB.start();
+    await sent(clientB);
+
+    // A's attempt finally fails: it is logged, but B's claim stands, so nobody else starts the event meanwhile.
+    clientA.close();
+    for (let i = 0; i < 100 && (await store.events.attempts(eventIds)).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    const [stale] = await store.events.attempts(eventIds);
+    assert.equal(stale?.outcome, "failed");
+    assert.equal(stale?.next_attempt_at, null, "no retry is promised by the relay that lost the claim");
+    const [held] = await store.events.listForAgent(agentId, 10);
+    assert.equal(held?.sending, true);
+    now += 30_000;
+    assert.equal(await dueNow(), 0, "not due again while B's attempt is under way");
+
+    clientB.close();
+    for (let i = 0; i < 100 && (await store.events.attempts(eventIds)).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    const [event] = await store.events.listForAgent(agentId, 10);
+    assert.equal(event?.sending, false);
+    assert.equal(event?.status, "pending", "B's failure schedules the retry");
+    assert.notEqual(event?.next_attempt_at, null);
+    await relayA.stop(10);
+    await relayB.stop(10);
+  });
 });

@@ -139,6 +139,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const starting: DueEvent[] = [];
       let skipped = 0;
       let due: DueEvent[] = [];
+      // The lease names this pass's claims: recording an attempt checks the event is still held by it.
+      const lease = iso(now + leaseMs);
       try {
         // Reading and claiming is one transaction, so relays sharing a database never claim the same event.
         await store.transaction(async (tx) => {
@@ -154,7 +156,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             starting.push(item);
           }
           // Claimed events are not due again until the claim lapses, so the next pass skips them without being told.
-          await tx.events.claim(starting.map((item) => item.event.id), iso(now + leaseMs));
+          await tx.events.claim(starting.map((item) => item.event.id), lease);
         });
       } catch (error) {
         for (const item of starting) release(item.event.agent_id);
@@ -164,11 +166,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         // Claimed but never started: let them go now rather than when the claim lapses.
         for (const item of starting) {
           release(item.event.agent_id);
-          await giveBack(item.event);
+          await giveBack(item.event, lease);
         }
         return;
       }
-      for (const item of starting) inFlight.set(item.event.id, attempt(item));
+      for (const item of starting) inFlight.set(item.event.id, attempt(item, lease));
       const started = starting.length;
       // Due events left behind wait for a free share, so finishing attempts must look again.
       const left = skipped > 0 || due.length === limit;
@@ -217,8 +219,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pollTimer.unref();
   }
 
-  async function giveBack(event: StoredEvent): Promise<void> {
-    await store.events.unclaim(event.id, iso(clock.now()));
+  async function giveBack(event: StoredEvent, lease: string): Promise<void> {
+    await store.events.unclaim(event.id, iso(clock.now()), lease);
   }
 
   function release(agentId: string): void {
@@ -227,7 +229,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     else perAgent.delete(agentId);
   }
 
-  async function attempt(due: DueEvent): Promise<void> {
+  async function attempt(due: DueEvent, lease: string): Promise<void> {
     const { event } = due;
     try {
       const startedMs = clock.now();
@@ -240,7 +242,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         // The agent's only socket went away since the event was read: not an attempt, so no retry is spent. The
         // claim is dropped and the event waits for the agent's next connection.
         const update = { status: "pending" as const, next_attempt_at: iso(clock.now()), next_trigger: event.next_trigger, retries: event.retries };
-        await store.events.schedule(event.id, update, iso(clock.now()));
+        await store.events.schedule(event.id, update, iso(clock.now()), lease);
         return;
       }
       const outcome = viaSocket
@@ -248,8 +250,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         : await client.send({ url: due.webhookUrl as string, headers, body: event.payload });
       // An attempt cut short by shutdown is not the agent's failure: no attempt is recorded, and the claim is given
       // back so another relay (or this one, restarted) sends the event at once.
-      if (stopped && !outcome.ok && outcome.status === undefined) return await giveBack(event);
-      await record(due, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
+      if (stopped && !outcome.ok && outcome.status === undefined) return await giveBack(event, lease);
+      await record(due, lease, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
     } catch (error) {
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });
     } finally {
@@ -265,7 +267,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
-  async function record(due: DueEvent, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
+  async function record(due: DueEvent, lease: string, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
     const { event } = due;
     const number = event.attempts + 1;
     const now = clock.now();
@@ -285,8 +287,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       outcome: outcome.ok ? "success" : "failed",
       next_attempt_at: next.next_attempt_at,
     };
-    await store.transaction((tx) => tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now)));
-    if (next.next_attempt_at !== null) armTimer(Date.parse(next.next_attempt_at));
+    const held = await store.transaction((tx) => tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now), lease));
+    if (held && next.next_attempt_at !== null) armTimer(Date.parse(next.next_attempt_at));
     options.onAttempt?.(event);
     const fields = {
       event_id: event.id,
@@ -296,7 +298,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       status: outcome.status,
       error: outcome.error,
       duration_ms: attempt.duration_ms,
-      next_attempt_at: next.next_attempt_at ?? undefined,
+      next_attempt_at: held ? (next.next_attempt_at ?? undefined) : undefined,
+      // The event was cancelled, redelivered or (its claim lapsed) taken over by another relay while this attempt ran.
+      claim_ended: held ? undefined : true,
     };
     if (outcome.ok) logger.info("webhook delivered", fields);
     else logger.warn("webhook attempt failed", fields);

@@ -645,19 +645,49 @@ for (const engine of engines) {
         await store.events.create(event);
         await store.events.claim(["evt_1"], at(400));
         const attempt = newAttempt("att_1", event);
-        await store.events.recordAttempt(attempt, { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201));
+        assert.equal(await store.events.recordAttempt(attempt, { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201), at(400)), true);
         assert.deepEqual(await store.events.get("agt_a", "evt_1"), { ...event, attempts: 1, next_attempt_at: at(260), updated_at: at(201) });
         const success = newAttempt("att_2", event, {
           attempt: 2, trigger: "manual", started_at: at(300), status_code: 200, response_excerpt: "", outcome: "success", next_attempt_at: null,
         });
-        await store.events.recordAttempt(success, { status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(301));
+        await store.events.claim(["evt_1"], at(700));
+        await store.events.recordAttempt(success, { status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(301), at(700));
         assert.deepEqual(await store.events.get("agt_a", "evt_1"), {
           ...event, status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0, updated_at: at(301),
         });
         assert.deepEqual(await store.events.attempts(["evt_1"]), [attempt, success]);
-        const failedByNetwork = newAttempt("att_3", event, { attempt: 3, status_code: null, error: "ECONNREFUSED" });
-        await store.events.recordAttempt(failedByNetwork, { status: "delivered", attempts: 3, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(302));
-        assert.equal((await store.events.attempts(["evt_1"]))[2]?.status_code, null);
+      });
+
+      /** Relay A claimed the event until 400, stalled past that lease, and relay B claimed it again until 900. */
+      async function claimedTwice(): Promise<StoredEvent> {
+        await seedAgents();
+        const event = newEvent("evt_1", "agt_a");
+        await store.events.create(event);
+        await store.events.claim(["evt_1"], at(400));
+        await store.events.claim(["evt_1"], at(900));
+        return event;
+      }
+
+      test("an attempt whose claim lapsed and was taken over is kept and counted, but leaves the event to the new claim", async () => {
+        const event = await claimedTwice();
+        const stale = newAttempt("att_a", event, { status_code: 500, outcome: "failed", next_attempt_at: at(460) });
+        assert.equal(await store.events.recordAttempt(stale, { status: "pending", attempts: 1, next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 }, at(450), at(400)), false);
+        const dueIds = async (now: string) => (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map((d) => d.event.id);
+        const afterStale = await store.events.get("agt_a", "evt_1");
+        assert.equal(afterStale?.sending, true, "B's claim stands");
+        assert.equal(afterStale?.attempts, 1);
+        assert.deepEqual(await dueIds(at(800)), [], "not due again while B attempts it");
+
+        // A's stale give-back does not end B's claim either.
+        await store.events.unclaim("evt_1", at(455), at(400));
+        assert.equal((await store.events.get("agt_a", "evt_1"))?.sending, true);
+        assert.deepEqual(await dueIds(at(800)), []);
+        assert.deepEqual(await dueIds(at(901)), ["evt_1"], "B's own lease still lapses");
+
+        const fresh = newAttempt("att_b", event, { started_at: at(500), status_code: 204, outcome: "success", next_attempt_at: null });
+        assert.equal(await store.events.recordAttempt(fresh, { status: "delivered", attempts: 1, next_attempt_at: null, next_trigger: "scheduled", retries: 1 }, at(501), at(900)), true);
+        assert.equal((await store.events.get("agt_a", "evt_1"))?.status, "delivered");
+        assert.deepEqual(await store.events.attempts(["evt_1"]), [{ ...stale, next_attempt_at: null }, fresh]);
       });
 
       test("recording an attempt does not bring back an event cancelled meanwhile", async () => {
@@ -666,13 +696,15 @@ for (const engine of engines) {
         await store.events.create(event);
         await store.events.claim(["evt_1"], at(400));
         assert.equal(await store.events.cancelPending("agt_a", at(150)), 1);
-        await store.events.recordAttempt(newAttempt("att_1", event), { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201));
+        const held = await store.events.recordAttempt(newAttempt("att_1", event), { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201), at(400));
+        assert.equal(held, false);
         const afterwards = await store.events.get("agt_a", "evt_1");
         assert.equal(afterwards?.status, "cancelled");
         assert.equal(afterwards?.next_attempt_at, null);
-        assert.equal(afterwards?.attempts, 0);
+        assert.equal(afterwards?.attempts, 1, "the attempt happened, so it is counted");
         assert.equal(afterwards?.sending, false);
         assert.deepEqual(ids(await store.events.attempts(["evt_1"])), ["att_1"]);
+        assert.equal((await store.events.attempts(["evt_1"]))[0]?.next_attempt_at, null);
         assert.deepEqual(await store.events.due(at(1000), { limit: 10, skipAgents: new Set(), socketAgents: new Set() }), []);
       });
 
@@ -683,14 +715,27 @@ for (const engine of engines) {
         const eb = newEvent("evt_b", "agt_b");
         for (const e of [e1, e2, eb]) await store.events.create(e);
         const update = { status: "pending", attempts: 1, next_attempt_at: at(500), next_trigger: "scheduled", retries: 1 } as const;
-        await store.events.recordAttempt(newAttempt("att_x", e2, { attempt: 2, started_at: at(220) }), update, at(220));
-        await store.events.recordAttempt(newAttempt("att_y", e1, { attempt: 1, started_at: at(230) }), update, at(230));
-        await store.events.recordAttempt(newAttempt("att_z", e2, { attempt: 1, started_at: at(210) }), update, at(210));
-        await store.events.recordAttempt(newAttempt("att_b", eb, { attempt: 1, started_at: at(900) }), update, at(900));
+        const record = async (attempt: DeliveryAttempt) => {
+          await store.events.claim([attempt.event_id], at(1000));
+          await store.events.recordAttempt(attempt, update, attempt.started_at, at(1000));
+        };
+        await record(newAttempt("att_x", e2, { attempt: 2, started_at: at(220) }));
+        await record(newAttempt("att_y", e1, { attempt: 1, started_at: at(230) }));
+        await record(newAttempt("att_z", e2, { attempt: 1, started_at: at(210) }));
+        await record(newAttempt("att_b", eb, { attempt: 1, started_at: at(900) }));
         assert.deepEqual(ids(await store.events.attempts(["evt_2", "evt_1"])), ["att_y", "att_z", "att_x"]);
         assert.deepEqual(await store.events.attempts([]), []);
         assert.equal((await store.events.lastAttempt("agt_a"))?.id, "att_y");
         assert.equal(await store.events.lastAttempt("agt_nobody"), undefined);
+      });
+
+      test("schedule with a claim changes the event only while that claim holds it", async () => {
+        await claimedTwice();
+        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(450), next_trigger: "scheduled", retries: 1 }, at(450), at(400));
+        assert.equal((await store.events.get("agt_a", "evt_1"))?.sending, true);
+        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 }, at(460), at(900));
+        assert.equal((await store.events.get("agt_a", "evt_1"))?.next_attempt_at, at(460));
+        assert.equal((await store.events.get("agt_a", "evt_1"))?.sending, false);
       });
 
       test("schedule sets the next attempt of any event, ending a claim", async () => {

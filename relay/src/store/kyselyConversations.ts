@@ -391,22 +391,37 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
       if (ids.length === 0) return;
       await db.updateTable("events").set({ claimed: 1, next_attempt_at: until }).where("id", "in", [...ids]).where("status", "=", "pending").execute();
     },
-    async unclaim(id, now) {
-      await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("id", "=", id).where("status", "=", "pending").where("claimed", "=", 1).execute();
+    async unclaim(id, now, claim) {
+      await db
+        .updateTable("events")
+        .set({ claimed: 0, next_attempt_at: now })
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .where("claimed", "=", 1)
+        .where("next_attempt_at", "=", claim)
+        .execute();
     },
     async releaseClaims(now) {
       const result = await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("claimed", "=", 1).executeTakeFirst();
       return Number(result.numUpdatedRows);
     },
-    async recordAttempt(attempt, update, at) {
-      await db.insertInto("delivery_attempts").values(attempt).execute();
-      // A delivery cancelled while its attempt was under way stays cancelled.
-      await db
+    async recordAttempt(attempt, update, at, claim) {
+      // The claim's lease time names it: a relay that takes over a lapsed claim sets a later one.
+      const result = await db
         .updateTable("events")
         .set({ ...update, claimed: 0, updated_at: at })
         .where("id", "=", attempt.event_id)
         .where("status", "=", "pending")
-        .execute();
+        .where("claimed", "=", 1)
+        .where("next_attempt_at", "=", claim)
+        .executeTakeFirst();
+      const held = Number(result.numUpdatedRows) > 0;
+      if (!held) {
+        // Still counted, so the next attempt (a redelivery asked for meanwhile, say) gets the next number.
+        await db.updateTable("events").set({ attempts: update.attempts }).where("id", "=", attempt.event_id).where("attempts", "<", update.attempts).execute();
+      }
+      await db.insertInto("delivery_attempts").values(held ? attempt : { ...attempt, next_attempt_at: null }).execute();
+      return held;
     },
     async attempts(eventIds) {
       if (eventIds.length === 0) return [];
@@ -417,8 +432,10 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
       const row = await db.selectFrom("delivery_attempts").selectAll().where("agent_id", "=", agentId).orderBy("started_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
       return row && toAttempt(row);
     },
-    async schedule(id, update, at) {
-      await db.updateTable("events").set({ ...update, claimed: 0, updated_at: at }).where("id", "=", id).execute();
+    async schedule(id, update, at, claim) {
+      let query = db.updateTable("events").set({ ...update, claimed: 0, updated_at: at }).where("id", "=", id);
+      if (claim !== undefined) query = query.where("claimed", "=", 1).where("next_attempt_at", "=", claim);
+      await query.execute();
     },
     async cancelPending(agentId, at) {
       const result = await db

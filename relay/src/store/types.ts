@@ -268,17 +268,32 @@ export interface Store {
      * sharing a database, no other relay) attempts them meanwhile; recording the attempt ends the claim.
      */
     claim(ids: readonly string[], until: string): Promise<void>;
-    /** Gives back one claim without an attempt (shutdown cut it short): the event is due again at once, unless it was cancelled meanwhile. */
-    unclaim(id: string, now: string): Promise<void>;
+    /**
+     * Gives back one claim without an attempt (shutdown cut it short): the event is due again at once, unless it was
+     * cancelled meanwhile or the claim (named by its `until`) lapsed and another claim took its place.
+     */
+    unclaim(id: string, now: string, claim: string): Promise<void>;
     /** Ends every claim (only for a relay alone on its database: it knows nobody else is attempting anything). */
     releaseClaims(now: string): Promise<number>;
     /** The earliest time after `after` at which a pending event falls due, if any. */
     nextDueAt(after: string): Promise<string | undefined>;
-    recordAttempt(attempt: DeliveryAttempt, update: Pick<StoredEvent, "status" | "attempts" | "next_attempt_at" | "next_trigger" | "retries">, at: string): Promise<void>;
+    /**
+     * Keeps the attempt and, if the claim it was made under (named by its `until`) still holds the event, ends the
+     * claim and updates the event. A claim that lapsed (another relay took the event over), or an event cancelled or
+     * rescheduled meanwhile, leaves the event to whoever has it now: the attempt is kept (and counted) with no next
+     * attempt, and the answer is false.
+     */
+    recordAttempt(
+      attempt: DeliveryAttempt,
+      update: Pick<StoredEvent, "status" | "attempts" | "next_attempt_at" | "next_trigger" | "retries">,
+      at: string,
+      claim: string,
+    ): Promise<boolean>;
     attempts(eventIds: readonly string[]): Promise<DeliveryAttempt[]>;
     /** The outcome of the agent's latest attempt. */
     lastAttempt(agentId: string): Promise<DeliveryAttempt | undefined>;
-    schedule(id: string, update: Pick<StoredEvent, "status" | "next_attempt_at" | "next_trigger" | "retries">, at: string): Promise<void>;
+    /** Sets when (and why) the event is attempted next; with `claim`, only while that claim still holds it. */
+    schedule(id: string, update: Pick<StoredEvent, "status" | "next_attempt_at" | "next_trigger" | "retries">, at: string, claim?: string): Promise<void>;
     cancelPending(agentId: string, at: string): Promise<number>;
   };
   readonly notifications: {
