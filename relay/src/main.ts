@@ -31,6 +31,7 @@ import { createLiveHub } from "./live/hub";
 import { attachUpgrades } from "./live/upgrade";
 import { createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
+import { lockDataFolder } from "./dataFolder";
 import type { Store } from "./store/types";
 
 export const DATABASE_FILE = "relay.db";
@@ -98,6 +99,15 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     const where = config.databaseUrl ? "the database" : config.dataDir;
     const flag = config.databaseUrl ? "--database URL" : `--data ${config.dataDir}`;
     throw new Error(`No workspace in ${where}: run \`tab-relay init ${flag} --workspace SLUG --owner NAME\` first`);
+  }
+  let unlockDataFolder = () => {};
+  if (!config.databaseUrl) {
+    try {
+      unlockDataFolder = lockDataFolder(config.dataDir, process.pid);
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
   }
   // Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back.
   const memoryLimits = createMemoryRateLimitStore();
@@ -211,7 +221,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   } catch (error) {
     // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
     await Promise.all([store.close(), tokens.close()]);
-    transport.destroy();
+    await transport.destroy();
+    unlockDataFolder();
     throw error;
   }
   const address = server.address() as AddressInfo;
@@ -242,7 +253,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       await store.close();
       await redisLimits?.close();
       await tokens.close();
-      transport.destroy();
+      await transport.destroy();
+      unlockDataFolder();
       logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
     })();
     return closing;

@@ -116,4 +116,28 @@ describe("tab-relay CLI", () => {
       await upstream.close();
     }
   });
+
+  test("a second relay on a data folder that one already serves is refused; once it stops, the folder serves again", async () => {
+    const data = tempDir();
+    dirs.push(data);
+    assert.equal(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada"]).status, 0);
+    const first = await serve(["--data", data]);
+    const second = cli(["serve", "--data", data, "--port", "0"]);
+    assert.equal(second.status, 2, second.stderr);
+    assert.match(second.stderr, new RegExp(`Another tab-relay \\(process ${first.child.pid}\\) is serving`));
+    assert.equal((await fetch(`${first.url}/healthz`)).status, 200, "the first relay is untouched");
+    first.child.kill("SIGTERM");
+    assert.equal(await first.exited, 0);
+    assert.equal(existsSync(join(data, "relay.pid")), false, "a clean stop gives the folder back");
+
+    const again = await serve(["--data", data]);
+    assert.equal((await fetch(`${again.url}/healthz`)).status, 200);
+    again.child.kill("SIGKILL");
+    await again.exited;
+    // A relay killed outright leaves its file behind; the next one sees that process is gone and takes over.
+    const afterCrash = await serve(["--data", data]);
+    assert.equal((await fetch(`${afterCrash.url}/healthz`)).status, 200);
+    afterCrash.child.kill("SIGTERM");
+    await afterCrash.exited;
+  });
 });

@@ -1,0 +1,58 @@
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+
+export const LOCK_FILE = "relay.pid";
+
+/** Whether a process with this id is running (a process of another user counts). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Holds a SQLite data folder for one serving relay. A relay alone on its database relies on being alone: it
+ * releases claims left behind at start and remembers key owners between its own writes, so a second relay on the
+ * same folder would break both. The folder holds the serving relay's process id; a file naming a process that no
+ * longer runs (a crash, SIGKILL) is taken over. Returns the release.
+ */
+export function lockDataFolder(dataDir: string, pid: number, alive: (pid: number) => boolean = processAlive): () => void {
+  const path = join(dataDir, LOCK_FILE);
+  for (let tries = 0; tries < 3; tries++) {
+    try {
+      const fd = openSync(path, "wx");
+      try {
+        writeSync(fd, `${pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      return () => {
+        try {
+          if (readFileSync(path, "utf8").trim() === String(pid)) unlinkSync(path);
+        } catch {
+          // Already gone: nothing to release.
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    let holder: number;
+    try {
+      holder = Number.parseInt(readFileSync(path, "utf8"), 10);
+    } catch {
+      continue;
+    }
+    if (Number.isInteger(holder) && holder > 0 && holder !== pid && alive(holder)) {
+      throw new Error(`Another tab-relay (process ${holder}) is serving ${dataDir}; a data folder serves one relay (several relays share PostgreSQL: --database)`);
+    }
+    try {
+      unlinkSync(path);
+    } catch {
+      // Another starting relay removed it first; the next try decides between us.
+    }
+  }
+  throw new Error(`Could not take ${path}; is another tab-relay starting on ${dataDir}?`);
+}
