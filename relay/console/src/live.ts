@@ -12,32 +12,59 @@ export interface LiveHandlers {
   shouldReconnect(): Promise<boolean>;
 }
 
+/** What the live connection needs of a WebSocket (the browser's, or a stand-in in tests). */
+export interface LiveSocket {
+  addEventListener(type: "open" | "close", listener: () => void): void;
+  addEventListener(type: "message", listener: (message: { data: unknown }) => void): void;
+  close(code?: number, reason?: string): void;
+}
+
+/** The browser, injected so the connection's timing can be tested without one. */
+export interface LiveEnvironment {
+  /** Opens a socket to /api/v1/live; may throw, like the WebSocket constructor. */
+  open(): LiveSocket;
+  /** Runs `run` after `ms`; the returned function cancels it. */
+  later(run: () => void, ms: number): () => void;
+  random(): number;
+}
+
 const FIRST_DELAY_MS = 1000;
 const MAX_DELAY_MS = 30_000;
+/**
+ * A connection attempt that has neither opened nor failed by then is given up and retried: a browser can leave one
+ * hanging for minutes (a proxy that drops the upgrade, a blocked address), and the console would sit at
+ * "Connecting…" missing every live update meanwhile.
+ */
+export const OPEN_TIMEOUT_MS = 10_000;
 
-export function createLive(handlers: LiveHandlers) {
-  let socket: WebSocket | null = null;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+export function createLive(handlers: LiveHandlers, env: LiveEnvironment) {
+  let socket: LiveSocket | null = null;
+  let cancelRetry: (() => void) | undefined;
+  let cancelOpenTimeout: (() => void) | undefined;
   let failures = 0;
   let running = false;
   let openedBefore = false;
 
-  function url(): string {
-    return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/v1/live`;
-  }
-
   function connect(): void {
     handlers.state("connecting");
-    let ws: WebSocket;
+    let ws: LiveSocket;
     try {
-      ws = new WebSocket(url());
+      ws = env.open();
     } catch {
       retryLater();
       return;
     }
     socket = ws;
+    cancelOpenTimeout = env.later(() => {
+      if (socket !== ws) return;
+      socket = null;
+      ws.close();
+      handlers.state("disconnected");
+      retryLater();
+    }, OPEN_TIMEOUT_MS);
     ws.addEventListener("open", () => {
       if (socket !== ws) return;
+      cancelOpenTimeout?.();
       handlers.state("connected");
       if (openedBefore) handlers.reopened();
       openedBefore = true;
@@ -56,6 +83,7 @@ export function createLive(handlers: LiveHandlers) {
     });
     ws.addEventListener("close", () => {
       if (socket !== ws) return;
+      cancelOpenTimeout?.();
       socket = null;
       if (!running) return;
       handlers.state("disconnected");
@@ -67,9 +95,9 @@ export function createLive(handlers: LiveHandlers) {
     const ceiling = Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** failures);
     failures += 1;
     // Jitter spreads the reconnections of many consoles after a relay restart.
-    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
-    clearTimeout(timer);
-    timer = setTimeout(() => {
+    const delay = ceiling / 2 + env.random() * (ceiling / 2);
+    cancelRetry?.();
+    cancelRetry = env.later(() => {
       void handlers.shouldReconnect().then((again) => {
         if (running && again && !socket) connect();
       });
@@ -86,7 +114,8 @@ export function createLive(handlers: LiveHandlers) {
     },
     stop(): void {
       running = false;
-      clearTimeout(timer);
+      cancelRetry?.();
+      cancelOpenTimeout?.();
       const ws = socket;
       socket = null;
       ws?.close(1000, "signed out");

@@ -50,6 +50,13 @@ const live = createLive({
       return !(error instanceof ApiError && error.status === 401);
     }
   },
+}, {
+  open: () => new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/v1/live`),
+  later(run, ms) {
+    const timer = setTimeout(run, ms);
+    return () => clearTimeout(timer);
+  },
+  random: Math.random,
 });
 
 function onLive(event: LiveEvent): void {
