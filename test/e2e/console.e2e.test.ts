@@ -211,6 +211,47 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.equal(await page.evaluate<unknown>("window.__sameDocument"), true, "the page was reloaded");
     }));
 
+  test("messages posted while the live connection was down, more than a page of them, all appear once it is back", () =>
+    step("reconnect", owner, async () => {
+      const { page } = owner;
+      // The browser's offline mode leaves open WebSockets alone, so the page's WebSocket is wrapped to drop the live
+      // connection and have the relay refuse new ones (a path it has no endpoint at) until allowed again.
+      await page.addInitScript(`(() => {
+        const Native = window.WebSocket;
+        const sockets = [];
+        let blocked = false;
+        window.__refused = 0;
+        window.__dropLive = () => { blocked = true; for (const socket of sockets) socket.close(); };
+        window.__allowLive = () => { blocked = false; };
+        window.WebSocket = class extends Native {
+          constructor(url, protocols) {
+            if (blocked) window.__refused += 1;
+            super(blocked ? String(url).replace("/api/v1/live", "/api/v1/offline") : url, protocols);
+            sockets.push(this);
+          }
+        };
+      })();`);
+      const busy = await createChannel(relay, "busy");
+      await postMessage(relay, { type: "channel", id: busy.id }, "before the gap");
+      await page.goto(`${relay.url}/conversations/channel/${busy.id}`);
+      await page.locator(t("conversation-title")).filter({ hasText: "busy" }).waitFor();
+      const status = page.locator("#live-status");
+      await status.filter({ hasText: "Live" }).waitFor();
+      await page.evaluate("window.__dropLive()");
+      await page.locator('#live-status[data-state="disconnected"]').waitFor();
+      // More than the hundred the console reads in one page, so the gap must be read back page by page.
+      for (let i = 1; i <= 150; i++) await postMessage(relay, { type: "channel", id: busy.id }, `gap message ${i}`);
+      // At least one reconnection is refused before the relay lets it in again, as when a relay restarts.
+      await page.waitForFunction(() => (globalThis as unknown as { __refused: number }).__refused >= 1);
+      await page.evaluate("window.__allowLive()");
+      await status.filter({ hasText: "Live" }).waitFor({ timeout: 20_000 });
+      await page.locator(`${t("message-list")} ${t("message")}`).filter({ hasText: "gap message 150" }).waitFor();
+      const texts = await page.locator(`${t("message-list")} ${t("message")} ${t("message-text")}`).allInnerTexts();
+      const seen = texts.filter((text) => text.startsWith("gap message "));
+      assert.deepEqual(seen, Array.from({ length: 150 }, (_, i) => `gap message ${i + 1}`), "every missed message, once, in order");
+      assert.ok(texts.includes("before the gap"), "what was shown before the gap is still there");
+    }));
+
   test("a key created in the API keys view shows its secret once, and revoking it there makes the API answer 401", () =>
     step("revoke-key", owner, async () => {
       const { page } = owner;

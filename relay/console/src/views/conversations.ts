@@ -1,5 +1,6 @@
 /** Conversations: the home page (browse, create a channel, start a DM) and one open conversation with its threads. */
 import { ApiError, api } from "../api";
+import { catchUp } from "../catchUp";
 import { InputError, announce, clearError, errorSlot, field, h, headed, onSubmit, showError, timeEl, uid } from "../dom";
 import { attachMentions } from "../mentions";
 import { type Route, navigate } from "../router";
@@ -320,6 +321,17 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
     else jump.hidden = false;
   }
 
+  /** Empties the list, as if the conversation had just been opened, with older messages still to load. */
+  function startOver(): void {
+    list.replaceChildren();
+    shown.clear();
+    replyCounts.clear();
+    oldest = null;
+    more = true;
+    olderButton.hidden = false;
+    beginning.hidden = true;
+  }
+
   /** A page, oldest first; a full page means there may be older ones. */
   async function fetchPage(before: string | null, limit: number): Promise<{ messages: Message[]; full: boolean }> {
     const page = await api<Message[]>("GET", apiPath, { query: { limit, before: before ?? undefined } });
@@ -482,8 +494,13 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
       return true;
     },
     reconnected(): void {
-      void fetchPage(null, SEARCH_PAGE)
-        .then((page) => addNew(page.messages))
+      void catchUp((before) => fetchPage(before, SEARCH_PAGE), (messageId) => shown.has(messageId), SEARCH_PAGES)
+        .then(({ messages, closed }) => {
+          if (disposed) return;
+          // Too much was missed to read it all: what was shown before goes, and "Load older" pages on from here.
+          if (!closed) startOver();
+          addNew(messages);
+        })
         .catch((error: unknown) => showError(loadError, error));
       if (openThreadId) void openThread(openThreadId, threadOpener);
     },
