@@ -58,8 +58,8 @@ export interface Attempt {
   outcome: "success" | "failed";
   status_code: number | null;
   error: string | null;
-  duration_ms: number | null;
-  response_excerpt: string | null;
+  duration_ms: number;
+  response_excerpt: string;
   next_attempt_at: string | null;
 }
 

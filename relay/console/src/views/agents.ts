@@ -343,7 +343,7 @@ export function agentView(agentId: string): View {
     const deliveryErrors = new Map<string, unknown>();
 
     function attemptRow(attempt: Attempt): HTMLTableRowElement {
-      const excerpt = attempt.response_excerpt ?? "";
+      const excerpt = attempt.response_excerpt;
       return h(
         "tr",
         { "data-testid": "attempt", "data-outcome": attempt.outcome },
@@ -356,7 +356,7 @@ export function agentView(agentId: string): View {
           `${attempt.outcome === "success" ? "Success" : "Failed"}${attempt.status_code !== null ? ` · ${attempt.status_code}` : ""}`,
           attempt.error ? h("div", { class: "small" }, attempt.error) : null,
         ),
-        h("td", null, attempt.duration_ms === null ? "–" : `${attempt.duration_ms} ms`),
+        h("td", null, `${attempt.duration_ms} ms`),
         h(
           "td",
           { class: "excerpt" },
