@@ -5,7 +5,7 @@ import type { Scope } from "../auth/scopes";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
 import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, readCookie, resolveSession } from "../auth/sessions";
 import type { Clock } from "../clock";
-import type { Store } from "../store/types";
+import type { KeyOwner, Store } from "../store/types";
 
 const BEARER = /^Bearer ([^\s]+)$/;
 
@@ -24,6 +24,16 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  * thrown, so the rate limiter still counts (and answers headers for) unauthenticated attempts.
  */
 export function createAuthenticate(deps: { store: Store; clock: Clock }): RequestHandler {
+  // A store that remembers owners hands out the same frozen owner while nothing changed, so its scopes are worked out once.
+  const scopesOf = new WeakMap<KeyOwner, ReadonlySet<Scope>>();
+  const scopes = (owner: KeyOwner) => {
+    let known = scopesOf.get(owner);
+    if (!known) {
+      known = effectiveScopes(owner.key, owner.user);
+      if (Object.isFrozen(owner)) scopesOf.set(owner, known);
+    }
+    return known;
+  };
   return async function authenticate(req, _res, next) {
     const header = req.headers.authorization;
     const sessionToken = header === undefined ? readCookie(req.headers.cookie, SESSION_COOKIE) : undefined;
@@ -56,7 +66,7 @@ export function createAuthenticate(deps: { store: Store; clock: Clock }): Reques
     } else if (owner.key.revoked_at !== null) {
       req.authError = new RelayError("UNAUTHORIZED", "This API key has been revoked");
     } else {
-      req.caller = { ...owner, scopes: effectiveScopes(owner.key, owner.user) };
+      req.caller = { ...owner, scopes: scopes(owner) };
       if (owner.user.removed_at !== null) {
         req.authError = new RelayError("FORBIDDEN", "The user this API key belongs to was removed from the workspace");
       }

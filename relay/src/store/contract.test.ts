@@ -254,6 +254,30 @@ for (const engine of engines) {
         assert.equal(await store.apiKeys.get("ws_other", "key_1"), undefined);
       });
 
+      test("the owner lookup shows a revocation, a removal and a rolled-back revocation right after an earlier lookup", async () => {
+        await seedWorkspace(store);
+        await store.apiKeys.create(key("key_1", at(3)));
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_1"))?.key.revoked_at, null);
+
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.apiKeys.revoke(WS, "key_1", at(4));
+            await store.apiKeys.findOwnerByHash("hash-key_1");
+            throw new Error("changed my mind");
+          }),
+          /changed my mind/,
+        );
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_1"))?.key.revoked_at, null, "the rollback is seen");
+
+        assert.equal(await store.apiKeys.revoke(WS, "key_1", at(5)), true);
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_1"))?.key.revoked_at, at(5));
+
+        await store.apiKeys.create(key("key_2", at(6)));
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_2"))?.user.removed_at, null);
+        assert.equal(await store.users.remove(WS, BOB, at(7)), true);
+        assert.equal((await store.apiKeys.findOwnerByHash("hash-key_2"))?.user.removed_at, at(7));
+      });
+
       test("are listed newest first for their user", async () => {
         await seedWorkspace(store);
         await store.apiKeys.create(key("key_old", at(3)));

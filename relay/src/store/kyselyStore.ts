@@ -21,7 +21,7 @@ export function ownerByHashQuery(db: Db, secretHash: string) {
 
 export type OwnerRow = NonNullable<Awaited<ReturnType<ReturnType<typeof ownerByHashQuery>["executeTakeFirst"]>>>;
 
-function toKeyOwner(row: OwnerRow): KeyOwner {
+export function toKeyOwner(row: OwnerRow): KeyOwner {
   return {
     key: {
       id: row.k_id, workspace_id: row.k_workspace_id, user_id: row.k_user_id, name: row.k_name,
@@ -37,7 +37,7 @@ function toKeyOwner(row: OwnerRow): KeyOwner {
 
 /** Engine-specific shortcuts for the hot path; the SQL stays the portable Kysely query's. */
 export interface FastPaths {
-  ownerRowByHash?: (secretHash: string) => OwnerRow | undefined;
+  ownerByHash?: (secretHash: string) => KeyOwner | undefined;
   /** PostgreSQL: due events are read `FOR UPDATE SKIP LOCKED`, so relays sharing the database never claim the same one. */
   rowLocks?: boolean;
 }
@@ -149,7 +149,8 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
         };
       },
       async findOwnerByHash(secretHash) {
-        const row = fast?.ownerRowByHash ? fast.ownerRowByHash(secretHash) : await ownerByHashQuery(db, secretHash).executeTakeFirst();
+        if (fast?.ownerByHash) return fast.ownerByHash(secretHash);
+        const row = await ownerByHashQuery(db, secretHash).executeTakeFirst();
         return row && toKeyOwner(row);
       },
       async get(workspaceId, id) {

@@ -2,10 +2,10 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, SqliteDialect } from "kysely";
-import { type OwnerRow, createKyselyStore, ownerByHashQuery } from "./kyselyStore";
+import { type OwnerRow, createKyselyStore, ownerByHashQuery, toKeyOwner } from "./kyselyStore";
 import { migrationProvider } from "./migrations";
 import type { Database } from "./schema";
-import type { Store } from "./types";
+import type { KeyOwner, Store } from "./types";
 
 export { createKyselyStore } from "./kyselyStore";
 
@@ -17,7 +17,8 @@ export async function openSqliteStore(path: string): Promise<Store> {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const owners = new Map<string, KeyOwner>();
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => owners.clear()) }) });
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();
@@ -27,29 +28,52 @@ export async function openSqliteStore(path: string): Promise<Store> {
   // request as Kysely would, takes that lookup from about 60 µs to a few.
   const compiled = ownerByHashQuery(db, "").compile();
   const ownerStatement = sqlite.prepare<[string], OwnerRow>(compiled.sql);
-  return createKyselyStore(db, async () => db.destroy(), { ownerRowByHash: (hash) => ownerStatement.get(hash) });
+  // This relay is the database's only writer and every write passes the statement cache, which forgets the
+  // remembered owners the moment any statement changes data or a transaction ends: a revoked key, a removed user
+  // or a changed role is seen by the very next request, and the hot path skips SQLite (its locks and a file
+  // check) for keys that keep coming back. Only keys that exist are remembered, so a new key is found at once.
+  // A remembered owner is shared by the requests that use it, so it is frozen.
+  const ownerByHash = (hash: string) => {
+    const remembered = owners.get(hash);
+    if (remembered) return remembered;
+    const row = ownerStatement.get(hash);
+    if (!row) return undefined;
+    const owner = toKeyOwner(row);
+    for (const part of [owner.key.scopes, owner.key, owner.user, owner.workspace, owner]) Object.freeze(part);
+    if (owners.size >= OWNER_CACHE_SIZE) owners.clear();
+    owners.set(hash, owner);
+    return owner;
+  };
+  return createKyselyStore(db, async () => db.destroy(), { ownerByHash });
 }
 
 /** Prepared statements kept per SQL text; enough for every query the relay makes, with room for `in (...)` variants. */
 const STATEMENT_CACHE_SIZE = 500;
+/** Key owners remembered between writes; far more keys than one relay sees in active use. */
+const OWNER_CACHE_SIZE = 10_000;
+/** Ending a transaction settles what its writes did (a rollback undoes them), so it counts as a write too. */
+const ENDS_TRANSACTION = /^\s*(?:commit|rollback|release|end)\b/i;
 
 /**
  * Kysely's SQLite driver prepares every statement afresh, which costs more than running most of them. The same
  * few dozen SQL texts repeat forever, so each is prepared once. better-sqlite3 runs one statement at a time on
  * the connection, and Kysely never iterates, so sharing a prepared statement is safe.
  */
-function withStatementCache(sqlite: SqliteDatabase.Database) {
-  const cache = new Map<string, SqliteDatabase.Statement>();
+function withStatementCache(sqlite: SqliteDatabase.Database, beforeWrite: () => void) {
+  const cache = new Map<string, { statement: SqliteDatabase.Statement; writes: boolean }>();
   return {
     close: () => sqlite.close(),
+    // Kysely's driver prepares each statement right before running it, so this is where a write announces itself.
     prepare(sql: string) {
-      let statement = cache.get(sql);
-      if (statement === undefined) {
-        statement = sqlite.prepare(sql);
+      let entry = cache.get(sql);
+      if (entry === undefined) {
+        const statement = sqlite.prepare(sql);
+        entry = { statement, writes: !statement.readonly || ENDS_TRANSACTION.test(sql) };
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-        cache.set(sql, statement);
+        cache.set(sql, entry);
       }
-      return statement;
+      if (entry.writes) beforeWrite();
+      return entry.statement;
     },
   };
 }
