@@ -66,10 +66,10 @@ async function completeOnce(context: TabContext, maxTokens: number, countTokens:
   const post = createPostprocessor({ context, maxTokens, countTokens });
   const controller = new AbortController();
   let text = "";
-  for await (const fragment of provider.stream({ context, maxTokens, temperature: 0.2 }, controller.signal)) {
+  await provider.complete({ context, maxTokens, temperature: 0.2 }, controller.signal, (fragment) => {
     text += post.push(fragment);
-    if (post.done) break;
-  }
+    return post.done ? false : undefined;
+  });
   return text + post.end();
 }
 

@@ -7,14 +7,16 @@ import type { ModelProvider } from "../providers/types";
 import { createPostprocessor } from "./postprocess";
 import { countTokens } from "./tokens";
 
-/** What the route turns into SSE frames or one JSON body. `start` comes once the provider has answered. */
-export type CompletionEvent =
-  | { type: "start" }
-  | { type: "text"; text: string }
-  | { type: "end"; finishReason: FinishReason };
+/** Where a completion goes as it is produced: the route turns it into SSE frames or one JSON body. */
+export interface CompletionSink {
+  /** The provider (or the cache) has answered; called once, before any text. */
+  start(): void;
+  text(text: string): void;
+}
 
 export interface CompletionService {
-  run(request: CompletionRequest, signal: AbortSignal): AsyncGenerator<CompletionEvent>;
+  /** Runs one completion into `sink` and resolves with why it finished; rejects with a RelayError or the abort reason. */
+  run(request: CompletionRequest, signal: AbortSignal, sink: CompletionSink): Promise<FinishReason>;
 }
 
 interface CachedCompletion {
@@ -33,16 +35,15 @@ export function createCompletionService(deps: {
   const labels = { provider: provider.name };
 
   return {
-    async *run(request, signal) {
+    async run(request, signal, sink) {
       const maxTokens = request.max_completion_tokens ?? TAB_LIMITS.maxCompletionTokens;
       const key = cache ? cacheKey(provider.name, request, maxTokens) : "";
       const hit = cache?.get(key);
       metrics.cache.inc({ result: hit ? "hit" : "miss" });
       if (hit) {
-        yield { type: "start" };
-        if (hit.text !== "") yield { type: "text", text: hit.text };
-        yield { type: "end", finishReason: hit.finishReason };
-        return;
+        sink.start();
+        if (hit.text !== "") sink.text(hit.text);
+        return hit.finishReason;
       }
 
       const post = createPostprocessor({ context: request.tab_context, maxTokens, countTokens });
@@ -52,35 +53,35 @@ export function createCompletionService(deps: {
       let text = "";
       try {
         const input = { context: request.tab_context, maxTokens, temperature: TAB_DEFAULTS.temperature };
-        // Leaving this loop early (suffix reached, token limit) returns the provider's generator, which releases
+        // Returning false once the postprocessor is done (suffix reached, token limit) makes the provider release
         // its upstream request; the client's signal covers disconnects and shutdown.
-        for await (const fragment of provider.stream(input, signal)) {
+        await provider.complete(input, signal, (fragment) => {
           if (!answered) {
             answered = true;
             metrics.upstreamFirstByte.observe(labels, elapsed());
-            yield { type: "start" };
+            sink.start();
           }
           const out = post.push(fragment);
           if (out !== "") {
             text += out;
-            yield { type: "text", text: out };
+            sink.text(out);
           }
-          if (post.done) break;
-        }
-        if (!answered) yield { type: "start" };
+          return post.done ? false : undefined;
+        });
+        if (!answered) sink.start();
         const rest = post.end();
         if (rest !== "") {
           text += rest;
-          yield { type: "text", text: rest };
+          sink.text(rest);
         }
         metrics.upstreamRequests.inc({ ...labels, outcome: "ok" });
         metrics.upstreamDuration.observe(labels, elapsed());
         cache?.set(key, { text, finishReason: post.finishReason });
-        yield { type: "end", finishReason: post.finishReason };
+        return post.finishReason;
       } catch (error) {
         if (signal.aborted) {
           metrics.upstreamRequests.inc({ ...labels, outcome: "aborted" });
-          throw error;
+          throw signal.reason;
         }
         const failure = error instanceof RelayError ? error : new RelayError("UPSTREAM_ERROR", "The model provider failed", { cause: error });
         metrics.upstreamRequests.inc({ ...labels, outcome: "error" });

@@ -1,4 +1,5 @@
 import { RelayError, toRelayError } from "@tab-relay/shared";
+import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "../logger";
 
@@ -16,8 +17,17 @@ export function createErrorHandler(deps: { logger: Logger }): ErrorRequestHandle
       return;
     }
     for (const [name, value] of Object.entries(relayError.headers)) res.setHeader(name, value);
-    res.status(relayError.status).json(relayError.toBody());
+    sendJson(res, relayError.status, relayError.toBody());
   };
+}
+
+/** A JSON response with Node's own API, so it also serves requests that never went through express. */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.end(text);
 }
 
 export const notFound: RequestHandler = function notFound(req, _res, next) {

@@ -9,11 +9,18 @@ export interface CompletionInput {
 }
 
 /**
- * A source of continuations. `stream` yields raw text fragments in order; the relay postprocesses them.
- * It must stop promptly once `signal` aborts (rejecting with the signal's reason or an AbortError), and it
- * reports failures as RelayError UPSTREAM_ERROR (502) or UPSTREAM_TIMEOUT (504).
+ * Receives a provider's text as it arrives, synchronously; fragments that arrived together come in one call.
+ * Returning `false` says nothing more is wanted: the provider stops and releases its upstream request.
+ */
+export type TextSink = (text: string) => boolean | void;
+
+/**
+ * A source of continuations. `complete` pushes raw text fragments into `onText` in order (the relay
+ * postprocesses them) and settles when the text has ended. It must stop promptly once `signal` aborts
+ * (rejecting with the signal's reason), and it reports failures as RelayError UPSTREAM_ERROR (502) or
+ * UPSTREAM_TIMEOUT (504). A push, not an async iterator: the hot path then costs no promise per fragment.
  */
 export interface ModelProvider {
   readonly name: string;
-  stream(input: CompletionInput, signal: AbortSignal): AsyncIterable<string>;
+  complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void>;
 }

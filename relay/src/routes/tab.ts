@@ -1,4 +1,4 @@
-import type { Response } from "express";
+import type { RequestHandler, Response } from "express";
 import { Router } from "express";
 import {
   type ChatCompletion,
@@ -14,26 +14,39 @@ import {
   toRelayError,
 } from "@tab-relay/shared";
 import type { Clock } from "../clock";
-import type { CompletionEvent, CompletionService } from "../completion/service";
+import type { CompletionService } from "../completion/service";
 import { TAB_MODELS, findModel } from "../completion/models";
 import type { TokenCounter } from "../completion/tokenCounter";
 import { countTokens } from "../completion/tokens";
 import { requireScope } from "../http/authenticate";
+import { sendJson } from "../http/errors";
 import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
 
+type TabDeps = { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle };
+
 /** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
-export function createTabRouter(deps: { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle }): Router {
+export function createTabRouter(deps: TabDeps, completionHandlers: readonly RequestHandler[] = createCompletionHandlers(deps)): Router {
   const router = Router();
-  const nextCompletionId = createIdSequence("chatcmpl-");
 
   router.get("/tab/models", named("/tab/models"), (_req, res) => {
     res.json({ data: { models: TAB_MODELS } });
   });
 
-  router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), requireScope("tab.complete"), async (req, res) => {
+  router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), ...completionHandlers);
+
+  return router;
+}
+
+/**
+ * POST /tab/chat/completions after authentication, rate limiting and body reading: the scope check and the
+ * completion. They use Node's request and response API only, so the app's completion lane can serve them too.
+ */
+export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
+  const nextCompletionId = createIdSequence("chatcmpl-");
+  const complete: RequestHandler = async (req, res) => {
     const request = parseWith(CompletionRequest, req.body);
     const model = request.model ?? TAB_DEFAULTS.model;
     if (!findModel(model)) {
@@ -56,16 +69,14 @@ export function createTabRouter(deps: { completions: CompletionService; tokens: 
     const promptTokens = request.stream !== true || request.stream_options?.include_usage ? deps.tokens.countPrompt(request.tab_context) : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     try {
-      const events = deps.completions.run(request, controller.signal);
-      if (request.stream === true) await streamCompletion(res, events, meta, controller.signal, promptTokens);
-      else await answerCompletion(res, events, meta, promptTokens ?? Promise.resolve(0));
+      if (request.stream === true) await streamCompletion(res, deps.completions, request, meta, controller.signal, promptTokens);
+      else await answerCompletion(res, deps.completions, request, meta, controller.signal, promptTokens ?? Promise.resolve(0));
     } finally {
       res.off("close", onClose);
       finished();
     }
-  });
-
-  return router;
+  };
+  return [requireScope("tab.complete"), complete];
 }
 
 interface Meta {
@@ -74,77 +85,98 @@ interface Meta {
   model: string;
 }
 
-/** One SSE frame of the stream; the usage frame is the same chunk with no choices. */
-function frame(meta: Meta, choices: ChatCompletionChunk["choices"], usage?: Usage): string {
-  const body: ChatCompletionChunk = { id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices };
-  if (usage) body.usage = usage;
-  return encodeSseEvent({ data: JSON.stringify(body) });
+/**
+ * Frames of one stream. Every chunk shares its id, object, created and model, so that part is encoded once
+ * and each frame only adds its choices: the same bytes `JSON.stringify` of the whole chunk gives, for less work.
+ */
+function framer(meta: Meta) {
+  const common = JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model } satisfies Omit<ChatCompletionChunk, "choices">);
+  const head = `data: ${common.slice(0, -1)},"choices":`;
+  return {
+    role: `${head}[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n`,
+    text: (text: string) => `${head}[{"index":0,"delta":{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`,
+    finish: (reason: FinishReason) => `${head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(reason)}}]}\n\n`,
+    usage: (usage: Usage) => `${head}[],"usage":${JSON.stringify(usage)}}\n\n`,
+  };
 }
 
-function chunk(meta: Meta, delta: ChatCompletionChunk["choices"][number]["delta"], finishReason: FinishReason | null): string {
-  return frame(meta, [{ index: 0, delta, finish_reason: finishReason }]);
-}
+const DONE_FRAME = encodeSseEvent({ data: SSE_DONE });
+const SSE_HEADERS = {
+  "Content-Type": "text/event-stream; charset=utf-8",
+  "Cache-Control": "no-cache, no-transform",
+  Connection: "keep-alive",
+  "X-Accel-Buffering": "no",
+};
 
 async function streamCompletion(
   res: Response,
-  events: AsyncGenerator<CompletionEvent>,
+  completions: CompletionService,
+  request: CompletionRequest,
   meta: Meta,
   signal: AbortSignal,
   /** Present when the client asked for a usage chunk. */
   promptTokens: Promise<number> | undefined,
 ): Promise<void> {
+  const frames = framer(meta);
   let completion = "";
-  // Fragments that arrive together (one upstream read often holds several) leave in one write, not one each.
-  const write = (frame: string) => {
-    if (res.writableCorked === 0) {
-      res.cork();
-      process.nextTick(() => res.uncork());
+  // Frames produced in one turn of the event loop leave in one write: when the whole answer arrives at once, the
+  // headers, every chunk and [DONE] go out together with `end`, and otherwise at the end of the turn.
+  let pending = "";
+  let flushing = false;
+  const flush = () => {
+    flushing = false;
+    if (pending === "" || res.writableEnded || res.destroyed) return;
+    res.write(pending);
+    pending = "";
+  };
+  const send = (frame: string) => {
+    pending += frame;
+    if (!flushing) {
+      flushing = true;
+      setImmediate(flush);
     }
-    res.write(frame);
   };
   try {
-    for await (const event of events) {
-      if (event.type === "start") {
+    const finishReason = await completions.run(request, signal, {
+      start() {
         // Headers wait for the provider's first answer, so failures before it still get a real HTTP status.
-        res.writeHead(200, {
-          "Content-Type": "text/event-stream; charset=utf-8",
-          "Cache-Control": "no-cache, no-transform",
-          Connection: "keep-alive",
-          "X-Accel-Buffering": "no",
-        });
-        write(chunk(meta, { role: "assistant", content: "" }, null));
-      } else if (event.type === "text") {
-        completion += event.text;
-        write(chunk(meta, { content: event.text }, null));
-      } else {
-        let tail = chunk(meta, {}, event.finishReason);
-        if (promptTokens) {
-          tail += frame(meta, [], usageOf(await promptTokens, completion));
-        }
-        res.end(`${tail}${encodeSseEvent({ data: SSE_DONE })}`);
-      }
-    }
+        res.writeHead(200, SSE_HEADERS);
+        send(frames.role);
+      },
+      text(text) {
+        completion += text;
+        send(frames.text(text));
+      },
+    });
+    let tail = frames.finish(finishReason);
+    if (promptTokens) tail += frames.usage(usageOf(await promptTokens, completion));
+    res.end(pending + tail + DONE_FRAME);
+    pending = "";
   } catch (error) {
     if (signal.aborted && res.destroyed) return;
     if (!res.headersSent) throw error;
     // Mid-stream failure: an `event: error` frame with the usual envelope, and no [DONE].
     const failure = toRelayError(signal.aborted ? signal.reason : error);
-    res.end(encodeSseEvent({ event: "error", data: JSON.stringify(failure.toBody()) }));
+    res.end(pending + encodeSseEvent({ event: "error", data: JSON.stringify(failure.toBody()) }));
+    pending = "";
   }
 }
 
 async function answerCompletion(
   res: Response,
-  events: AsyncGenerator<CompletionEvent>,
+  completions: CompletionService,
+  request: CompletionRequest,
   meta: Meta,
+  signal: AbortSignal,
   promptTokens: Promise<number>,
 ): Promise<void> {
   let content = "";
-  let finishReason: FinishReason = "stop";
-  for await (const event of events) {
-    if (event.type === "text") content += event.text;
-    else if (event.type === "end") finishReason = event.finishReason;
-  }
+  const finishReason = await completions.run(request, signal, {
+    start() {},
+    text(text) {
+      content += text;
+    },
+  });
   const usage = usageOf(await promptTokens, content);
   if (res.destroyed) return;
   const body: ChatCompletion = {
@@ -155,7 +187,7 @@ async function answerCompletion(
     choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: finishReason }],
     usage,
   };
-  res.json(body);
+  sendJson(res, 200, body);
 }
 
 function usageOf(prompt: number, completion: string) {

@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { describe, it } from "node:test";
 import { TAB_LIMITS, type TabContext } from "@tab-relay/shared";
 import { createLocalProvider, predictContinuation } from "./localProvider";
+import type { CompletionInput } from "../types";
 
 function context(before: string, extra: Partial<TabContext> = {}): TabContext {
   return {
@@ -16,9 +17,11 @@ function context(before: string, extra: Partial<TabContext> = {}): TabContext {
   };
 }
 
-async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
+async function collect(input: CompletionInput, signal = new AbortController().signal): Promise<string[]> {
   const fragments: string[] = [];
-  for await (const fragment of iterable) fragments.push(fragment);
+  await createLocalProvider().complete(input, signal, (fragment) => {
+    fragments.push(fragment);
+  });
   return fragments;
 }
 
@@ -130,8 +133,8 @@ describe("local engine: provider behaviour", () => {
   it("is deterministic and streams the same text in several fragments", async () => {
     const before = `${ADD}\nfunction add(a, b) {`;
     const input = { context: context(before), maxTokens: 100, temperature: 0.5 };
-    const first = await collect(createLocalProvider().stream(input, new AbortController().signal));
-    const second = await collect(createLocalProvider().stream(input, new AbortController().signal));
+    const first = await collect(input);
+    const second = await collect(input);
     assert.deepEqual(first, second);
     assert.ok(first.length > 1, "several fragments");
     assert.equal(first.join(""), predictContinuation(input.context, 100));
@@ -139,7 +142,7 @@ describe("local engine: provider behaviour", () => {
 
   it("returns nothing, without error, for empty and very short input", async () => {
     for (const before of ["", "a", "ab", "\n"]) {
-      const fragments = await collect(createLocalProvider().stream({ context: context(before), maxTokens: 50, temperature: 0 }, new AbortController().signal));
+      const fragments = await collect({ context: context(before), maxTokens: 50, temperature: 0 });
       assert.deepEqual(fragments, [], JSON.stringify(before));
     }
   });
@@ -148,21 +151,18 @@ describe("local engine: provider behaviour", () => {
     const controller = new AbortController();
     const reason = new Error("client went away");
     controller.abort(reason);
-    await assert.rejects(collect(createLocalProvider().stream({ context: context(`${ADD}function add(`), maxTokens: 50, temperature: 0 }, controller.signal)), reason);
+    await assert.rejects(collect({ context: context(`${ADD}function add(`), maxTokens: 50, temperature: 0 }, controller.signal), reason);
   });
 
   it("stops between fragments once aborted", async () => {
     const controller = new AbortController();
     const reason = new Error("superseded");
     const received: string[] = [];
-    const stream = createLocalProvider().stream({ context: context(`${ADD}\nfunction add(a, b) {`), maxTokens: 50, temperature: 0 }, controller.signal);
     await assert.rejects(
-      (async () => {
-        for await (const fragment of stream) {
-          received.push(fragment);
-          controller.abort(reason);
-        }
-      })(),
+      createLocalProvider().complete({ context: context(`${ADD}\nfunction add(a, b) {`), maxTokens: 50, temperature: 0 }, controller.signal, (fragment) => {
+        received.push(fragment);
+        controller.abort(reason);
+      }),
       reason,
     );
     assert.equal(received.length, 1);

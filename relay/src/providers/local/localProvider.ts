@@ -1,5 +1,5 @@
 import type { TabContext } from "@tab-relay/shared";
-import type { CompletionInput, ModelProvider } from "../types";
+import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { isWordChar } from "../../completion/text";
 import { completeWord, partialWordAtEnd } from "./identifier";
 import { findLongestEarlierMatch } from "./longestMatch";
@@ -58,12 +58,16 @@ export function splitIntoFragments(text: string): string[] {
 export function createLocalProvider(): ModelProvider {
   return {
     name: "local",
-    async *stream(input: CompletionInput, signal: AbortSignal): AsyncIterable<string> {
-      signal.throwIfAborted();
-      const text = predictContinuation(input.context, input.maxTokens);
-      for (const fragment of splitIntoFragments(text)) {
+    complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
+      try {
         signal.throwIfAborted();
-        yield fragment;
+        for (const fragment of splitIntoFragments(predictContinuation(input.context, input.maxTokens))) {
+          signal.throwIfAborted();
+          if (onText(fragment) === false) break;
+        }
+        return Promise.resolve();
+      } catch (error) {
+        return Promise.reject(error);
       }
     },
   };

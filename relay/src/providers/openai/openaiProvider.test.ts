@@ -28,9 +28,10 @@ function input(overrides: Partial<TabContext> = {}, settings: Partial<Omit<Compl
   };
 }
 
-async function collect(provider: ModelProvider, request = input(), signal = new AbortController().signal): Promise<string[]> {
-  const fragments: string[] = [];
-  for await (const fragment of provider.stream(request, signal)) fragments.push(fragment);
+async function collect(provider: ModelProvider, request = input(), signal = new AbortController().signal, fragments: string[] = []): Promise<string[]> {
+  await provider.complete(request, signal, (fragment) => {
+    fragments.push(fragment);
+  });
   return fragments;
 }
 
@@ -54,7 +55,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     provider = (overrides = {}) => createOpenAIProvider({ baseUrl: upstream.url, model: "coder-7b", api: "completions", post, timeoutMs: 1000, ...overrides });
   });
   after(async () => {
-    post.destroy();
+    await post.destroy();
     await upstream.close();
   });
 
@@ -63,7 +64,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   });
 
   test("completions API: streams each upstream chunk as a fragment, sending prompt, suffix, limits and temperature", async () => {
-    upstream.enqueue({ kind: "reply", text: "a + b;", chunks: 3 });
+    upstream.enqueue({ kind: "reply", text: "a + b;", chunks: 3, chunkDelayMs: 30 });
     const fragments = await collect(provider(), input({ file_path: "src/math.ts" }, { maxTokens: 48 }));
     assert.deepEqual(fragments, ["a ", "+ ", "b;"]);
 
@@ -87,7 +88,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   });
 
   test("chat API: streams delta contents, sending surface instructions, limits, temperature and the bearer key", async () => {
-    upstream.enqueue({ kind: "reply", text: ["Thanks, ", "I'll look", " today."] });
+    upstream.enqueue({ kind: "reply", text: ["Thanks, ", "I'll look", " today."], chunkDelayMs: 30 });
     const chat = provider({ api: "chat", apiKey: API_KEY });
     const fragments = await collect(chat, input({ surface: "messages", active_text_before_cursor: "Sure! ", active_text_after_cursor: "" }, { temperature: 0.5, maxTokens: 100 }));
     assert.deepEqual(fragments, ["Thanks, ", "I'll look", " today."], "the empty role chunk yields nothing");
@@ -114,7 +115,9 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({ kind: "reply", text: ["one", "two", "three"], chunkDelayMs: 250 });
     const started = performance.now();
     const arrivals: number[] = [];
-    for await (const _fragment of provider().stream(input(), new AbortController().signal)) arrivals.push(performance.now() - started);
+    await provider().complete(input(), new AbortController().signal, () => {
+      arrivals.push(performance.now() - started);
+    });
     assert.equal(arrivals.length, 3);
     assert.ok((arrivals[0] ?? Infinity) < 200, `first fragment after ${arrivals[0]} ms`);
     assert.ok((arrivals[2] ?? 0) >= 480, `last fragment after ${arrivals[2]} ms`);
@@ -171,9 +174,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({ kind: "reply", text: ["a +", " b", ";"], chunkDelayMs: 2000 });
     const fragments: string[] = [];
     const started = performance.now();
-    await assert.rejects(async () => {
-      for await (const fragment of provider({ timeoutMs: 200 }).stream(input(), new AbortController().signal)) fragments.push(fragment);
-    }, isRelayError("UPSTREAM_TIMEOUT", /silent for 200 ms/));
+    await assert.rejects(collect(provider({ timeoutMs: 200 }), input(), undefined, fragments), isRelayError("UPSTREAM_TIMEOUT", /silent for 200 ms/));
     assert.deepEqual(fragments, ["a +"]);
     assert.ok(performance.now() - started < 1500);
     await upstream.waitForClientDisconnect(undefined, 1000);
@@ -182,10 +183,8 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   test("a connection dropped mid-stream is UPSTREAM_ERROR after the fragments that did arrive", async () => {
     upstream.enqueue({ kind: "disconnect", sent: ["a +", " b"] });
     const fragments: string[] = [];
-    await assert.rejects(async () => {
-      for await (const fragment of provider().stream(input(), new AbortController().signal)) fragments.push(fragment);
-    }, isRelayError("UPSTREAM_ERROR"));
-    assert.deepEqual(fragments, ["a +", " b"]);
+    await assert.rejects(collect(provider(), input(), undefined, fragments), isRelayError("UPSTREAM_ERROR"));
+    assert.equal(fragments.join(""), "a + b");
   });
 
   test("a connection dropped before any answer is UPSTREAM_ERROR", async () => {
@@ -234,9 +233,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({ kind: "reply", text: ["a", "b", "c", "d"], chunkDelayMs: 400 });
     const controller = new AbortController();
     const fragments: string[] = [];
-    const consuming = (async () => {
-      for await (const fragment of provider().stream(input(), controller.signal)) fragments.push(fragment);
-    })();
+    const consuming = collect(provider(), input(), controller.signal, fragments);
     while (fragments.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const index = upstream.requests.length - 1;
     const started = performance.now();
@@ -269,10 +266,12 @@ describe("openai provider against a real OpenAI-compatible server", () => {
 
   test("a consumer that stops reading early drops the upstream request", async () => {
     upstream.enqueue({ kind: "reply", text: ["first", "second", "third"], chunkDelayMs: 300 });
-    for await (const fragment of provider().stream(input(), new AbortController().signal)) {
-      assert.equal(fragment, "first");
-      break;
-    }
+    const fragments: string[] = [];
+    await provider().complete(input(), new AbortController().signal, (fragment) => {
+      fragments.push(fragment);
+      return false;
+    });
+    assert.deepEqual(fragments, ["first"]);
     await upstream.waitForClientDisconnect(undefined, 500);
   });
 });

@@ -1,6 +1,7 @@
-import { RelayError, readSseEvents, SSE_DONE } from "@tab-relay/shared";
-import type { HttpPost, UpstreamResponse } from "../httpPost";
-import type { CompletionInput, ModelProvider } from "../types";
+import { StringDecoder } from "node:string_decoder";
+import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent } from "@tab-relay/shared";
+import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
+import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { buildChatMessages, buildCompletionsPrompt } from "./prompts";
 
 export interface OpenAIProviderOptions {
@@ -32,91 +33,95 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
     return JSON.stringify({ ...common, prompt, suffix, ...(stop ? { stop } : {}) });
   }
 
-  async function* stream(input: CompletionInput, signal: AbortSignal): AsyncGenerator<string> {
+  async function complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
     signal.throwIfAborted();
-    const upstream = new AbortController();
-    const onAbort = () => upstream.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    let timeout: RelayError | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const arm = (ms: number, message: string) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timeout = new RelayError("UPSTREAM_TIMEOUT", message);
-        upstream.abort(timeout);
-      }, ms);
-    };
-    const disarm = () => clearTimeout(timer);
-    // Every failure goes through here so an abort stays an abort and a timeout stays a timeout.
+    const ms = options.timeoutMs;
+    // Every failure goes through here so an abort stays an abort and a silence becomes a timeout.
     const classify = (error: unknown): unknown => {
       if (signal.aborted) return signal.reason;
-      if (timeout) return timeout;
+      if (error instanceof UpstreamSilence) {
+        const message =
+          error.phase === "headers"
+            ? `Upstream sent no response within ${ms} ms`
+            : error.sawBody
+              ? `Upstream went silent for ${ms} ms mid-stream`
+              : `Upstream sent no data within ${ms} ms of its headers`;
+        return new RelayError("UPSTREAM_TIMEOUT", message);
+      }
       if (error instanceof RelayError) return error;
       return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, { cause: error });
     };
 
-    let finished = false;
-    let response: UpstreamResponse | undefined;
+    let response: UpstreamResponse;
     try {
-      arm(options.timeoutMs, `Upstream sent no response within ${options.timeoutMs} ms`);
-      try {
-        response = await options.post(url, { headers, body: requestBody(input), signal: upstream.signal });
-      } catch (error) {
-        throw classify(error);
+      response = await options.post(url, { headers, body: requestBody(input), signal, idleTimeoutMs: ms });
+    } catch (error) {
+      throw classify(error);
+    }
+    if (response.status < 200 || response.status > 299) {
+      const excerpt = redact(await readExcerpt(response));
+      if (signal.aborted) throw signal.reason;
+      throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`);
+    }
+    try {
+      if (/^application\/json/i.test(response.contentType)) {
+        // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
+        const text = extractText(parseJson(await readText(response)), options.api);
+        if (text) onText(text);
+        return;
       }
-      disarm();
-
-      if (response.status < 200 || response.status > 299) {
-        arm(options.timeoutMs, "Upstream error body timed out");
-        const excerpt = redact(await readExcerpt(response));
-        disarm();
-        if (signal.aborted) throw signal.reason;
-        throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`);
-      }
-      arm(options.timeoutMs, `Upstream sent no data within ${options.timeoutMs} ms of its headers`);
-      // A server that stalls mid-stream would otherwise hold the client's request open for ever.
-      const silence = `Upstream went silent for ${options.timeoutMs} ms mid-stream`;
-      try {
-        if (/^application\/json/i.test(response.contentType)) {
-          // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
-          const text = extractText(parseJson(await readText(response.body)), options.api);
-          disarm();
-          if (text) yield text;
+      // Node's own UTF-8 decoder costs far less per request than a TextDecoder; it also keeps split sequences.
+      const utf8 = new StringDecoder("utf8");
+      const lines = new LineDecoder();
+      const events = new SseDecoder();
+      let sawData = false;
+      let finished = false;
+      /** The text of one event (none for `[DONE]`, which marks the stream finished); throws on an upstream error. */
+      const textOf = (event: SseEvent): string => {
+        if (event.data === SSE_DONE) {
           finished = true;
-          return;
+          return "";
         }
-        let sawData = false;
-        for await (const event of readSseEvents(response.body)) {
-          arm(options.timeoutMs, silence);
-          if (event.data === SSE_DONE) {
-            finished = true;
-            return;
-          }
-          const json = parseJson(event.data);
-          const upstreamError = errorMessage(json);
-          if (event.event === "error" || upstreamError !== undefined) {
-            throw new RelayError("UPSTREAM_ERROR", `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`);
-          }
-          sawData = true;
-          const text = extractText(json, options.api);
-          if (text) yield text;
+        const json = parseJson(event.data);
+        const upstreamError = errorMessage(json);
+        if (event.event === "error" || upstreamError !== undefined) {
+          throw new RelayError("UPSTREAM_ERROR", `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`);
         }
-        // A clean end after real chunks is a server that omits [DONE]; a bare end is a broken upstream.
-        if (!sawData) throw new RelayError("UPSTREAM_ERROR", "Upstream stream ended without data or [DONE]");
-        finished = true;
-      } catch (error) {
-        throw classify(error);
+        sawData = true;
+        return extractText(json, options.api) ?? "";
+      };
+      let stopped = false;
+      await response.read((chunk) => {
+        // Fragments that arrive together leave together: one call, one frame, one write.
+        let text = "";
+        for (const line of lines.decode(utf8.write(chunk))) {
+          const event = events.decode(line);
+          if (event) text += textOf(event);
+          if (finished) break;
+        }
+        if (text !== "" && onText(text) === false) {
+          stopped = true;
+          // Nothing more is wanted: drop the request rather than let the upstream keep generating.
+          return finished ? "release" : "drop";
+        }
+        return finished ? "release" : undefined;
+      });
+      if (finished || stopped) return;
+      // A server may end without the blank line after its last event.
+      let text = "";
+      for (const line of [...lines.decode(utf8.end()), ...lines.flush(), ""]) {
+        const event = events.decode(line);
+        if (event) text += textOf(event);
       }
-    } finally {
-      disarm();
-      signal.removeEventListener("abort", onAbort);
-      // The consumer stopped early (or we failed): drop the upstream request rather than let it keep generating.
-      if (!finished && !upstream.signal.aborted) upstream.abort(new Error("stream closed"));
-      if (finished) response?.release();
+      if (text !== "") onText(text);
+      // A clean end after real chunks is a server that omits [DONE]; a bare end is a broken upstream.
+      if (!sawData && !finished) throw new RelayError("UPSTREAM_ERROR", "Upstream stream ended without data or [DONE]");
+    } catch (error) {
+      throw classify(error);
     }
   }
 
-  return { name: "openai", stream };
+  return { name: "openai", complete };
 }
 
 /** Joins a base URL and a path with exactly one slash, keeping the base's own path (`/v1`) and dropping its query. */
@@ -160,15 +165,13 @@ async function readExcerpt(response: UpstreamResponse): Promise<string> {
   let text = "";
   let bytes = 0;
   try {
-    for await (const chunk of response.body) {
+    await response.read((chunk) => {
       bytes += chunk.byteLength;
       text += decoder.decode(chunk, { stream: true });
-      if (bytes >= EXCERPT_MAX_BYTES) break;
-    }
+      return bytes >= EXCERPT_MAX_BYTES ? "drop" : undefined;
+    });
   } catch {
-    // An error body that breaks off still says something; keep what arrived.
-  } finally {
-    response.discard();
+    // An error body that breaks off (or goes silent) still says something; keep what arrived.
   }
   const message = (() => {
     try {
@@ -180,10 +183,12 @@ async function readExcerpt(response: UpstreamResponse): Promise<string> {
   return excerptOf(message ?? text);
 }
 
-async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
+async function readText(response: UpstreamResponse): Promise<string> {
   const decoder = new TextDecoder();
   let text = "";
-  for await (const chunk of body) text += decoder.decode(chunk, { stream: true });
+  await response.read((chunk) => {
+    text += decoder.decode(chunk, { stream: true });
+  });
   return text + decoder.decode();
 }
 
