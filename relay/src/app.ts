@@ -1,5 +1,6 @@
 import { API_PREFIX, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
-import express, { type Express, Router } from "express";
+import type { RequestListener } from "node:http";
+import express, { type Request, type RequestHandler, Router } from "express";
 import type { Clock } from "./clock";
 import type { CompletionService } from "./completion/service";
 import type { TokenCounter } from "./completion/tokenCounter";
@@ -7,7 +8,8 @@ import type { Config } from "./config";
 import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
 import { createErrorHandler, notFound } from "./http/errors";
-import { addressOf, classify, createRateLimit } from "./http/rateLimit";
+import { type LimitClass, addressOf, classify, createRateLimit } from "./http/rateLimit";
+import { createLane } from "./http/lane";
 import { createRequestContext, named } from "./http/requestContext";
 import type { Lifecycle } from "./lifecycle";
 import type { Logger } from "./logger";
@@ -16,7 +18,7 @@ import type { RateLimitStore } from "./rateLimit/types";
 import { createApiKeysRouter } from "./routes/apiKeys";
 import { createHealthRouter } from "./routes/health";
 import { createMeRouter } from "./routes/me";
-import { createTabRouter } from "./routes/tab";
+import { createCompletionHandlers, createTabRouter } from "./routes/tab";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
@@ -54,16 +56,17 @@ export interface AppDeps {
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
-export function createApp(deps: AppDeps): Express {
+export function createApp(deps: AppDeps): RequestListener {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
-  app.use(createRequestContext(deps));
-  app.use(function refuseWhileDraining(_req, res, next) {
+  const requestContext = createRequestContext(deps);
+  const refuseWhileDraining: RequestHandler = function refuseWhileDraining(_req, res, next) {
     if (!deps.lifecycle.draining) return next();
     res.setHeader("Connection", "close");
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
-  });
+  };
+  app.use(requestContext, refuseWhileDraining);
 
   const limits = deps.config.rateLimits;
   const eventsQueued = () => deps.bus.publish({ topic: "events" });
@@ -85,31 +88,38 @@ export function createApp(deps: AppDeps): Express {
     },
     socketConnected,
   });
-  const api = Router();
-  api.use(
-    createAuthenticate(deps),
+  const authenticate = createAuthenticate(deps);
+  const jsonBody = createJsonBody(deps.config.maxBodyBytes);
+  const rateLimit = (classOf: (req: Request) => LimitClass) =>
     createRateLimit({
       store: deps.rateLimitStore,
       clock: deps.clock,
       metrics: deps.metrics,
       windowMs: deps.config.rateLimitWindowMs,
       policy(req) {
-        // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
-        const streams = req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH;
-        const label = classify(req.method, streams);
+        const label = classOf(req);
         if (req.session) {
           return { bucket: `session:${req.session.id}:${label}`, limit: label === "read" ? limits.session_reads : limits.session_writes, label };
         }
         const subject = req.caller ? `key:${req.caller.key.id}` : addressOf(req);
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
       },
+    });
+  const api = Router();
+  api.use(
+    authenticate,
+    rateLimit((req) => {
+      // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
+      const streams = req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH;
+      return classify(req.method, streams);
     }),
     requireCaller,
-    createJsonBody(deps.config.maxBodyBytes),
+    jsonBody,
   );
   // The completion route is the hot path, so its router is tried first.
+  const completionHandlers = createCompletionHandlers(deps);
   api.use(
-    createTabRouter(deps),
+    createTabRouter(deps, completionHandlers),
     createMeRouter(),
     createApiKeysRouter(deps),
     createUsersRouter(deps),
@@ -131,7 +141,7 @@ export function createApp(deps: AppDeps): Express {
       windowMs: deps.config.rateLimitWindowMs,
       policy: (req) => ({ bucket: `${addressOf(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
     }),
-    createJsonBody(deps.config.maxBodyBytes),
+    jsonBody,
     createSignInHandler(deps),
   );
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
@@ -143,6 +153,17 @@ export function createApp(deps: AppDeps): Express {
   app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: deps.ready }));
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
-  app.use(createErrorHandler(deps));
-  return app;
+  const errorHandler = createErrorHandler(deps);
+  app.use(errorHandler);
+
+  // The same chain as above, for the completion route's canonical spellings, without express's router.
+  const completionLane = createLane({
+    method: "POST",
+    paths: [`${API_PREFIX}${TAB_COMPLETIONS_PATH}`, `/v1${TAB_COMPLETIONS_PATH}`],
+    handlers: [requestContext, refuseWhileDraining, authenticate, rateLimit(() => "read"), requireCaller, jsonBody, ...completionHandlers],
+    onError: errorHandler,
+  });
+  return function relayApp(req, res) {
+    if (!completionLane(req, res)) app(req, res);
+  };
 }

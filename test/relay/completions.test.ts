@@ -203,6 +203,39 @@ describe("Tab completions on the local engine", () => {
     assert.match(text, /tab_relay_upstream_requests_total\{provider="local",outcome="ok"\} \d+/);
   });
 
+  test("the completion route answers the same on its own lane and through the router, for every outcome", async () => {
+    // The canonical spellings take the lane in front of express; the others go through express's router.
+    const lane = [PATH, "/v1/tab/chat/completions", `${PATH}?trace=1`];
+    const router = [`${PATH}/`, "/API/V1/TAB/CHAT/COMPLETIONS"];
+    // A different entity each time keeps the answers out of the cache, which would send a stream in one piece.
+    let entity = 0;
+    const fresh = (stream: boolean) => completionBody({ entity_id: `lane-${entity++}` }, { stream });
+    const outcomes: [string, (path: string) => Promise<Response>][] = [
+      ["a stream", (path) => relay.request(path, { method: "POST", json: fresh(true) })],
+      ["one JSON answer", (path) => relay.request(path, { method: "POST", json: fresh(false) })],
+      ["a validation error", (path) => relay.request(path, { method: "POST", json: completionBody({ surface: undefined }) })],
+      ["a missing key", (path) => fetch(`${relay.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(completionBody()) })],
+      ["a body that is not JSON", (path) => relay.request(path, { method: "POST", headers: { "content-type": "text/plain" }, body: "hello" })],
+    ];
+    const shape = async (response: Response) => {
+      const text = await response.text();
+      return {
+        status: response.status,
+        type: response.headers.get("content-type"),
+        limit: response.headers.get("x-ratelimit-limit"),
+        requestId: /^req_/.test(response.headers.get("x-request-id") ?? ""),
+        body: text.replace(/chatcmpl-[\w-]+/g, "ID").replace(/"created":\d+/g, '"created":0'),
+      };
+    };
+    for (const [name, send] of outcomes) {
+      const expected = await shape(await send(PATH));
+      assert.ok(expected.requestId, `${name}: X-Request-Id`);
+      for (const path of [...lane, ...router]) assert.deepEqual(await shape(await send(path)), expected, `${name} via ${path}`);
+    }
+    const metrics = await (await fetch(`${relay.url}/metrics`)).text();
+    assert.match(metrics, /tab_relay_http_requests_total\{route="\/v1\/tab\/chat\/completions",method="POST",status="200"\} \d+/);
+  });
+
   test("/healthz answers 200 without auth", async () => {
     const response = await fetch(`${relay.url}/healthz`);
     assert.equal(response.status, 200);

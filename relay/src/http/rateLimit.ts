@@ -1,4 +1,5 @@
 import { RelayError } from "@tab-relay/shared";
+import type { IncomingMessage } from "node:http";
 import type { Request, RequestHandler } from "express";
 import type { Clock } from "../clock";
 import type { Metrics } from "../metrics";
@@ -20,9 +21,9 @@ export interface RatePolicy {
   label: string;
 }
 
-/** The client address, for requests whose credentials could not be resolved. */
-export function addressOf(req: Request): string {
-  return `ip:${req.ip ?? "unknown"}`;
+/** The client address, for requests whose credentials could not be resolved (the relay trusts no proxy headers). */
+export function addressOf(req: IncomingMessage): string {
+  return `ip:${req.socket.remoteAddress ?? "unknown"}`;
 }
 
 /**
