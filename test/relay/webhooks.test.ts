@@ -5,6 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type MessageCreatedEvent, type PingEvent, WebhookVerificationError, verifyWebhook } from "@tab-relay/shared";
 import { Webhook, WebhookVerificationError as OfficialVerificationError } from "standardwebhooks";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import type { Attempt, Delivery } from "../../relay/console/src/types";
 import { type Answer, type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createDm, postMessage } from "../support/workspace";
 
@@ -27,29 +28,6 @@ const AFTER_LAST_RETRY_MS = 400;
 const RETRY_LATENESS_MS = 1000;
 
 const ISO_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-interface Attempt {
-  id: string;
-  attempt: number;
-  trigger: "scheduled" | "manual" | "test";
-  at: string;
-  url: string;
-  outcome: "success" | "failed";
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  response_excerpt: string;
-  next_attempt_at: string | null;
-}
-
-interface DeliveryLog {
-  id: string;
-  event_type: string;
-  status: "pending" | "sending" | "delivered" | "failed" | "cancelled";
-  created_at: string;
-  next_attempt_at: string | null;
-  attempts: Attempt[];
-}
 
 interface Connected {
   id: string;
@@ -99,16 +77,16 @@ class Fixture {
     return { id: created.agent.id, name, token: created.token, secret: created.signing_secret, receiver };
   }
 
-  async deliveries(agentId: string): Promise<DeliveryLog[]> {
+  async deliveries(agentId: string): Promise<Delivery[]> {
     const response = await this.relay.request(`/api/v1/agents/${agentId}/deliveries?limit=100`);
     assert.equal(response.status, 200, await response.clone().text());
-    return ((await response.json()) as { data: DeliveryLog[] }).data;
+    return ((await response.json()) as { data: Delivery[] }).data;
   }
 
   /** The agent's delivery log entry for `eventId`, polled until `done` holds (the log is written after the answer). */
-  async delivery(agentId: string, eventId: string, done: (log: DeliveryLog) => boolean, timeoutMs = 3000): Promise<DeliveryLog> {
+  async delivery(agentId: string, eventId: string, done: (log: Delivery) => boolean, timeoutMs = 3000): Promise<Delivery> {
     const deadline = performance.now() + timeoutMs;
-    let last: DeliveryLog | undefined;
+    let last: Delivery | undefined;
     for (;;) {
       last = (await this.deliveries(agentId)).find((entry) => entry.id === eventId);
       if (last && done(last)) return last;
@@ -515,7 +493,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     const pinged = await f.agent("Pinged");
     const response = await sendTestEvent(pinged.id);
     assert.equal(response.status, 202);
-    const queued = ((await response.json()) as { data: DeliveryLog }).data;
+    const queued = ((await response.json()) as { data: Delivery }).data;
     assert.equal(queued.event_type, "ping");
     assert.match(queued.id, /^evt_/);
     const [delivery] = await exactly(pinged.receiver, 1);
@@ -537,7 +515,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
   test("a failing test event is tried once, with no retries", async () => {
     const broken = await f.agent("Broken", answerWith(500, {}, "boom"));
     const response = await sendTestEvent(broken.id);
-    const queued = ((await response.json()) as { data: DeliveryLog }).data;
+    const queued = ((await response.json()) as { data: Delivery }).data;
     await exactly(broken.receiver, 1);
     const log = await f.delivery(broken.id, queued.id, (entry) => finished(entry.status));
     assert.equal(log.status, "failed");
@@ -664,7 +642,7 @@ describe("delivery retries and failures", () => {
   }
 
   /** Each retry starts when the previous attempt said it would: not before, and not much after. */
-  function assertOnSchedule(log: DeliveryLog): void {
+  function assertOnSchedule(log: Delivery): void {
     for (let i = 1; i < log.attempts.length; i++) {
       const previous = log.attempts[i - 1] as Attempt;
       const current = log.attempts[i] as Attempt;
@@ -674,7 +652,7 @@ describe("delivery retries and failures", () => {
     }
   }
 
-  const failedStatuses = (log: DeliveryLog) => log.attempts.map((a) => [a.attempt, a.trigger, a.outcome, a.status_code]);
+  const failedStatuses = (log: Delivery) => log.attempts.map((a) => [a.attempt, a.trigger, a.outcome, a.status_code]);
 
   test("two 500s then 204: three attempts of the same event, each freshly signed, on the schedule", async () => {
     const { agent, eventId } = await mentioned("Retrier", (_d, res, index) => {
@@ -744,7 +722,7 @@ describe("delivery retries and failures", () => {
     await Promise.allSettled(agents.map((agent) => agent.receiver.waitFor(4, 8000)));
     for (const agent of agents) {
       const eventId = String(agent.receiver.deliveries[0]?.headers["webhook-id"]);
-      const [log] = (await f.deliveries(agent.id)).filter((entry) => entry.id === eventId) as [DeliveryLog];
+      const [log] = (await f.deliveries(agent.id)).filter((entry) => entry.id === eventId) as [Delivery];
       const last = log.attempts.at(-1) as Attempt;
       if (last.next_attempt_at !== null) {
         assert.fail(`${agent.name}: attempt ${last.attempt + 1}, due at ${last.next_attempt_at}, had not started ${Date.now() - Date.parse(last.next_attempt_at)} ms later`);
@@ -811,7 +789,7 @@ describe("delivery retries and failures", () => {
     await addMember(f.relay, general.id, { agent_id: created.agent.id });
     await postMessage(f.relay, general, "@Offline anyone home?");
     const deadline = performance.now() + 3000;
-    let entry: DeliveryLog | undefined;
+    let entry: Delivery | undefined;
     while (!entry?.attempts.length) {
       assert.ok(performance.now() < deadline, "no attempt was recorded");
       await sleep(25);
@@ -868,7 +846,7 @@ describe("delivery isolation between agents", () => {
 
   test("an attempt that gets no answer times out and is recorded as such", async () => {
     const logs = await f.deliveries(stuck.id);
-    const first = logs.at(-1) as DeliveryLog;
+    const first = logs.at(-1) as Delivery;
     const log = await f.delivery(stuck.id, first.id, (entry) => entry.attempts.length > 0, 4000);
     const [a1] = log.attempts as [Attempt];
     assert.equal(a1.status_code, null);
