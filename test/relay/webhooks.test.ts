@@ -77,6 +77,13 @@ class Fixture {
     return { id: created.agent.id, name, token: created.token, secret: created.signing_secret, receiver };
   }
 
+  /** Connects an agent (as `agent` does) and makes it a member of `channel`. */
+  async agentIn(channel: { id: string }, name: string, answer?: Answer): Promise<Connected> {
+    const agent = await this.agent(name, answer);
+    await addMember(this.relay, channel.id, { agent_id: agent.id });
+    return agent;
+  }
+
   async deliveries(agentId: string): Promise<Delivery[]> {
     const response = await this.relay.request(`/api/v1/agents/${agentId}/deliveries?limit=100`);
     assert.equal(response.status, 200, await response.clone().text());
@@ -173,8 +180,7 @@ describe("message.created: what sends an event", () => {
   before(async () => {
     await f.start();
     general = await createChannel(f.relay, "general");
-    scout = await f.agent("Scout");
-    await addMember(f.relay, general.id, { agent_id: scout.id });
+    scout = await f.agentIn(general, "Scout");
   });
   after(() => f.close());
 
@@ -283,8 +289,7 @@ describe("message.created: what sends nothing", () => {
   before(async () => {
     await f.start();
     general = await createChannel(f.relay, "general");
-    quiet = await f.agent("Quiet");
-    await addMember(f.relay, general.id, { agent_id: quiet.id });
+    quiet = await f.agentIn(general, "Quiet");
     // The pipeline is live before any "nothing arrives" is believed.
     await postMessage(f.relay, general, "@Quiet warm-up");
     await exactly(quiet.receiver, 1);
@@ -299,8 +304,7 @@ describe("message.created: what sends nothing", () => {
   }
 
   test("another agent mentioning it sends nothing", async () => {
-    const other = await f.agent("Otherbot");
-    await addMember(f.relay, general.id, { agent_id: other.id });
+    const other = await f.agentIn(general, "Otherbot");
     const before = quiet.receiver.deliveries.length;
     for (const text of ["@Quiet hello from a bot", `<@${quiet.id}> and by id`]) {
       const response = await agentRequest(f.relay, other.token, `/conversations/channel/${general.id}/messages`, { method: "POST", json: { text } });
@@ -344,8 +348,7 @@ describe("message.created: what sends nothing", () => {
   });
 
   test("a removed agent gets nothing, while an agent mentioned alongside it does", async () => {
-    const gone = await f.agent("Gone");
-    await addMember(f.relay, general.id, { agent_id: gone.id });
+    const gone = await f.agentIn(general, "Gone");
     await postMessage(f.relay, general, "@Gone are you alive?");
     await gone.receiver.waitFor(1);
     const removed = await f.relay.request(`/api/v1/agents/${gone.id}`, { method: "DELETE" });
@@ -365,8 +368,7 @@ describe("message.created: payload and signatures", () => {
   before(async () => {
     await f.start();
     general = await createChannel(f.relay, "general");
-    shaper = await f.agent("Shaper");
-    await addMember(f.relay, general.id, { agent_id: shaper.id });
+    shaper = await f.agentIn(general, "Shaper");
   });
   after(() => f.close());
 
@@ -441,12 +443,11 @@ describe("message.created: payload and signatures", () => {
 
   test("a retry after a rotation is signed with the new secret", async () => {
     let release: (() => void) | undefined;
-    const flaky = await f.agent("Flaky", (_d, res, index) => {
+    const flaky = await f.agentIn(general, "Flaky", (_d, res, index) => {
       // The first answer (a failure) is held until the secret has been rotated, so the retry is signed after it.
       if (index === 0) release = () => res.writeHead(500).end();
       else res.writeHead(204).end();
     });
-    await addMember(f.relay, general.id, { agent_id: flaky.id });
     await postMessage(f.relay, general, "@Flaky retry me");
     const [first] = await flaky.receiver.waitFor(1);
     await verified(first as ReceivedDelivery, flaky.secret);
@@ -467,8 +468,7 @@ describe("message.created: links under TAB_RELAY_PUBLIC_URL", () => {
 
   test("message.url and reply.url use the public URL, not the listening address", async () => {
     const general = await createChannel(f.relay, "general");
-    const linked = await f.agent("Linked");
-    await addMember(f.relay, general.id, { agent_id: linked.id });
+    const linked = await f.agentIn(general, "Linked");
     const message = await postMessage(f.relay, general, "@Linked where am I?");
     const event = await verified((await linked.receiver.waitFor(1))[0] as ReceivedDelivery, linked.secret);
     assert.equal(event.message.url, `https://relay.example.com/conversations/channel/${general.id}/messages/${message.id}`);
@@ -544,8 +544,7 @@ describe("test events, redelivery and agents without a webhook URL", () => {
   });
 
   test("redelivering a delivered event sends it again with the same webhook-id, logged as manual", async () => {
-    const again = await f.agent("Again");
-    await addMember(f.relay, general.id, { agent_id: again.id });
+    const again = await f.agentIn(general, "Again");
     await postMessage(f.relay, general, "@Again once more");
     const [first] = await again.receiver.waitFor(1);
     const event = await verified(first as ReceivedDelivery, again.secret);
@@ -575,11 +574,10 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     // The first attempt is held for a while, then fails; the redelivery is asked for meanwhile.
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const overlap = await f.agent("Overlap", (_delivery, res, index) => {
+    const overlap = await f.agentIn(general, "Overlap", (_delivery, res, index) => {
       if (index === 0) void held.then(() => res.writeHead(500).end("busy"));
       else res.writeHead(204).end();
     });
-    await addMember(f.relay, general.id, { agent_id: overlap.id });
     await postMessage(f.relay, general, "@Overlap are you there?");
     const [first] = await overlap.receiver.waitFor(1);
     const event = await verified(first as ReceivedDelivery, overlap.secret);
@@ -634,8 +632,7 @@ describe("delivery retries and failures", () => {
 
   /** Connects an agent answering with `answer`, mentions it once, and returns the agent and its event id. */
   async function mentioned(name: string, answer: Answer): Promise<{ agent: Connected; eventId: string }> {
-    const agent = await f.agent(name, answer);
-    await addMember(f.relay, general.id, { agent_id: agent.id });
+    const agent = await f.agentIn(general, name, answer);
     await postMessage(f.relay, general, `@${name} hello`);
     const [first] = await agent.receiver.waitFor(1);
     return { agent, eventId: String(first?.headers["webhook-id"]) };
@@ -715,8 +712,7 @@ describe("delivery retries and failures", () => {
   });
 
   test("retries of several agents at once each keep their own schedule", async () => {
-    const agents = await Promise.all(["Crowd1", "Crowd2", "Crowd3", "Crowd4"].map((name) => f.agent(name, answerWith(500))));
-    for (const agent of agents) await addMember(f.relay, general.id, { agent_id: agent.id });
+    const agents = await Promise.all(["Crowd1", "Crowd2", "Crowd3", "Crowd4"].map((name) => f.agentIn(general, name, answerWith(500))));
     await postMessage(f.relay, general, agents.map((agent) => `@${agent.name}`).join(" ") + " all together");
     // The whole schedule with the most jitter is 720 ms; a retry the worker lost sight of waits for its idle poll.
     await Promise.allSettled(agents.map((agent) => agent.receiver.waitFor(4, 8000)));
@@ -811,10 +807,8 @@ describe("delivery isolation between agents", () => {
   before(async () => {
     await f.start();
     general = await createChannel(f.relay, "general");
-    stuck = await f.agent("Stuck", f.hang);
-    fast = await f.agent("Fast");
-    await addMember(f.relay, general.id, { agent_id: stuck.id });
-    await addMember(f.relay, general.id, { agent_id: fast.id });
+    stuck = await f.agentIn(general, "Stuck", f.hang);
+    fast = await f.agentIn(general, "Fast");
   });
   after(() => f.close());
 
