@@ -7,6 +7,7 @@ import type { TokenCounter } from "./completion/tokenCounter";
 import type { Config } from "./config";
 import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
+import { rejectUndecodablePath } from "./http/decodablePath";
 import { createErrorHandler, notFound } from "./http/errors";
 import { type LimitClass, addressOf, classify, createRateLimit } from "./http/rateLimit";
 import { createLane } from "./http/lane";
@@ -66,7 +67,7 @@ export function createApp(deps: AppDeps): RequestListener {
     res.setHeader("Connection", "close");
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
   };
-  app.use(requestContext, refuseWhileDraining);
+  app.use(requestContext, refuseWhileDraining, rejectUndecodablePath);
 
   const limits = deps.config.rateLimits;
   const eventsQueued = () => deps.bus.publish({ topic: "events" });
