@@ -22,7 +22,7 @@ const TABLES = [
   "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
   "sessions", "agent_sockets", "api_keys", "agents", "users", "workspaces",
 ];
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets"];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key"];
 
 interface Harness {
   store: Store;
@@ -846,6 +846,38 @@ for (const engine of engines) {
         assert.equal(await store.sessions.end("ses_1", at(6)), false);
         assert.equal(await store.sessions.end("ses_nobody", at(6)), false);
         assert.equal((await store.sessions.findByTokenHash("cookie-hash"))?.session.ended_at, at(5));
+      });
+
+      test("past the cap, a key's oldest live sessions end; ended, expired and other keys' sessions are left alone", async () => {
+        await seedWorkspace(store);
+        const key = (id: string, userId: string) =>
+          store.apiKeys.create({ id, workspaceId: WS, userId, name: id, scopes: ["messages.read"], secretHash: `hash-${id}`, hint: "tr_…", createdAt: at(3) });
+        await key("key_1", BOB);
+        await key("key_2", OLIVE);
+        const session = (id: string, apiKeyId: string, created: number, extra: { expires?: number; ended?: number } = {}) =>
+          store.sessions.create({
+            id, api_key_id: apiKeyId, token_hash: `cookie-${id}`, created_at: at(created), expires_at: at(extra.expires ?? 86_400),
+            ended_at: extra.ended === undefined ? null : at(extra.ended),
+          });
+        await session("ses_a", "key_1", 10);
+        await session("ses_b", "key_1", 20);
+        // Made within the same instant: the id orders them.
+        await session("ses_c1", "key_1", 30);
+        await session("ses_c2", "key_1", 30);
+        await session("ses_d", "key_1", 40);
+        await session("ses_gone", "key_1", 5, { ended: 6 });
+        await session("ses_lapsed", "key_1", 1, { expires: 50 });
+        await session("ses_other", "key_2", 1);
+        const endedAt = (id: string) => store.sessions.findByTokenHash(`cookie-${id}`).then((found) => found?.session.ended_at);
+
+        assert.deepEqual(await store.sessions.endOldest("key_1", 5, at(100)), []);
+        assert.deepEqual((await store.sessions.endOldest("key_1", 2, at(100))).sort(), ["ses_a", "ses_b", "ses_c1"]);
+        for (const id of ["ses_a", "ses_b", "ses_c1"]) assert.equal(await endedAt(id), at(100), id);
+        for (const id of ["ses_c2", "ses_d", "ses_lapsed", "ses_other"]) assert.equal(await endedAt(id), null, id);
+        assert.equal(await endedAt("ses_gone"), at(6));
+        assert.deepEqual(await store.sessions.endOldest("key_1", 2, at(101)), []);
+        assert.deepEqual(await store.sessions.endOldest("key_1", 0, at(102)), ["ses_d", "ses_c2"]);
+        assert.deepEqual(await store.sessions.endOldest("key_nobody", 0, at(103)), []);
       });
     });
 

@@ -120,6 +120,23 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
         const result = await db.updateTable("sessions").set({ ended_at: at }).where("id", "=", id).where("ended_at", "is", null).executeTakeFirst();
         return Number(result.numUpdatedRows) > 0;
       },
+      async endOldest(apiKeyId, keep, at) {
+        // Listed, then ended by id: portable (SQLite's OFFSET needs a LIMIT, PostgreSQL's LIMIT -1 is an error), and
+        // the list is short because every sign-in trims it back to `keep`.
+        const live = await db
+          .selectFrom("sessions")
+          .select("id")
+          .where("api_key_id", "=", apiKeyId)
+          .where("ended_at", "is", null)
+          .where("expires_at", ">", at)
+          .orderBy("created_at", "desc")
+          .orderBy("id", "desc")
+          .execute();
+        const beyond = live.slice(keep).map((row) => row.id);
+        if (beyond.length === 0) return [];
+        await db.updateTable("sessions").set({ ended_at: at }).where("id", "in", beyond).where("ended_at", "is", null).execute();
+        return beyond;
+      },
     },
     apiKeys: {
       async create(input) {

@@ -184,6 +184,12 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .execute();
       },
     },
+    "0005_sessions_by_key": {
+      async up(db: Kysely<unknown>) {
+        // Every sign-in lists its key's live sessions to end those beyond the cap; ended ones stay in the table.
+        await db.schema.createIndex("sessions_key").on("sessions").columns(["api_key_id", "created_at"]).execute();
+      },
+    },
   };
 }
 

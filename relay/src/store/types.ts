@@ -320,6 +320,11 @@ export interface Store {
     /** The session and everything its key's owner needs, by the cookie token's hash. */
     findByTokenHash(tokenHash: string): Promise<{ session: Session; owner: KeyOwner } | undefined>;
     end(id: string, at: string): Promise<boolean>;
+    /**
+     * Ends, at `at`, the key's live sessions (not ended, not expired at `at`) beyond its `keep` newest (by
+     * `created_at`, then id); answers the ids it ended.
+     */
+    endOldest(apiKeyId: string, keep: number, at: string): Promise<string[]>;
   };
   /** Runs `fn` atomically: all of its writes happen, or none. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;
