@@ -3,7 +3,7 @@ import type { Clock } from "../clock";
 import type { Links } from "../links";
 import type { SortableIds } from "../store/sortableIds";
 import type { Agent, Conversation, Member, Message, Store, StoredEvent, Workspace } from "../store/types";
-import { findMentions } from "./mentions";
+import { type MentionIndex, findMentions, mentionIndex } from "./mentions";
 
 /** The longest message text people and agents may post, in characters (Slack allows 40,000; chat UIs show far less). */
 export const MAX_MESSAGE_CHARS = 8000;
@@ -31,17 +31,18 @@ export interface PostInput {
 
 export function createConversationService(deps: ConversationServiceDeps) {
   const iso = () => new Date(deps.clock.now()).toISOString();
-  // Reading every member on every message would cost more than the rest of posting; the version in the
-  // workspace row says when a cached copy is stale, even when another process changed it.
-  const directories = new Map<string, { version: number; members: Member[] }>();
+  // Reading every member on every message would cost more than the rest of posting, and so would indexing their
+  // names; the version in the workspace row says when a cached index is stale, even when another process changed it.
+  const directories = new Map<string, { version: number; index: MentionIndex }>();
+  const nobody = mentionIndex([]);
 
-  async function directory(store: Store, workspaceId: string): Promise<Member[]> {
+  async function directory(store: Store, workspaceId: string): Promise<MentionIndex> {
     const version = await store.conversations.directoryVersion(workspaceId);
     const cached = directories.get(workspaceId);
-    if (cached?.version === version) return cached.members;
-    const members = await store.conversations.directory(workspaceId);
-    directories.set(workspaceId, { version, members });
-    return members;
+    if (cached?.version === version) return cached.index;
+    const index = mentionIndex(await store.conversations.directory(workspaceId));
+    directories.set(workspaceId, { version, index });
+    return index;
   }
 
   /**
@@ -62,7 +63,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
     const message = await deps.store.transaction(async (tx) => {
       const threadId = input.threadId === undefined ? null : await threadRoot(tx, conversation.id, input.threadId);
       // Every mention has an "@", so most messages need not read the directory at all.
-      const members = text.includes("@") ? await directory(tx, workspace.id) : [];
+      const members = text.includes("@") ? await directory(tx, workspace.id) : nobody;
       const now = iso();
       const message: Message = {
         id: deps.ids("msg"),
