@@ -9,7 +9,8 @@ import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
 import { rejectUndecodablePath } from "./http/decodablePath";
 import { createErrorHandler, notFound } from "./http/errors";
-import { type LimitClass, addressOf, classify, createRateLimit } from "./http/rateLimit";
+import type { ClientAddress } from "./http/clientAddress";
+import { type LimitClass, classify, createRateLimit } from "./http/rateLimit";
 import { createLane } from "./http/lane";
 import { createRequestContext, named } from "./http/requestContext";
 import type { Lifecycle } from "./lifecycle";
@@ -41,6 +42,8 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   rateLimitStore: RateLimitStore;
+  /** Who sent a request, behind whichever proxies are trusted: the subject of per-address limits, and logged. */
+  clientAddress: ClientAddress;
   completions: CompletionService;
   tokens: TokenCounter;
   providerName: string;
@@ -102,7 +105,7 @@ export function createApp(deps: AppDeps): RequestListener {
         if (req.session) {
           return { bucket: `session:${req.session.id}:${label}`, limit: label === "read" ? limits.session_reads : limits.session_writes, label };
         }
-        const subject = req.caller ? `key:${req.caller.key.id}` : addressOf(req);
+        const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${deps.clientAddress(req)}`;
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
       },
     });
@@ -140,7 +143,7 @@ export function createApp(deps: AppDeps): RequestListener {
       clock: deps.clock,
       metrics: deps.metrics,
       windowMs: deps.config.rateLimitWindowMs,
-      policy: (req) => ({ bucket: `${addressOf(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
+      policy: (req) => ({ bucket: `ip:${deps.clientAddress(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
     }),
     jsonBody,
     createSignInHandler(deps),

@@ -50,6 +50,36 @@ describe("loadConfig", () => {
     assert.equal(config.rateLimits.agent_posts, 60);
   });
 
+  test("trusts no proxy unless told: false, a hop count, or a list of addresses and CIDR ranges (IPv4 and IPv6)", () => {
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "d" }).trustProxy, false);
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_TRUST_PROXY: "false" }).trustProxy, false);
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_TRUST_PROXY: "2" }).trustProxy, 2);
+    const list = loadConfig({ TAB_RELAY_DATA: "d" }, { trustProxy: " 10.0.0.0/8, 192.168.1.7 ,fd00::/8, ::1, 172.16.0.0/255.240.0.0, loopback" }).trustProxy;
+    assert.deepEqual(list, ["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1", "172.16.0.0/255.240.0.0", "loopback"]);
+    assert.ok(Object.isFrozen(list));
+  });
+
+  test("a bad trust-proxy value is reported with every other problem, naming the entries that are wrong", () => {
+    const problemsWith = (value: string) => {
+      try {
+        loadConfig({ TAB_RELAY_PORT: "x", TAB_RELAY_TRUST_PROXY: value });
+      } catch (error) {
+        assert.ok(error instanceof ConfigError);
+        assert.ok(error.problems.some((p) => p.startsWith("TAB_RELAY_PORT")));
+        assert.ok(error.problems.some((p) => p.startsWith("TAB_RELAY_DATA")));
+        return error.problems.filter((p) => p.startsWith("TAB_RELAY_TRUST_PROXY (--trust-proxy): ")).join("\n");
+      }
+      assert.fail(`${value} was accepted`);
+    };
+    assert.match(problemsWith("true"), /any X-Forwarded-For a client makes up/);
+    assert.match(problemsWith("0"), /hop count is 1 to 100/);
+    assert.match(problemsWith("101"), /hop count is 1 to 100/);
+    assert.match(problemsWith("10.0.0.0/33, 10.0.0.1, proxy.internal"), /not 10\.0\.0\.0\/33 \(invalid range.*\), proxy\.internal \(invalid IP address/);
+    assert.match(problemsWith("fd00::/129"), /not fd00::\/129/);
+    assert.match(problemsWith("2, 10.0.0.1"), /2 \(a hop count stands alone\)/);
+    assert.match(problemsWith(" , "), /no address/);
+  });
+
   test("rejects a non-http upstream URL", () => {
     assert.throws(() => loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "ftp://x", TAB_RELAY_UPSTREAM_MODEL: "m" }), /TAB_RELAY_UPSTREAM_URL/);
   });

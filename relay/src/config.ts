@@ -1,3 +1,4 @@
+import proxyAddr from "proxy-addr";
 import { z } from "zod";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -48,6 +49,8 @@ export interface Config {
   cacheEntries: number;
   /** Where people and agents reach this relay, for links in events; the listening address when unset. */
   publicUrl: string | undefined;
+  /** Whose `X-Forwarded-For` entries name the client (for per-address limits and logs). */
+  trustProxy: TrustProxy;
   webhooks: Readonly<WebhookConfig>;
 }
 
@@ -60,6 +63,12 @@ export interface WebhookConfig {
   /** How long a Socket Mode agent has to acknowledge an envelope. */
   socketAckTimeoutMs: number;
 }
+
+/**
+ * No proxy (`false`: the socket's address is the client's), the nearest N hops (each appends the address it saw
+ * to `X-Forwarded-For`), or proxies at these addresses and CIDR ranges (proxy-addr's notation).
+ */
+export type TrustProxy = false | number | readonly string[];
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: Svix's schedule, about a day in all. */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
@@ -86,6 +95,7 @@ export const SETTINGS = {
   logLevel: { env: "TAB_RELAY_LOG_LEVEL", flag: "log-level" },
   cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
   publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
+  trustProxy: { env: "TAB_RELAY_TRUST_PROXY", flag: "trust-proxy" },
   webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
@@ -97,6 +107,41 @@ export type Overrides = Partial<Record<SettingName, string | undefined>>;
 
 const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const httpUrl = z.url({ protocol: /^https?$/ });
+
+/** More proxies than any real chain has; a larger count is a typo. */
+const MAX_PROXY_HOPS = 100;
+
+const trustProxy = z.string().transform((value, ctx): TrustProxy => {
+  const fail = (message: string) => {
+    ctx.addIssue({ code: "custom", message });
+    return z.NEVER;
+  };
+  if (value === "false") return false;
+  if (value === "true") {
+    return fail("true would believe any X-Forwarded-For a client makes up; give the number of proxies in front of the relay, or their addresses");
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    return hops >= 1 && hops <= MAX_PROXY_HOPS ? hops : fail(`a hop count is 1 to ${MAX_PROXY_HOPS} (false trusts no proxy)`);
+  }
+  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+  const bad: string[] = [];
+  for (const entry of entries) {
+    // proxy-addr would read a bare number as an IPv4 address in its 32-bit form; here it can only be a misplaced hop count.
+    if (/^\d+$/.test(entry)) {
+      bad.push(`${entry} (a hop count stands alone)`);
+      continue;
+    }
+    try {
+      proxyAddr.compile(entry);
+    } catch (error) {
+      bad.push(`${entry} (${(error as Error).message})`);
+    }
+  }
+  if (entries.length === 0) bad.push(`"${value}" (no address)`);
+  if (bad.length > 0) return fail(`must be false, a hop count, or a comma-separated list of addresses and CIDR ranges; not ${bad.join(", ")}`);
+  return Object.freeze(entries);
+});
 
 const RawConfig = z.object({
   dataDir: z.string().min(1).optional(),
@@ -116,6 +161,7 @@ const RawConfig = z.object({
   logLevel: z.enum(LOG_LEVELS).default("info"),
   cacheEntries: integer(0, 1_000_000).default(1000),
   publicUrl: httpUrl.transform((url) => url.replace(/\/+$/, "")).optional(),
+  trustProxy: trustProxy.default(false),
   webhookRetrySchedule: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be a comma-separated list of milliseconds, e.g. 5000,300000")
@@ -187,6 +233,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     logLevel: c.logLevel,
     cacheEntries: c.cacheEntries,
     publicUrl: c.publicUrl,
+    trustProxy: c.trustProxy,
     webhooks: Object.freeze({
       retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
       allowPrivate: c.webhookAllowPrivate,

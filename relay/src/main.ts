@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createApp } from "./app";
+import { createClientAddress } from "./http/clientAddress";
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
 import { createWorkerTokenCounter } from "./completion/tokenCounter";
@@ -188,6 +189,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       logger.error("live update failed", { error });
     }
   }
+  const clientAddress = createClientAddress(config.trustProxy);
   const app = createApp({
     config,
     store,
@@ -195,6 +197,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     logger,
     metrics,
     rateLimitStore: redisLimits ?? memoryLimits,
+    clientAddress,
     async ready() {
       // Ready when the database (and Redis, when configured) answer: a load balancer sends nothing before.
       const [database, redis] = await Promise.all([

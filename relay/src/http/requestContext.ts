@@ -1,4 +1,5 @@
 import type { RequestHandler } from "express";
+import type { ClientAddress } from "./clientAddress";
 import type { Logger } from "../logger";
 import { createIdSequence } from "./ids";
 import type { Metrics } from "../metrics";
@@ -6,7 +7,7 @@ import type { Metrics } from "../metrics";
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Gives every request an id (echoed in `X-Request-Id`), and logs and measures it when the response ends. */
-export function createRequestContext(deps: { logger: Logger; metrics: Metrics }): RequestHandler {
+export function createRequestContext(deps: { logger: Logger; metrics: Metrics; clientAddress: ClientAddress }): RequestHandler {
   const nextRequestId = createIdSequence("req_");
   return function requestContext(req, res, next) {
     const started = process.hrtime.bigint();
@@ -27,6 +28,7 @@ export function createRequestContext(deps: { logger: Logger; metrics: Metrics })
         route,
         status,
         duration_ms: Math.round(seconds * 1e6) / 1e3,
+        client: deps.clientAddress(req),
         key_id: req.caller?.key.id,
         agent_id: req.agentCaller?.agent.id,
         aborted: !res.writableFinished || undefined,

@@ -9,7 +9,8 @@ import { createAuthenticateAgent } from "../http/authenticateAgent";
 import { createJsonBody, parseWith } from "../http/body";
 import type { AgentCaller } from "../http/context";
 import { notFound } from "../http/errors";
-import { addressOf, createRateLimit } from "../http/rateLimit";
+import type { ClientAddress } from "../http/clientAddress";
+import { createRateLimit } from "../http/rateLimit";
 import { named } from "../http/requestContext";
 import type { Links } from "../links";
 import type { Metrics } from "../metrics";
@@ -28,6 +29,7 @@ export function createAgentApiRouter(deps: {
   links: Links;
   metrics: Metrics;
   rateLimitStore: RateLimitStore;
+  clientAddress: ClientAddress;
   limits: Readonly<RateLimits>;
   windowMs: number;
   conversations: ConversationService;
@@ -43,7 +45,7 @@ export function createAgentApiRouter(deps: {
       windowMs: deps.windowMs,
       policy(req) {
         const label = READ_METHODS.has(req.method) ? "read" : "post";
-        const subject = req.agentCaller ? `agent:${req.agentCaller.agent.id}` : `agent-api:${addressOf(req)}`;
+        const subject = req.agentCaller ? `agent:${req.agentCaller.agent.id}` : `agent-api:ip:${deps.clientAddress(req)}`;
         return { bucket: `${subject}:${label}`, limit: label === "read" ? deps.limits.agent_reads : deps.limits.agent_posts, label };
       },
     }),
