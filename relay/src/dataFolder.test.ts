@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { LOCK_FILE, lockDataFolder, processAlive } from "./dataFolder";
+import { setTimeout as sleep } from "node:timers/promises";
+import { LOCK_FILE, lockDataFolder, processAlive, stateFromStat } from "./dataFolder";
 
 describe("one serving relay per data folder", () => {
   let dir: string;
@@ -42,5 +45,80 @@ describe("one serving relay per data folder", () => {
   test("this process is alive; a process id nobody holds is not", () => {
     assert.equal(processAlive(process.pid), true);
     assert.equal(processAlive(2 ** 22 + 12_345), false);
+  });
+
+  test("a process whose stat says zombie counts as gone; without a stat to read, the signal decides", () => {
+    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) Z 1 ${pid} ${pid} 0 -1`), false);
+    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) X 1 ${pid} ${pid} 0 -1`), false);
+    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) S 1 ${pid} ${pid} 0 -1`), true);
+    assert.equal(processAlive(process.pid, () => undefined), true);
+  });
+});
+
+describe("the state of a /proc/PID/stat line", () => {
+  test("is the letter after the command name", () => {
+    assert.equal(stateFromStat("1 (systemd) S 0 1 1 0 -1 4194560 52347"), "S");
+    assert.equal(stateFromStat("4242 (sleep) Z 4241 4241 1 0 -1 4227148 97"), "Z");
+  });
+
+  test("is read after the last parenthesis, whatever the command name holds", () => {
+    // A process may call itself anything, `) Z (` included: only the last `)` ends the name.
+    assert.equal(stateFromStat("4242 (evil) Z (name) S 1 4242 4242 0 -1"), "S");
+    assert.equal(stateFromStat("4242 (a b (c)) R 1 4242 4242 0 -1"), "R");
+  });
+
+  test("is unknown in a line that is not a stat line", () => {
+    assert.equal(stateFromStat(""), undefined);
+    assert.equal(stateFromStat("4242 sleep Z"), undefined);
+    assert.equal(stateFromStat("4242 (sleep)"), undefined);
+  });
+});
+
+describe("a relay whose parent never reaped it", { skip: process.platform !== "linux" && "zombies are read from Linux's /proc" }, () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "tab-relay-zombie-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /**
+   * A real zombie: the shell starts `sleep 0` in the background, prints its id and becomes `sleep 30`, which never
+   * waits for children, so the finished `sleep 0` stays a zombie until its parent dies.
+   */
+  async function withZombie(run: (zombie: number, parent: number) => void | Promise<void>): Promise<void> {
+    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const [line] = (await once(parent.stdout, "data")) as [Buffer];
+      const zombie = Number.parseInt(line.toString(), 10);
+      assert.ok(Number.isInteger(zombie) && zombie > 0, `no process id in ${JSON.stringify(line.toString())}`);
+      for (let tries = 0; stateFromStat(readFileSync(`/proc/${zombie}/stat`, "utf8")) !== "Z"; tries++) {
+        assert.ok(tries < 200, "the child did not become a zombie within 2 s");
+        await sleep(10);
+      }
+      await run(zombie, parent.pid as number);
+    } finally {
+      parent.kill("SIGKILL");
+      await once(parent, "exit");
+    }
+  }
+
+  test("the zombie answers signal 0 yet counts as gone, and its folder is taken over", async () => {
+    await withZombie((zombie) => {
+      assert.doesNotThrow(() => process.kill(zombie, 0), "the kernel still knows the zombie's id");
+      assert.equal(processAlive(zombie), false);
+      writeFileSync(join(dir, LOCK_FILE), `${zombie}\n`);
+      const release = lockDataFolder(dir, process.pid);
+      assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(process.pid));
+      release();
+    });
+  });
+
+  test("a running process still holds its folder", async () => {
+    await withZombie((_zombie, parent) => {
+      assert.equal(processAlive(parent), true);
+      writeFileSync(join(dir, LOCK_FILE), `${parent}\n`);
+      assert.throws(() => lockDataFolder(dir, process.pid), new RegExp(`Another tab-relay \\(process ${parent}\\) is serving`));
+      assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(parent));
+    });
   });
 });

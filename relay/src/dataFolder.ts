@@ -3,14 +3,39 @@ import { join } from "node:path";
 
 export const LOCK_FILE = "relay.pid";
 
-/** Whether a process with this id is running (a process of another user counts). */
-export function processAlive(pid: number): boolean {
+/**
+ * The state letter of a `/proc/PID/stat` line (proc(5): `pid (comm) state ppid ...`). The command name may hold
+ * spaces and parentheses of its own (a process can name itself `x) Z (y`), so the state is read after the last `)`.
+ */
+export function stateFromStat(stat: string): string | undefined {
+  const end = stat.lastIndexOf(")");
+  if (end === -1) return undefined;
+  return /^ (\S)/.exec(stat.slice(end + 1))?.[1];
+}
+
+/** `/proc/PID/stat`, or undefined where there is no /proc (macOS) or the process is gone. */
+function readStat(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a process with this id is running (a process of another user counts). A zombie (state `Z`, or `X` as it
+ * is being reaped) has exited and only waits for its parent to collect its status: signal 0 still finds its id,
+ * but it runs nothing and holds nothing, so it counts as gone.
+ */
+export function processAlive(pid: number, stat: (pid: number) => string | undefined = readStat): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  const line = stat(pid);
+  const state = line === undefined ? undefined : stateFromStat(line);
+  return state !== "Z" && state !== "X";
 }
 
 /**
