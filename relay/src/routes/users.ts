@@ -32,6 +32,10 @@ export function createUsersRouter(deps: { store: Store; clock: Clock }): Router 
     const caller = req.caller as Caller;
     const body = parseWith(CreateUserBody, req.body);
     if (body.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can add another owner");
+    // The first key is a key the caller makes, so like any other it holds only scopes the caller's key holds: a key
+    // kept to users.write must not mint an admin's every scope. It may hold none: the person is still added, and an
+    // owner can make them a key with `tab-relay keys create`.
+    const scopes = ROLE_SCOPES[body.role].filter((scope) => caller.scopes.has(scope));
     const { user, key, secret } = await store.transaction(async (tx) => {
       const user = await tx.users.create({
         id: newId("usr"),
@@ -40,7 +44,7 @@ export function createUsersRouter(deps: { store: Store; clock: Clock }): Router 
         role: body.role,
         createdAt: new Date(deps.clock.now()).toISOString(),
       });
-      const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes: ROLE_SCOPES[body.role] });
+      const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes });
       return { user, ...created };
     });
     res.status(201).json({ data: { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } } });

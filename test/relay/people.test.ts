@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+
+interface CreatedUser {
+  user: { id: string; name: string; role: string };
+  api_key: { id: string; name: string; scopes: string[]; secret: string };
+}
+
+async function dataOf<T>(response: Response, status: number): Promise<T> {
+  const text = await response.text();
+  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
+  return (JSON.parse(text) as { data: T }).data;
+}
+
+async function expectError(response: Response, status: number, code: string, message: RegExp): Promise<void> {
+  assert.equal(response.status, status, `expected ${status} ${code}`);
+  const error = await errorOf(response);
+  assert.equal(error.code, code);
+  assert.match(error.message, message);
+}
+
+/** A key of the owner holding just these scopes. */
+async function ownerKey(relay: TestRelay, scopes: string[]): Promise<{ id: string; secret: string }> {
+  return dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: scopes.join("+"), scopes } }), 201);
+}
+
+describe("adding people: the first key holds no scope the calling key lacks", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+  });
+  after(() => relay.close());
+
+  test("a key kept to users.write that adds an admin hands on users.write and nothing else", async () => {
+    const narrow = await ownerKey(relay, ["users.write"]);
+    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Ann Admin", role: "admin" } }), 201);
+    assert.equal(created.user.role, "admin");
+    assert.deepEqual(created.api_key.scopes, ["users.write"]);
+    const me = await dataOf<{ key: { scopes: string[] } }>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
+    assert.deepEqual(me.key.scopes, ["users.write"]);
+    // What the old first key could do, and the narrow key could not:
+    await expectError(await relay.request("/api/v1/api-keys", { key: created.api_key.secret, method: "POST", json: { name: "x", scopes: ["keys.write"] } }), 403, "FORBIDDEN", /keys\.write/);
+    await expectError(await relay.request("/api/v1/agents", { key: created.api_key.secret }), 403, "FORBIDDEN", /agents\.read/);
+  });
+
+  test("the first key holds the role's scopes that the calling key also holds, in the catalogue's order", async () => {
+    const some = await ownerKey(relay, ["messages.read", "users.write", "tab.complete", "agents.write"]);
+    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: some.secret, method: "POST", json: { name: "Max Member", role: "member" } }), 201);
+    // users.write is beyond a member's role, so it is not handed on even though the caller holds it.
+    assert.deepEqual(created.api_key.scopes, ["tab.complete", "messages.read", "agents.write"]);
+  });
+
+  test("when the two share no scope, the person is added with a key that holds none", async () => {
+    const narrow = await ownerKey(relay, ["users.write"]);
+    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Gus Guest", role: "guest" } }), 201);
+    assert.deepEqual(created.api_key.scopes, []);
+    const me = await dataOf<{ user: { id: string }; key: { scopes: string[] } }>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
+    assert.deepEqual([me.user.id, me.key.scopes], [created.user.id, []]);
+    await expectError(await relay.request("/api/v1/conversations", { key: created.api_key.secret }), 403, "FORBIDDEN", /messages\.read/);
+    const people = await dataOf<{ id: string }[]>(await relay.request("/api/v1/users"), 200);
+    assert.ok(people.some((person) => person.id === created.user.id), "the guest is in the workspace");
+  });
+
+  test("a key with every scope still gives the first key every scope of the role", async () => {
+    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }), 201);
+    assert.deepEqual(created.api_key.scopes, ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write"]);
+  });
+});
