@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { createUser } from "../support/workspace";
 
 interface CreatedUser {
   user: { id: string; name: string; role: string };
@@ -23,6 +24,10 @@ async function expectError(response: Response, status: number, code: string, mes
 /** A key of the owner holding just these scopes. */
 async function ownerKey(relay: TestRelay, scopes: string[]): Promise<{ id: string; secret: string }> {
   return dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: scopes.join("+"), scopes } }), 201);
+}
+
+async function keyIdOf(relay: TestRelay, key: string): Promise<string> {
+  return (await dataOf<{ key: { id: string } }>(await relay.request("/api/v1/me", { key }), 200)).key.id;
 }
 
 describe("adding people: the first key holds no scope the calling key lacks", () => {
@@ -65,5 +70,48 @@ describe("adding people: the first key holds no scope the calling key lacks", ()
   test("a key with every scope still gives the first key every scope of the role", async () => {
     const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }), 201);
     assert.deepEqual(created.api_key.scopes, ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write"]);
+  });
+});
+
+describe("revoking keys: only an owner may revoke an owner's key", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+  });
+  after(() => relay.close());
+
+  const revoke = (key: string, id: string) => relay.request(`/api/v1/api-keys/${id}`, { key, method: "DELETE" });
+
+  test("an admin gets 403 for the owner's key, which keeps working", async () => {
+    const admin = await createUser(relay, "Ada Admin", "admin");
+    await expectError(await revoke(admin.key, await keyIdOf(relay, relay.apiKey)), 403, "FORBIDDEN", /Only an owner can revoke an owner's key/);
+    const spare = await ownerKey(relay, ["tab.complete"]);
+    await expectError(await revoke(admin.key, spare.id), 403, "FORBIDDEN", /owner's key/);
+    assert.equal((await relay.request("/api/v1/me")).status, 200);
+    assert.equal((await relay.request("/api/v1/me", { key: spare.secret })).status, 200);
+  });
+
+  test("another owner may revoke an owner's key", async () => {
+    const second = await createUser(relay, "Otto Owner", "owner");
+    const spare = await ownerKey(relay, ["tab.complete"]);
+    const revoked = await dataOf<{ id: string; revoked_at: string | null }>(await revoke(second.key, spare.id), 200);
+    assert.equal(revoked.id, spare.id);
+    assert.notEqual(revoked.revoked_at, null);
+    assert.equal((await relay.request("/api/v1/me", { key: spare.secret })).status, 401);
+  });
+
+  test("admins still revoke admins' and members' keys, and anyone revokes their own", async () => {
+    const admin = await createUser(relay, "Abe Admin", "admin");
+    const other = await createUser(relay, "Alma Admin", "admin");
+    const member = await createUser(relay, "Mia Member", "member");
+    const guest = await createUser(relay, "Gil Guest", "guest");
+    await dataOf(await revoke(admin.key, await keyIdOf(relay, other.key)), 200);
+    await dataOf(await revoke(admin.key, await keyIdOf(relay, member.key)), 200);
+    assert.equal((await relay.request("/api/v1/me", { key: other.key })).status, 401);
+    assert.equal((await relay.request("/api/v1/me", { key: member.key })).status, 401);
+    // A guest holds no keys.write, and needs none to revoke the key it calls with.
+    await dataOf(await revoke(guest.key, await keyIdOf(relay, guest.key)), 200);
+    await dataOf(await revoke(admin.key, await keyIdOf(relay, admin.key)), 200);
+    assert.equal((await relay.request("/api/v1/me", { key: admin.key })).status, 401);
   });
 });

@@ -57,6 +57,11 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
     if (!self && !caller.scopes.has("keys.write")) throw new RelayError("FORBIDDEN", "This API key lacks the scope keys.write");
     const manager = caller.user.role === "owner" || caller.user.role === "admin";
     if (key.user_id !== caller.user.id && !manager) throw new RelayError("FORBIDDEN", "Only an owner or admin can revoke another user's key");
+    if (key.user_id !== caller.user.id && caller.user.role !== "owner") {
+      // An admin could otherwise lock every owner out, and nobody in the workspace could let them back in.
+      const holder = await deps.store.users.get(caller.workspace.id, key.user_id);
+      if (holder?.role === "owner") throw new RelayError("FORBIDDEN", "Only an owner can revoke an owner's key");
+    }
     if (key.revoked_at !== null) {
       res.json({ data: present(key) });
       return;
