@@ -126,7 +126,7 @@ export function createApp(deps: AppDeps): RequestListener {
     createTabRouter(deps, completionHandlers),
     createMeRouter(),
     createApiKeysRouter(deps),
-    createUsersRouter(deps),
+    createUsersRouter({ ...deps, agents }),
     createSessionsRouter(deps),
     createConversationsRouter({ ...deps, conversations }),
     createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected }),

@@ -140,7 +140,7 @@ describe("people and conversations", () => {
     test("a removed user's key gets 403 FORBIDDEN on its next request", async () => {
       const leaver = await createUser(relay, "Lee Leaver", "member");
       await dataOf(await get("/me", leaver.key), 200);
-      assert.deepEqual(await dataOf(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 200), { id: leaver.id, removed: true });
+      assert.deepEqual(await dataOf(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 200), { id: leaver.id, removed: true, paused_agent_ids: [] });
       await expectError(await get("/me", leaver.key), 403, "FORBIDDEN");
       await expectError(await get("/conversations", leaver.key), 403, "FORBIDDEN");
       const users = await dataOf<UserView[]>(await get("/users"), 200);

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { WebSocket } from "ws";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { createUser } from "../support/workspace";
+import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
+import { addMember, agentRequest, createAgent, createChannel, createUser, postMessage } from "../support/workspace";
+
+/** Longer than a delivery to a local receiver takes, once a later delivery proved the pipeline is moving. */
+const QUIET_MS = 300;
 
 interface CreatedUser {
   user: { id: string; name: string; role: string };
@@ -113,5 +120,88 @@ describe("revoking keys: only an owner may revoke an owner's key", () => {
     await dataOf(await revoke(guest.key, await keyIdOf(relay, guest.key)), 200);
     await dataOf(await revoke(admin.key, await keyIdOf(relay, admin.key)), 200);
     assert.equal((await relay.request("/api/v1/me", { key: admin.key })).status, 401);
+  });
+});
+
+describe("removing a person pauses the agents they own", () => {
+  let relay: TestRelay;
+  let receiver: WebhookReceiver;
+  const sockets: WebSocket[] = [];
+  before(async () => {
+    relay = await startTestRelay({
+      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=100000,agent_posts=100000" },
+    });
+    receiver = await startWebhookReceiver();
+  });
+  after(async () => {
+    for (const socket of sockets) socket.terminate();
+    await relay.close();
+    await receiver.close();
+  });
+
+  /** Names of the agents whose events reached the receiver, in arrival order. */
+  const deliveredTo = () => receiver.deliveries.map((delivery) => (JSON.parse(delivery.body) as { agent: { name: string } }).agent.name);
+
+  async function agentState(id: string): Promise<string | undefined> {
+    const agents = await dataOf<{ id: string; state: string }[]>(await relay.request("/api/v1/agents"), 200);
+    return agents.find((agent) => agent.id === id)?.state;
+  }
+
+  test("their tokens get 403 AGENT_PAUSED, their sockets close with 4003, mentions queue nothing, and an admin may resume them", async () => {
+    const mel = await createUser(relay, "Mel Member", "member");
+    const admin = await createUser(relay, "Ari Admin", "admin");
+    const channel = await createChannel(relay, "ops");
+    const hooked = await createAgent(relay, { name: "Mel Hook", webhook_url: receiver.url }, mel.key);
+    const socketed = await createAgent(relay, { name: "Mel Socket" }, mel.key);
+    const witness = await createAgent(relay, { name: "Olive Bot", webhook_url: receiver.url });
+    for (const agent of [hooked, socketed, witness]) await addMember(relay, channel.id, { agent_id: agent.agent.id });
+
+    const socket = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/agent-api/socket`, { headers: { authorization: `Bearer ${socketed.token}` } });
+    sockets.push(socket);
+    const closed = new Promise<[number, string]>((resolve) => socket.on("close", (code, reason) => resolve([code, String(reason)])));
+    await once(socket, "message");
+
+    // Before: Mel's agent is reached like any other.
+    await postMessage(relay, channel, "@Mel Hook are you there?");
+    await receiver.waitFor(1);
+    assert.deepEqual(deliveredTo(), ["Mel Hook"]);
+
+    const removed = await dataOf<{ id: string; removed: boolean; paused_agent_ids: string[] }>(await relay.request(`/api/v1/users/${mel.id}`, { method: "DELETE" }), 200);
+    assert.deepEqual([removed.id, removed.removed], [mel.id, true]);
+    assert.equal(await agentState(hooked.agent.id), "paused");
+    assert.equal(await agentState(socketed.agent.id), "paused");
+    assert.equal(await agentState(witness.agent.id), "active", "other people's agents are untouched");
+    for (const token of [hooked.token, socketed.token]) {
+      const me = await agentRequest(relay, token, "/me");
+      assert.equal(me.status, 403);
+      assert.equal((await errorOf(me)).code, "AGENT_PAUSED");
+    }
+    assert.deepEqual(await closed, [4003, "agent paused"]);
+    assert.deepEqual([...removed.paused_agent_ids].sort(), [hooked.agent.id, socketed.agent.id].sort());
+
+    // A mention of the paused agent queues nothing: the witness's later event arrives, and nothing for Mel's.
+    await postMessage(relay, channel, "@Mel Hook and @Mel Socket, the build broke");
+    await postMessage(relay, channel, "@Olive Bot the build broke");
+    await receiver.waitFor(2);
+    await sleep(QUIET_MS);
+    assert.deepEqual(deliveredTo(), ["Mel Hook", "Olive Bot"]);
+    const log = await dataOf<unknown[]>(await relay.request(`/api/v1/agents/${hooked.agent.id}/deliveries`), 200);
+    assert.equal(log.length, 1, "only the event from before the removal");
+    assert.deepEqual(await dataOf<unknown[]>(await relay.request(`/api/v1/agents/${socketed.agent.id}/deliveries`), 200), []);
+
+    // They become the managers' to look after: an admin may resume one, and its token works again.
+    const resumed = await dataOf<{ state: string; can_manage: boolean }>(await relay.request(`/api/v1/agents/${hooked.agent.id}/resume`, { key: admin.key, method: "POST" }), 200);
+    assert.deepEqual([resumed.state, resumed.can_manage], ["active", true]);
+    assert.equal((await agentRequest(relay, hooked.token, "/me")).status, 200);
+    await postMessage(relay, channel, "@Mel Hook welcome back");
+    await receiver.waitFor(3);
+    assert.deepEqual(deliveredTo(), ["Mel Hook", "Olive Bot", "Mel Hook"]);
+  });
+
+  test("a person without agents is removed as before, pausing nothing", async () => {
+    const guest = await createUser(relay, "Gwen Guest", "guest");
+    const removed = await dataOf<{ paused_agent_ids: string[] }>(await relay.request(`/api/v1/users/${guest.id}`, { method: "DELETE" }), 200);
+    assert.deepEqual(removed.paused_agent_ids, []);
+    assert.equal((await relay.request("/api/v1/me", { key: guest.key })).status, 403);
   });
 });

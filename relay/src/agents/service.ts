@@ -89,6 +89,27 @@ export function createAgentService(deps: AgentServiceDeps) {
     deps.agentChanged(agent, "removed");
   }
 
+  /**
+   * Removes a person from the workspace and, in the same transaction, pauses the active agents they own: nobody
+   * would be left answering for them. The pauses reach the rest of the relay as any pause does (their Socket Mode
+   * sockets close with 4003, consoles refresh); an owner or admin may resume them later.
+   */
+  async function removeUser(user: User): Promise<{ removed: boolean; paused: Agent[] }> {
+    const result = await deps.store.transaction(async (tx) => {
+      const at = iso();
+      const paused: Agent[] = [];
+      if (!(await tx.users.remove(user.workspace_id, user.id, at))) return { removed: false, paused };
+      for (const agent of await tx.agents.list(user.workspace_id)) {
+        if (agent.owner_user_id !== user.id || agent.state !== "active") continue;
+        const updated = await tx.agents.update(agent.workspace_id, agent.id, { state: "paused" }, at);
+        if (updated) paused.push(updated);
+      }
+      return { removed: true, paused };
+    });
+    for (const agent of result.paused) deps.agentChanged(agent, "paused");
+    return result;
+  }
+
   /** Queues a `ping` through the normal delivery path; it is tried once, since someone is watching for it. */
   async function sendTestEvent(workspace: Workspace, agent: Agent): Promise<StoredEvent> {
     if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
@@ -131,7 +152,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { event: { ...event, ...update }, attempts: await deps.store.events.attempts([event.id]) };
   }
 
-  return { create, update, rotateToken, rotateSigningSecret, remove, sendTestEvent, deliveries, redeliver };
+  return { create, update, rotateToken, rotateSigningSecret, remove, removeUser, sendTestEvent, deliveries, redeliver };
 }
 
 export type AgentService = ReturnType<typeof createAgentService>;

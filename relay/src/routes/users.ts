@@ -9,6 +9,7 @@ import { requireScope } from "../http/authenticate";
 import { parseWith } from "../http/body";
 import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
+import type { AgentService } from "../agents/service";
 import type { Store, User } from "../store/types";
 
 const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
@@ -19,7 +20,7 @@ function present(user: User) {
 }
 
 /** The workspace's people: listing them (for mentions), adding one with a first key, removing one. */
-export function createUsersRouter(deps: { store: Store; clock: Clock }): Router {
+export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pick<AgentService, "removeUser"> }): Router {
   const router = Router();
   const { store } = deps;
 
@@ -57,8 +58,8 @@ export function createUsersRouter(deps: { store: Store; clock: Clock }): Router 
     if (!user || user.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
     if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
     if (user.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
-    await store.users.remove(caller.workspace.id, id, new Date(deps.clock.now()).toISOString());
-    res.json({ data: { id, removed: true } });
+    const { paused } = await deps.agents.removeUser(user);
+    res.json({ data: { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) } });
   });
 
   return router;
