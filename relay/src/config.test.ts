@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from "./config";
+import { ConfigError, DEFAULT_RATE_LIMITS, isLoopbackHost, loadConfig, plainHttpWarning, secretFlagWarnings } from "./config";
 
 describe("loadConfig", () => {
   test("applies the documented defaults", () => {
@@ -82,5 +82,39 @@ describe("loadConfig", () => {
 
   test("rejects a non-http upstream URL", () => {
     assert.throws(() => loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "ftp://x", TAB_RELAY_UPSTREAM_MODEL: "m" }), /TAB_RELAY_UPSTREAM_URL/);
+  });
+});
+
+describe("start-up warnings", () => {
+  test("secrets given as flags are named with the variable to use instead, never with their value", () => {
+    const warnings = secretFlagWarnings({
+      upstreamApiKey: "sk-live-0123456789",
+      databaseUrl: "postgres://relay:hunter2@db.internal:5432/relay",
+      redisUrl: "rediss://:s3cret@cache.internal:6380",
+    });
+    assert.equal(warnings.length, 3);
+    assert.match(warnings[0] ?? "", /^--upstream-api-key puts the upstream API key on the command line.*; set TAB_RELAY_UPSTREAM_API_KEY instead$/);
+    assert.match(warnings[1] ?? "", /^--database puts a database password .*; set TAB_RELAY_DATABASE_URL instead$/);
+    assert.match(warnings[2] ?? "", /^--redis puts a Redis password .*; set TAB_RELAY_REDIS_URL instead$/);
+    for (const secret of ["sk-live", "hunter2", "s3cret", "db.internal", "cache.internal"]) assert.ok(!warnings.join("\n").includes(secret), secret);
+  });
+
+  test("a password passed as a URL parameter counts too; URLs without one, and unset flags, do not", () => {
+    assert.equal(secretFlagWarnings({ databaseUrl: "postgres://db.internal/relay?password=hunter2" }).length, 1);
+    assert.deepEqual(secretFlagWarnings({ databaseUrl: "postgres://relay@db.internal/relay", redisUrl: "redis://127.0.0.1:6379", upstreamApiKey: "" }), []);
+    assert.deepEqual(secretFlagWarnings({}), []);
+  });
+
+  test("loopback addresses are 127.0.0.0/8, ::1 (in any spelling, mapped too) and localhost", () => {
+    for (const host of ["127.0.0.1", "127.8.9.10", "::1", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "localhost", "LOCALHOST"]) assert.equal(isLoopbackHost(host), true, host);
+    for (const host of ["0.0.0.0", "::", "10.0.0.5", "192.168.1.2", "fd00::1", "relay.internal", "128.0.0.1"]) assert.equal(isLoopbackHost(host), false, host);
+  });
+
+  test("plain http is worth a warning only where other machines reach it and no https public URL fronts it", () => {
+    assert.equal(plainHttpWarning({ host: "127.0.0.1", publicUrl: undefined }), undefined);
+    assert.equal(plainHttpWarning({ host: "0.0.0.0", publicUrl: "https://relay.example.com" }), undefined);
+    const warning = plainHttpWarning({ host: "0.0.0.0", publicUrl: "http://relay.example.com" });
+    assert.match(warning ?? "", /^Serving plain http on 0\.0\.0\.0, which other machines can reach: .* set TAB_RELAY_PUBLIC_URL to its https:\/\/ address, or listen on 127\.0\.0\.1$/);
+    assert.ok(plainHttpWarning({ host: "::", publicUrl: undefined }));
   });
 });

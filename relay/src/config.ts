@@ -1,3 +1,4 @@
+import { BlockList, isIP } from "node:net";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
 
@@ -264,4 +265,59 @@ export function parseRateLimits(value: string | undefined, problems: string[]): 
     else limits[name as keyof RateLimits] = n;
   }
   return limits;
+}
+
+/** Flags that can carry a secret, and the variable that keeps it out of the process list. */
+const SECRET_FLAGS: readonly { name: SettingName; what: string; secret: (value: string) => boolean }[] = [
+  { name: "upstreamApiKey", what: "the upstream API key", secret: () => true },
+  { name: "databaseUrl", what: "a database password", secret: (value) => urlHasPassword(value) },
+  { name: "redisUrl", what: "a Redis password", secret: (value) => urlHasPassword(value) },
+];
+
+/** A password in the user-info part, or as a `password` parameter (which pg and ioredis both read). */
+function urlHasPassword(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.password !== "" || url.searchParams.has("password");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Secrets given as flags: any user of the machine sees a process's arguments (`ps`, /proc/PID/cmdline) while it
+ * runs. Each warning names the environment variable to use instead, never the value.
+ */
+export function secretFlagWarnings(overrides: Overrides): string[] {
+  const warnings: string[] = [];
+  for (const { name, what, secret } of SECRET_FLAGS) {
+    const value = overrides[name];
+    if (value === undefined || value.trim() === "" || !secret(value.trim())) continue;
+    const { env, flag } = SETTINGS[name];
+    warnings.push(`--${flag} puts ${what} on the command line, where any user of this machine can read it (ps); set ${env} instead`);
+  }
+  return warnings;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+/** Whether only this machine can reach the listening address (`::ffff:127.0.0.1` counts: BlockList maps it). */
+export function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === "localhost") return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
+}
+
+/**
+ * Serving plain http where other machines reach it sends API keys, agent tokens and session cookies across the
+ * network readable. An https public URL says a TLS proxy in front of the relay takes care of that.
+ */
+export function plainHttpWarning(config: Pick<Config, "host" | "publicUrl">): string | undefined {
+  if (isLoopbackHost(config.host) || config.publicUrl?.startsWith("https://")) return undefined;
+  return (
+    `Serving plain http on ${config.host}, which other machines can reach: API keys, agent tokens and session cookies cross the network unencrypted. ` +
+    `Put a TLS-terminating proxy in front and set ${SETTINGS.publicUrl.env} to its https:// address, or listen on 127.0.0.1`
+  );
 }

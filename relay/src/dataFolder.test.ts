@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { LOCK_FILE, lockDataFolder, processAlive, stateFromStat } from "./dataFolder";
+import { LOCK_FILE, lockDataFolder, looseModeWarnings, processAlive, stateFromStat } from "./dataFolder";
 
 describe("one serving relay per data folder", () => {
   let dir: string;
@@ -120,5 +120,35 @@ describe("a relay whose parent never reaped it", { skip: process.platform !== "l
       assert.throws(() => lockDataFolder(dir, process.pid), new RegExp(`Another tab-relay \\(process ${parent}\\) is serving`));
       assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(parent));
     });
+  });
+});
+
+describe("the modes of the data folder", { skip: process.platform === "win32" && "Windows has no such modes" }, () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "tab relay's modes-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a private folder and database say nothing", () => {
+    writeFileSync(join(dir, "relay.db"), "", { mode: 0o600 });
+    assert.equal((statSync(dir).mode & 0o777).toString(8), "700", "mkdtemp makes private folders");
+    assert.deepEqual(looseModeWarnings(dir, "relay.db"), []);
+  });
+
+  test("each folder or file that others can use gets the chmod that closes it, quoted for the shell, and is left as it is", () => {
+    chmodSync(dir, 0o755);
+    writeFileSync(join(dir, "relay.db"), "");
+    chmodSync(join(dir, "relay.db"), 0o644);
+    writeFileSync(join(dir, "relay.db-wal"), "");
+    chmodSync(join(dir, "relay.db-wal"), 0o640);
+    writeFileSync(join(dir, "relay.db-shm"), "", { mode: 0o600 });
+    const quoted = `'${dir.replaceAll("'", "'\\''")}`;
+    assert.deepEqual(looseModeWarnings(dir, "relay.db"), [
+      `The data folder ${dir} holds the agents' signing secrets but other users have access (mode 755); run: chmod 700 ${quoted}'`,
+      `The database file ${join(dir, "relay.db")} holds the agents' signing secrets but other users have access (mode 644); run: chmod 600 ${quoted}/relay.db'`,
+      `The database file ${join(dir, "relay.db-wal")} holds the agents' signing secrets but other users have access (mode 640); run: chmod 600 ${quoted}/relay.db-wal'`,
+    ]);
+    assert.equal((statSync(dir).mode & 0o777).toString(8), "755");
   });
 });

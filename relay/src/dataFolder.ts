@@ -1,5 +1,5 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { join, resolve } from "node:path";
 
 export const LOCK_FILE = "relay.pid";
 
@@ -80,4 +80,37 @@ export function lockDataFolder(dataDir: string, pid: number, alive: (pid: number
     }
   }
   throw new Error(`Could not take ${path}; is another tab-relay starting on ${dataDir}?`);
+}
+
+/** Any permission for group or others. */
+const SHARED_BITS = 0o077;
+
+/** A path as a shell word, quoted only when it must be. */
+function shellWord(path: string): string {
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The data folder and the database files hold the agents' signing secrets. The relay creates them private (0700,
+ * 0600) but leaves the modes of existing ones alone: an operator may share a folder on purpose (a backup group),
+ * and changing it behind their back would surprise them. Each one that group or others can use gets a warning
+ * with the chmod that closes it. Windows has no such modes.
+ */
+export function looseModeWarnings(dataDir: string, databaseFile: string): string[] {
+  if (process.platform === "win32") return [];
+  const warnings: string[] = [];
+  const check = (path: string, what: string, mode: string) => {
+    let bits: number;
+    try {
+      bits = statSync(path).mode & 0o777;
+    } catch {
+      return;
+    }
+    if ((bits & SHARED_BITS) === 0) return;
+    warnings.push(`${what} ${path} holds the agents' signing secrets but other users have access (mode ${bits.toString(8)}); run: chmod ${mode} ${shellWord(path)}`);
+  };
+  const folder = resolve(dataDir);
+  check(folder, "The data folder", "700");
+  for (const suffix of ["", "-wal", "-shm"]) check(join(folder, `${databaseFile}${suffix}`), "The database file", "600");
+  return warnings;
 }

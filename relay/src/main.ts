@@ -9,7 +9,7 @@ import { createClientAddress } from "./http/clientAddress";
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
 import { createWorkerTokenCounter } from "./completion/tokenCounter";
-import type { Config } from "./config";
+import { type Config, plainHttpWarning } from "./config";
 import { createLifecycle } from "./lifecycle";
 import { type Logger, createJsonLogger } from "./logger";
 import { createMetrics } from "./metrics";
@@ -32,7 +32,7 @@ import { createLiveHub } from "./live/hub";
 import { attachUpgrades } from "./live/upgrade";
 import { createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
-import { lockDataFolder } from "./dataFolder";
+import { lockDataFolder, looseModeWarnings } from "./dataFolder";
 import type { Store } from "./store/types";
 
 export const DATABASE_FILE = "relay.db";
@@ -109,6 +109,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       await store.close();
       throw error;
     }
+    for (const warning of looseModeWarnings(config.dataDir, DATABASE_FILE)) logger.warn(warning);
   }
   // Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back.
   const memoryLimits = createMemoryRateLimitStore();
@@ -235,6 +236,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   // Whatever was pending when the relay last stopped goes out now.
   await deliveries.start();
   logger.info("relay listening", { url, public_url: links.base(), provider: provider.name, data: config.dataDir });
+  const exposed = plainHttpWarning(config);
+  if (exposed !== undefined) logger.warn(exposed);
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.shutdownGraceMs) => {

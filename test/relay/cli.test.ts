@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -23,6 +23,7 @@ interface Served {
   child: ChildProcess;
   url: string;
   stdout: () => string;
+  stderr: () => string;
   exited: Promise<number | null>;
 }
 
@@ -45,7 +46,7 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
     });
     child.on("exit", () => reject(new Error(`relay exited: ${stderr}`)));
   });
-  return { child, url, stdout: () => stdout, exited };
+  return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
 describe("tab-relay CLI", () => {
@@ -115,6 +116,101 @@ describe("tab-relay CLI", () => {
     } finally {
       await upstream.close();
     }
+  });
+
+  test("init creates the data folder 0700 and the database 0600, and SQLite gives its -wal and -shm files the same", { skip: process.platform === "win32" }, async () => {
+    const parent = tempDir();
+    dirs.push(parent);
+    const data = join(parent, "new", "data");
+    assert.equal(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada"]).status, 0);
+    const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
+    assert.equal(mode(data), "700");
+    assert.equal(mode(join(parent, "new")), "700", "folders created on the way are private too");
+    assert.equal(mode(join(data, "relay.db")), "600");
+    const relay = await serve(["--data", data]);
+    assert.equal((await fetch(`${relay.url}/healthz`)).status, 200);
+    assert.deepEqual([mode(join(data, "relay.db-wal")), mode(join(data, "relay.db-shm"))], ["600", "600"]);
+    assert.ok(!relay.stdout().includes('"level":"warn"'), relay.stdout());
+    relay.child.kill("SIGTERM");
+    assert.equal(await relay.exited, 0);
+  });
+
+  test("serve warns about a data folder and database that other users can read, naming the chmod, and leaves them as they are", { skip: process.platform === "win32" }, async () => {
+    const data = tempDir();
+    dirs.push(data);
+    assert.equal(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada"]).status, 0);
+    chmodSync(data, 0o755);
+    chmodSync(join(data, "relay.db"), 0o644);
+    const relay = await serve(["--data", data]);
+    relay.child.kill("SIGTERM");
+    assert.equal(await relay.exited, 0);
+    const warnings = relay
+      .stdout()
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { level: string; msg: string })
+      .filter((line) => line.level === "warn")
+      .map((line) => line.msg);
+    assert.ok(warnings.some((msg) => msg.startsWith(`The data folder ${data} `) && msg.endsWith(`(mode 755); run: chmod 700 ${data}`)), warnings.join("\n"));
+    assert.ok(warnings.some((msg) => msg.endsWith(`(mode 644); run: chmod 600 ${join(data, "relay.db")}`)), warnings.join("\n"));
+    assert.equal((statSync(data).mode & 0o777).toString(8), "755");
+  });
+
+  test("serving plain http on an address other machines reach logs a warning at start; an https public URL or loopback does not", async () => {
+    const data = tempDir();
+    dirs.push(data);
+    assert.equal(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada"]).status, 0);
+    const warningsOf = async (args: string[]) => {
+      const relay = await serve(["--data", data, ...args]);
+      relay.child.kill("SIGTERM");
+      assert.equal(await relay.exited, 0);
+      return relay
+        .stdout()
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { level: string; msg: string })
+        .filter((line) => line.level === "warn" && line.msg.startsWith("Serving plain http"));
+    };
+    const exposed = await warningsOf(["--host", "0.0.0.0"]);
+    assert.equal(exposed.length, 1);
+    assert.match(exposed[0]?.msg ?? "", /^Serving plain http on 0\.0\.0\.0, .*TAB_RELAY_PUBLIC_URL/);
+    assert.deepEqual(await warningsOf(["--host", "0.0.0.0", "--public-url", "https://relay.example.com"]), []);
+    assert.deepEqual(await warningsOf(["--host", "127.0.0.1"]), []);
+  });
+
+  test("secrets given as flags are warned about, naming the variable to use instead, and no printed line holds them", async () => {
+    const data = tempDir();
+    dirs.push(data);
+    const { api_key: key } = JSON.parse(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada", "--json"]).stdout) as { api_key: string };
+    const upstreamKey = "sk-upstream-7f3a9c1e5b";
+    const upstream = await startUpstreamStandIn({ behaviour: { kind: "reply", text: ["return a + b;"] } });
+    try {
+      const relay = await serve(["--data", data, "--upstream-url", upstream.url, "--upstream-model", "m", "--upstream-api-key", upstreamKey]);
+      const response = await fetch(`${relay.url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify(completionBody()),
+      });
+      assert.equal(response.status, 200, await response.text());
+      relay.child.kill("SIGTERM");
+      assert.equal(await relay.exited, 0);
+      assert.match(relay.stderr(), /tab-relay: warning: --upstream-api-key puts the upstream API key on the command line, .*; set TAB_RELAY_UPSTREAM_API_KEY instead\n/);
+      assert.ok(!relay.stderr().includes(upstreamKey) && !relay.stdout().includes(upstreamKey), "the key is never printed");
+    } finally {
+      await upstream.close();
+    }
+
+    // A URL's password is warned about before anything else runs, here before the bad port stops the command.
+    const passwords = ["pg-pw-31415", "redis-pw-27182"];
+    const failed = cli(["serve", "--data", data, "--port", "http", "--database", `postgres://relay:${passwords[0]}@127.0.0.1:5432/relay`, "--redis", `redis://:${passwords[1]}@127.0.0.1:6379`]);
+    assert.equal(failed.status, 2);
+    assert.match(failed.stderr, /tab-relay: warning: --database puts a database password on the command line, .*; set TAB_RELAY_DATABASE_URL instead/);
+    assert.match(failed.stderr, /tab-relay: warning: --redis puts a Redis password on the command line, .*; set TAB_RELAY_REDIS_URL instead/);
+    for (const password of passwords) assert.ok(!failed.stderr.includes(password) && !failed.stdout.includes(password), password);
+
+    const fromEnvironment = cli(["serve", "--data", data, "--port", "http"], { TAB_RELAY_UPSTREAM_API_KEY: upstreamKey, TAB_RELAY_DATABASE_URL: `postgres://relay:${passwords[0]}@127.0.0.1:5432/relay` });
+    assert.equal(fromEnvironment.status, 2);
+    assert.doesNotMatch(fromEnvironment.stderr, /warning/, "the environment is where secrets belong");
   });
 
   test("a second relay on a data folder that one already serves is refused; once it stops, the folder serves again", async () => {

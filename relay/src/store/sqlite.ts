@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, SqliteDialect } from "kysely";
@@ -9,9 +9,25 @@ import type { KeyOwner, Store } from "./types";
 
 export { createKyselyStore } from "./kyselyStore";
 
+/**
+ * The database holds every agent's signing secret, so only its owner may read it. A new database file is created
+ * 0600 before SQLite opens it (O_EXCL: no moment when it exists with looser modes, and an existing file is left
+ * as it is); SQLite then gives its -wal and -shm files the database file's own mode (sqlite3.c 3.53, in
+ * better-sqlite3's deps: `findCreateFileMode` copies it for the WAL, `unixOpenSharedMemory` for -shm, and
+ * `robust_open` sets it exactly, whatever the umask). Folders it has to create are 0700.
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, "wx", 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+}
+
 /** Opens (creating if needed) the SQLite database at `path` in WAL mode and applies pending migrations. */
 export async function openSqliteStore(path: string): Promise<Store> {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") createPrivately(path);
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
