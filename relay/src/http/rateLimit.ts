@@ -1,5 +1,4 @@
 import { RelayError } from "@tab-relay/shared";
-import type { IncomingMessage } from "node:http";
 import type { Request, RequestHandler } from "express";
 import type { Clock } from "../clock";
 import type { Metrics } from "../metrics";
@@ -19,11 +18,6 @@ export interface RatePolicy {
   bucket: string;
   limit: number;
   label: string;
-}
-
-/** The client address, for requests whose credentials could not be resolved (the relay trusts no proxy headers). */
-export function addressOf(req: IncomingMessage): string {
-  return `ip:${req.socket.remoteAddress ?? "unknown"}`;
 }
 
 /**
