@@ -194,6 +194,18 @@ for (const engine of engines) {
         assert.equal(await store.workspaces.getBySlug("nobody"), undefined);
       });
 
+      test("are listed oldest first, then by id", async () => {
+        assert.deepEqual(await store.workspaces.list(), []);
+        await store.workspaces.create({ id: "ws_c", slug: "c", name: "C", createdAt: at(2) });
+        await store.workspaces.create({ id: "ws_b", slug: "b", name: "B", createdAt: at(1) });
+        await store.workspaces.create({ id: "ws_a", slug: "a", name: "A", createdAt: at(2) });
+        assert.deepEqual(await store.workspaces.list(), [
+          { id: "ws_b", slug: "b", name: "B", created_at: at(1) },
+          { id: "ws_a", slug: "a", name: "A", created_at: at(2) },
+          { id: "ws_c", slug: "c", name: "C", created_at: at(2) },
+        ]);
+      });
+
       test("refuse a second workspace with the same slug", async () => {
         await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
         await assert.rejects(store.workspaces.create({ id: "ws_2", slug: "acme", name: "Acme again", createdAt: at(1) }));

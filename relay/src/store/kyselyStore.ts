@@ -59,6 +59,9 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
         const row = await db.selectFrom("workspaces").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
         return Number(row.n);
       },
+      async list() {
+        return db.selectFrom("workspaces").select(["id", "slug", "name", "created_at"]).orderBy("created_at").orderBy("id").execute();
+      },
     },
     users: {
       async create(input) {

@@ -205,6 +205,8 @@ export interface Store {
     create(input: { id: string; slug: string; name: string; createdAt: string }): Promise<Workspace>;
     getBySlug(slug: string): Promise<Workspace | undefined>;
     count(): Promise<number>;
+    /** Every workspace, oldest first (for the CLI, which may have to pick one). */
+    list(): Promise<Workspace[]>;
   };
   readonly users: {
     create(input: { id: string; workspaceId: string; name: string; role: Role; createdAt: string }): Promise<User>;
