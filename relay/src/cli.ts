@@ -2,8 +2,9 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, secretFlagWarnings } from "./config";
+import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig } from "./config";
 import { databasePath, openStore, startRelay } from "./main";
+import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
 import { initWorkspace } from "./workspace/init";
 
@@ -14,6 +15,9 @@ Usage:
   tab-relay serve --data DIR [--port N] [--host H] [options]
   tab-relay start [--data DIR] [options]   initialise DIR on first run (printing the owner key once), then serve
   tab-relay migrate (--data DIR | --database URL)   apply pending schema migrations and exit
+  tab-relay keys create (--data DIR | --database URL) (--user ID | --owner) [--workspace SLUG] [--scopes a,b,...]
+                   [--name NAME] [--json]   make an API key from the server alone, printed once (scopes default to
+                   all the role allows; --owner: the earliest-added owner; --workspace when the database has several)
   (with --database postgres://… instead of --data, init, serve and migrate use PostgreSQL; --redis redis://… shares
    rate limits between relays)
   tab-relay help | --version
@@ -25,6 +29,16 @@ ${Object.values(SETTINGS)
 `;
 
 const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: "string" as const }]));
+/** `keys create` takes `--owner` as a switch, where `init` takes a name. */
+const KEYS_OPTIONS = {
+  ...settingFlags,
+  user: { type: "string" as const },
+  owner: { type: "boolean" as const },
+  workspace: { type: "string" as const },
+  scopes: { type: "string" as const },
+  name: { type: "string" as const },
+  json: { type: "boolean" as const },
+};
 
 function fail(message: string): never {
   process.stderr.write(`tab-relay: ${message}\n`);
@@ -101,6 +115,50 @@ async function migrate(values: Record<string, unknown>): Promise<void> {
   }
 }
 
+/** `keys create`: the way back in with nothing but the server, when no one holds a key that can make keys. */
+async function keysCreate(values: Record<string, unknown>): Promise<void> {
+  const config = loadOrExit(overridesFrom(values));
+  const user = typeof values["user"] === "string" ? values["user"] : undefined;
+  if ((user !== undefined) === (values["owner"] === true)) fail("keys create needs exactly one of --user ID and --owner");
+  // Opening a missing SQLite file would create an empty database.
+  if (!config.databaseUrl && !existsSync(databasePath(config.dataDir))) fail(`no database in ${resolve(config.dataDir)}: run \`tab-relay init\` first`);
+  let problem: string | undefined;
+  const store = await openStore(config);
+  try {
+    const made = await createRecoveryKey(store, systemClock, {
+      workspace: typeof values["workspace"] === "string" ? values["workspace"] : undefined,
+      user: user === undefined ? "owner" : { id: user },
+      scopes: typeof values["scopes"] === "string" ? values["scopes"].split(",") : undefined,
+      name: typeof values["name"] === "string" ? values["name"] : undefined,
+    });
+    const { workspace, key, secret } = made;
+    const person = { id: made.user.id, name: made.user.name, role: made.user.role };
+    if (values["json"] === true) {
+      const apiKey = { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret };
+      process.stdout.write(`${JSON.stringify({ workspace: { id: workspace.id, slug: workspace.slug, name: workspace.name }, user: person, api_key: apiKey })}\n`);
+    } else {
+      process.stdout.write(
+        [
+          `Created an API key in workspace ${workspace.slug} (${workspace.id})`,
+          `  user    ${person.name} (${person.id}, ${person.role})`,
+          `  key     ${key.name} (${key.id})`,
+          `  scopes  ${key.scopes.join(", ")}`,
+          "",
+          "API key (shown once, it cannot be retrieved again; store it now):",
+          "",
+          `  ${secret}`,
+          "",
+        ].join("\n"),
+      );
+    }
+  } catch (error) {
+    problem = error instanceof RecoveryKeyError ? `keys create: ${error.message}` : error instanceof Error ? error.message : String(error);
+  } finally {
+    await store.close();
+  }
+  if (problem !== undefined) fail(problem);
+}
+
 async function serve(values: Record<string, unknown>): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
@@ -136,16 +194,20 @@ async function main(): Promise<void> {
   }
   let parsed;
   try {
+    // After `keys` comes its subcommand, then its own options.
+    const keysCommand = command === "keys";
+    if (keysCommand && rest[0] !== "create") fail(`keys: the subcommand is \`keys create\`\n\n${USAGE}`);
     parsed = parseArgs({
-      args: rest,
-      options: { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
+      args: keysCommand ? rest.slice(1) : rest,
+      options: keysCommand
+        ? KEYS_OPTIONS
+        : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
       strict: true,
     });
   } catch (error) {
     fail(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
   }
   const values = parsed.values as Record<string, unknown>;
-  for (const warning of secretFlagWarnings(overridesFrom(values))) process.stderr.write(`tab-relay: warning: ${warning}\n`);
   switch (command) {
     case "init":
       return init(values, values["json"] === true);
@@ -153,6 +215,8 @@ async function main(): Promise<void> {
       return serve(values);
     case "migrate":
       return migrate(values);
+    case "keys":
+      return keysCreate(values);
     case "start": {
       const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;
