@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig } from "./config";
+import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, secretFlagWarnings } from "./config";
 import { databasePath, openStore, startRelay } from "./main";
 import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
@@ -208,6 +208,7 @@ async function main(): Promise<void> {
     fail(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
   }
   const values = parsed.values as Record<string, unknown>;
+  for (const warning of secretFlagWarnings(overridesFrom(values))) process.stderr.write(`tab-relay: warning: ${warning}\n`);
   switch (command) {
     case "init":
       return init(values, values["json"] === true);
