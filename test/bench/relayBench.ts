@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { localEngineSection } from "./localEngineSection";
+import { mentionsSection } from "./mentionsSection";
 import { killAllSync, stopAll } from "./processes";
 import { type BenchContext, type BenchSection, type Goal, type SectionReport, goalsTable, markdownTable } from "./sections";
 import { cleanEnv } from "./servers";
@@ -21,7 +22,7 @@ import { streamingSection } from "./streamingSection";
 import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, mentionsSection, localEngineSection];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
