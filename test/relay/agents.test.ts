@@ -291,6 +291,16 @@ describe("agent management and the Agent API", () => {
       assert.equal(ok.agent.name, "x".repeat(80));
     });
 
+    test("a PATCH that changes nothing and a body that is not an object are 400 naming the body", async () => {
+      const created = await freshAgent(relay, "body-check");
+      const empty = assertError(await mainCall(relay, `/agents/${created.agent.id}`, { method: "PATCH", json: {} }), 400, "VALIDATION_ERROR");
+      assert.match(empty, /^body: give at least one of name, description, webhook_url/);
+      for (const body of [[], null, "name", 7]) {
+        const message = assertError(await mainCall(relay, "/agents", { method: "POST", json: body }), 400, "VALIDATION_ERROR");
+        assert.match(message, /^body: /, `${JSON.stringify(body)} → ${message}`);
+      }
+    });
+
     test("with allow-private set, a plain-http loopback webhook URL is accepted", async () => {
       const created = await freshAgent(relay, "local-hook", undefined, { webhook_url: "http://127.0.0.1:9/hook" });
       assert.equal(created.agent.webhook_url, "http://127.0.0.1:9/hook");

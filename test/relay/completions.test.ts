@@ -114,7 +114,9 @@ describe("Tab completions on the local engine", () => {
       ["max_completion_tokens not an integer", completionBody({}, { max_completion_tokens: 2.5 }), /max_completion_tokens/],
       ["stream not a boolean", completionBody({}, { stream: "yes" }), /stream/],
       ["an unknown model", completionBody({}, { model: "gpt-4o" }), /model: unknown model "gpt-4o"/],
-      ["a body that is not an object", [1, 2], /expected object/i],
+      ["a body that is an array", [1, 2], /^body: .*expected object/i],
+      ["a body that is null", null, /^body: .*expected object/i],
+      ["a body that is a string", "complete me", /^body: .*expected object/i],
     ];
     for (const [name, body, message] of cases) {
       test(`400 VALIDATION_ERROR for ${name}`, async () => {
