@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { newSigningSecret, verifyWebhook } from "@tab-relay/shared";
+import { RelayError, newSigningSecret, verifyWebhook } from "@tab-relay/shared";
 import { silentLogger } from "../logger";
 import { newEvent } from "../conversations/service";
 import { createSortableIds } from "../store/sortableIds";
@@ -201,5 +201,116 @@ describe("the delivery worker", () => {
     assert.notEqual(event?.next_attempt_at, null);
     await relayA.stop(10);
     await relayB.stop(10);
+  });
+});
+
+/**
+ * A store whose database goes away on demand: while `down`, transactions (every outbox read and every recorded
+ * attempt) fail as the PostgreSQL store fails when it cannot reach its server; `pollDown` fails only the poll's query.
+ */
+function storeWithOutages(inner: Store, exclusive: boolean) {
+  const state = { down: false, pollDown: false };
+  const unavailable = () => Promise.reject(new RelayError("SERVICE_UNAVAILABLE", "The database is not answering; retry shortly"));
+  const store: Store = {
+    ...inner,
+    exclusive,
+    events: { ...inner.events, nextDueAt: (now) => (state.down || state.pollDown ? unavailable() : inner.events.nextDueAt(now)) },
+    transaction: (fn) => (state.down ? unavailable() : inner.transaction(fn)),
+  };
+  return { store, state };
+}
+
+describe("the delivery worker while its database is away", () => {
+  let inner: Store;
+  const clock = { now: () => Date.now() };
+  const ids = createSortableIds(clock);
+  const workspaceId = "ws_1";
+  let agentCount = 0;
+
+  before(async () => {
+    inner = await openSqliteStore(":memory:");
+    const at = new Date().toISOString();
+    await inner.workspaces.create({ id: workspaceId, slug: "acme", name: "Acme", createdAt: at });
+    await inner.users.create({ id: "usr_1", workspaceId, name: "Olive", role: "owner", createdAt: at });
+  });
+  after(() => inner.close());
+
+  async function newAgent(): Promise<string> {
+    const name = `agent${++agentCount}`;
+    const agent = await inner.agents.create({
+      id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
+      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: newSigningSecret(), createdAt: new Date().toISOString(),
+    });
+    return agent.id;
+  }
+
+  /** An event written straight to the database, as another relay would: nobody wakes this worker for it. */
+  async function queue(agentId: string): Promise<string> {
+    const id = ids("evt");
+    await inner.events.create(newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), new Date().toISOString(), 1, "scheduled"));
+    return id;
+  }
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** Waits until the event with this id has been sent (events left by an earlier test may go first). */
+  async function sent(client: ReturnType<typeof scriptedClient>, eventId: string): Promise<void> {
+    for (let n = 1; !client.requests.some((r) => r.headers["webhook-id"] === eventId); n++) await client.waitFor(n);
+  }
+
+  test("a read of the outbox that failed is tried again: events due meanwhile go out once the database answers, unprompted", async () => {
+    const { store, state } = storeWithOutages(inner, true);
+    const client = scriptedClient(() => outcome(204));
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000] });
+    await worker.start();
+    const agentId = await newAgent();
+    state.down = true;
+    const eventId = await queue(agentId);
+    // Woken for the new event while the database is away, the worker's read fails.
+    worker.wake();
+    await sleep(100);
+    assert.equal(client.requests.length, 0);
+    state.down = false;
+    // Nothing wakes it again; the idle poll (30 s alone on a database) is far off.
+    await sent(client, eventId);
+    await worker.stop(1000);
+  });
+
+  test("polling goes on after a poll failed, so events another relay queued are found once the database answers", async () => {
+    const { store, state } = storeWithOutages(inner, false);
+    const client = scriptedClient(() => outcome(204));
+    // Sharing the database with a 10 s lease, the worker polls every second.
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 10_000 });
+    await worker.start();
+    state.pollDown = true;
+    await sleep(2_300);
+    state.pollDown = false;
+    const eventId = await queue(await newAgent());
+    await sent(client, eventId);
+    await worker.stop(1000);
+  });
+
+  test("an attempt made while the database went away is recorded once it is back, and the event is not sent again", async () => {
+    const { store, state } = storeWithOutages(inner, true);
+    const agentId = await newAgent();
+    const eventId = await queue(agentId);
+    // The agent answers 204, but by then the database is gone for 600 ms.
+    const client = scriptedClient(() => {
+      state.down = true;
+      setTimeout(() => (state.down = false), 600);
+      return outcome(204);
+    });
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 60_000 });
+    await worker.start();
+    await client.waitFor(1);
+    let event: Awaited<ReturnType<Store["events"]["listForAgent"]>>[number] | undefined;
+    for (let i = 0; i < 60 && event?.status !== "delivered"; i++) {
+      await sleep(50);
+      [event] = await inner.events.listForAgent(agentId, 1);
+    }
+    assert.equal(event?.status, "delivered", "recorded as delivered well within the claim's lease");
+    assert.equal(event?.sending, false);
+    assert.deepEqual((await inner.events.attempts([eventId])).map((a) => a.outcome), ["success"]);
+    assert.equal(client.requests.length, 1, "sent once");
+    await worker.stop(1000);
   });
 });

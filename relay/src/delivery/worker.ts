@@ -1,4 +1,4 @@
-import { WEBHOOK_HEADERS, signWebhook } from "@tab-relay/shared";
+import { RelayError, WEBHOOK_HEADERS, signWebhook } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
@@ -16,6 +16,9 @@ const IDLE_POLL_MS = 30_000;
 const BATCH = 32;
 const FAIR_PASS_MS = 20;
 const NONE: ReadonlySet<string> = new Set();
+/** After a failed read of the outbox (the database away), the next try waits this long, doubling up to the max. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5_000;
 /** What the delivery log shows as the destination of an attempt over Socket Mode. */
 export const SOCKET_URL = "socket";
 
@@ -79,6 +82,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let timer: NodeJS.Timeout | undefined;
   let timerAt = Infinity;
   let pollTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let retryMs = RETRY_FIRST_MS;
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** Asks for a look at the whole outbox (new events, a retry falling due, a redelivery). */
@@ -115,7 +120,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (pass === undefined) return;
     pumping = true;
     void pass
-      .catch((error: unknown) => logger.error("delivery worker failed to read the outbox", { error }))
+      .then(
+        () => {
+          retryMs = RETRY_FIRST_MS;
+        },
+        (error: unknown) => {
+          // The pass was asked for because something is due; it must happen once the database answers again.
+          logger.error("delivery worker failed to read the outbox", { error, retry_in_ms: retryMs });
+          retryLater();
+        },
+      )
       .finally(() => {
         pumping = false;
         drain();
@@ -181,6 +195,18 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
+  /** A look at the whole outbox after a pause: it covers whatever the failed pass was for. */
+  function retryLater(): void {
+    if (stopped) return;
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      wake();
+    }, retryMs);
+    retryTimer.unref();
+    retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+  }
+
   /**
    * Arms the timer for the earliest known due time. The worker learns due times from the retries it schedules
    * itself; everything else that makes an event due (a new message, a redelivery, a resumed agent) wakes it
@@ -210,13 +236,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   async function poll(): Promise<void> {
     if (stopped) return;
+    clearTimeout(pollTimer);
+    // Another process sharing the database (or a clock step) can make events due without telling this one. Armed
+    // before asking the database, so a poll that fails (the database away) does not end the polling.
+    pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
+    pollTimer.unref();
     const now = clock.now();
     const next = await store.events.nextDueAt(iso(now));
     armTimer(next === undefined ? now + idlePollMs : Date.parse(next));
-    clearTimeout(pollTimer);
-    // Another process sharing the database (or a clock step) can make events due without telling this one.
-    pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
-    pollTimer.unref();
   }
 
   async function giveBack(event: StoredEvent, lease: string): Promise<void> {
@@ -251,7 +278,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       // An attempt cut short by shutdown is not the agent's failure: no attempt is recorded, and the claim is given
       // back so another relay (or this one, restarted) sends the event at once.
       if (stopped && !outcome.ok && outcome.status === undefined) return await giveBack(event, lease);
-      await record(due, lease, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
+      await recordWhileHeld(due, lease, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
     } catch (error) {
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });
     } finally {
@@ -263,6 +290,26 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         // Room freed overall may let another agent's waiting events go too.
         if (inFlight.size === maxInFlight - 1) wantAll = true;
         drain();
+      }
+    }
+  }
+
+  /**
+   * Records the attempt, retrying while the database is unavailable and the claim holds: the agent has its answer
+   * (perhaps a success), and recorded in time it is not sent again. Past the lease the event is due again and is
+   * sent again (delivery is at least once).
+   */
+  async function recordWhileHeld(due: DueEvent, lease: string, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
+    let waitMs = RETRY_FIRST_MS;
+    for (;;) {
+      try {
+        return await record(due, lease, startedMs, outcome, url);
+      } catch (error) {
+        const unavailable = error instanceof RelayError && error.code === "SERVICE_UNAVAILABLE";
+        if (!unavailable || stopped || clock.now() + waitMs >= Date.parse(lease)) throw error;
+        logger.warn("could not record a delivery attempt; retrying", { event_id: due.event.id, error, retry_in_ms: waitMs });
+        await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+        waitMs = Math.min(waitMs * 2, RETRY_MAX_MS);
       }
     }
   }
@@ -340,6 +387,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       clearTimeout(timer);
       clearTimeout(pollTimer);
       clearTimeout(fairTimer);
+      clearTimeout(retryTimer);
       const settled = Promise.allSettled([...inFlight.values()]);
       let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([settled, new Promise((resolve) => (graceTimer = setTimeout(resolve, graceMs)))]);
