@@ -20,35 +20,61 @@ export interface RatePolicy {
   label: string;
 }
 
-/**
- * Counts the request against the fixed 60-second window its policy names and answers the `X-RateLimit-*`
- * headers on every response, 429 with `Retry-After` when over.
- */
-export function createRateLimit(deps: {
+export interface RateLimitDeps {
   store: RateLimitStore;
   clock: Clock;
   metrics: Metrics;
   windowMs: number;
-  policy: (req: Request) => RatePolicy;
-}): RequestHandler {
+}
+
+/** What counting one request decided: the figures of the `X-RateLimit-*` headers, and the 429 when over. */
+export interface RateDecision {
+  limit: number;
+  remaining: number;
+  /** When the window ends, in Unix seconds. */
+  resetSeconds: number;
+  refused: RelayError | undefined;
+}
+
+/**
+ * Counts one request against the fixed 60-second window its policy names. HTTP requests (through
+ * `createRateLimit`) and WebSocket upgrades (which never reach express) are both counted here.
+ */
+export async function countRequest(deps: RateLimitDeps, policy: RatePolicy): Promise<RateDecision> {
+  const { bucket, limit, label } = policy;
+  const now = deps.clock.now();
+  const result = await deps.store.hit(bucket, limit, deps.windowMs, now);
+  const resetSeconds = Math.ceil(result.resetAt / 1000);
+  const remaining = Math.max(0, result.remaining);
+  if (result.allowed) return { limit: result.limit, remaining, resetSeconds, refused: undefined };
+  deps.metrics.rateLimited.inc({ class: label });
+  // Retry-After names the same moment as X-RateLimit-Reset, rounded up so a client never retries early.
+  const retryAfter = Math.max(1, resetSeconds - Math.floor(now / 1000));
+  const refused = new RelayError("RATE_LIMIT_EXCEEDED", `Rate limit of ${limit} ${label}s per minute exceeded; retry after ${retryAfter} s`, {
+    headers: { "Retry-After": String(retryAfter) },
+  });
+  return { limit: result.limit, remaining, resetSeconds, refused };
+}
+
+/** The `X-RateLimit-*` headers of a decision, for answers written without express (refused upgrades). */
+export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+  return {
+    "X-RateLimit-Limit": String(decision.limit),
+    "X-RateLimit-Remaining": String(decision.remaining),
+    "X-RateLimit-Reset": String(decision.resetSeconds),
+  };
+}
+
+/**
+ * Counts the request against the fixed 60-second window its policy names and answers the `X-RateLimit-*`
+ * headers on every response, 429 with `Retry-After` when over.
+ */
+export function createRateLimit(deps: RateLimitDeps & { policy: (req: Request) => RatePolicy }): RequestHandler {
   return async function rateLimit(req, res, next) {
-    const { bucket, limit, label } = deps.policy(req);
-    const now = deps.clock.now();
-    const result = await deps.store.hit(bucket, limit, deps.windowMs, now);
-    const resetSeconds = Math.ceil(result.resetAt / 1000);
-    res.setHeader("X-RateLimit-Limit", String(result.limit));
-    res.setHeader("X-RateLimit-Remaining", String(Math.max(0, result.remaining)));
-    res.setHeader("X-RateLimit-Reset", String(resetSeconds));
-    if (!result.allowed) {
-      deps.metrics.rateLimited.inc({ class: label });
-      // Retry-After names the same moment as X-RateLimit-Reset, rounded up so a client never retries early.
-      const retryAfter = Math.max(1, resetSeconds - Math.floor(now / 1000));
-      return next(
-        new RelayError("RATE_LIMIT_EXCEEDED", `Rate limit of ${limit} ${label}s per minute exceeded; retry after ${retryAfter} s`, {
-          headers: { "Retry-After": String(retryAfter) },
-        }),
-      );
-    }
-    next();
+    const decision = await countRequest(deps, deps.policy(req));
+    res.setHeader("X-RateLimit-Limit", String(decision.limit));
+    res.setHeader("X-RateLimit-Remaining", String(decision.remaining));
+    res.setHeader("X-RateLimit-Reset", String(decision.resetSeconds));
+    next(decision.refused);
   };
 }
