@@ -31,6 +31,7 @@ import { createAgentApiRouter } from "./routes/agentApi";
 import { createAgentsRouter } from "./routes/agents";
 import { createConversationsRouter } from "./routes/conversations";
 import { createSessionsRouter, createSignInHandler } from "./routes/sessions";
+import { sessionBucket } from "./auth/sessions";
 import { createUsersRouter } from "./routes/users";
 import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
@@ -102,8 +103,9 @@ export function createApp(deps: AppDeps): RequestListener {
       windowMs: deps.config.rateLimitWindowMs,
       policy(req) {
         const label = classOf(req);
-        if (req.session) {
-          return { bucket: `session:${req.session.id}:${label}`, limit: label === "read" ? limits.session_reads : limits.session_writes, label };
+        // Every session made from one key shares the key's session counters: signing in again buys nothing.
+        if (req.session && req.caller) {
+          return { bucket: sessionBucket(req.caller.key.id, label), limit: label === "read" ? limits.session_reads : limits.session_writes, label };
         }
         const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${deps.clientAddress(req)}`;
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };

@@ -3,8 +3,9 @@ import type { RequestHandler } from "express";
 import { effectiveScopes } from "../auth/apiKeys";
 import type { Scope } from "../auth/scopes";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
-import { CSRF_HEADER, SESSION_COOKIE, csrfMatches, readCookie, resolveSession } from "../auth/sessions";
+import { CSRF_HEADER, csrfMatches, readCookie, resolveSession, sessionCookieName } from "../auth/sessions";
 import type { Clock } from "../clock";
+import type { Links } from "../links";
 import type { KeyOwner, Store } from "../store/types";
 
 const BEARER = /^Bearer ([^\s]+)$/;
@@ -23,7 +24,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  * Resolves the API key in `Authorization: Bearer <key>`. A failure is recorded on the request rather than
  * thrown, so the rate limiter still counts (and answers headers for) unauthenticated attempts.
  */
-export function createAuthenticate(deps: { store: Store; clock: Clock }): RequestHandler {
+export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pick<Links, "base"> }): RequestHandler {
   // A store that remembers owners hands out the same frozen owner while nothing changed, so its scopes are worked out once.
   const scopesOf = new WeakMap<KeyOwner, ReadonlySet<Scope>>();
   const scopes = (owner: KeyOwner) => {
@@ -36,7 +37,7 @@ export function createAuthenticate(deps: { store: Store; clock: Clock }): Reques
   };
   return async function authenticate(req, _res, next) {
     const header = req.headers.authorization;
-    const sessionToken = header === undefined ? readCookie(req.headers.cookie, SESSION_COOKIE) : undefined;
+    const sessionToken = header === undefined ? readCookie(req.headers.cookie, sessionCookieName(deps.links.base())) : undefined;
     if (sessionToken !== undefined) {
       const { resolved, error } = await resolveSession(deps.store, deps.clock, sessionToken);
       if (resolved) {

@@ -2,13 +2,15 @@ import { RelayError } from "@tab-relay/shared";
 import { type RequestHandler, type Response, Router } from "express";
 import { z } from "zod";
 import { effectiveScopes } from "../auth/apiKeys";
-import { hashSecret, looksLikeApiKey, newId } from "../auth/secrets";
-import { SESSION_COOKIE, SESSION_LIFETIME_MS, csrfTokenFor, newSessionToken } from "../auth/sessions";
+import { hashSecret, looksLikeApiKey } from "../auth/secrets";
+import { CONSOLE_SCOPES, MAX_SESSIONS_PER_KEY, SESSION_LIFETIME_MS, csrfTokenFor, newSessionToken, sessionCookieName } from "../auth/sessions";
 import type { Clock } from "../clock";
 import { parseWith } from "../http/body";
 import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
 import type { Links } from "../links";
+import type { Logger } from "../logger";
+import type { SortableIds } from "../store/sortableIds";
 import type { KeyOwner, Store } from "../store/types";
 
 const SignInBody = z.object({ api_key: z.string().min(1).max(200) });
@@ -25,31 +27,47 @@ function present(owner: KeyOwner, sessionToken: string) {
 }
 
 function cookie(links: Links, value: string, maxAgeSeconds: number): string {
-  // Secure whenever people reach the relay over https, so the cookie never travels in the clear.
-  const secure = links.base().startsWith("https:") ? "; Secure" : "";
-  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`;
+  // Secure whenever people reach the relay over https, so the cookie never travels in the clear; the name then
+  // carries the `__Host-` prefix, whose rules (Secure, Path=/, no Domain) this cookie meets.
+  const base = links.base();
+  const secure = base.startsWith("https:") ? "; Secure" : "";
+  return `${sessionCookieName(base)}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
 /**
  * Signing in to the console: `POST /sessions` turns an API key into a session cookie. It runs before the
  * API's own authentication (the key comes in the body), behind `guard`, which counts attempts per address.
  */
-export function createSignInHandler(deps: { store: Store; clock: Clock; links: Links }): RequestHandler {
+export function createSignInHandler(deps: { store: Store; clock: Clock; links: Links; ids: SortableIds; logger: Logger }): RequestHandler {
   return async function signIn(req, res) {
     const { api_key } = parseWith(SignInBody, req.body);
     const owner = looksLikeApiKey(api_key) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(api_key)) : undefined;
     if (!owner || owner.key.revoked_at !== null) throw new RelayError("UNAUTHORIZED", "api_key: not a valid API key");
     if (owner.user.removed_at !== null) throw new RelayError("FORBIDDEN", "The user of this API key was removed from the workspace");
+    const scopes = effectiveScopes(owner.key, owner.user);
+    if (!CONSOLE_SCOPES.some((scope) => scopes.has(scope))) {
+      throw new RelayError(
+        "FORBIDDEN",
+        `api_key: this key is for the editor or the API, not the console; signing in needs a key holding at least one of ${CONSOLE_SCOPES.join(", ")}`,
+      );
+    }
     const token = newSessionToken();
     const now = deps.clock.now();
+    const at = new Date(now).toISOString();
+    // Sortable ids order the key's sessions even when two are made within one millisecond.
+    const id = deps.ids("ses");
     await deps.store.sessions.create({
-      id: newId("ses"),
+      id,
       api_key_id: owner.key.id,
       token_hash: hashSecret(token),
-      created_at: new Date(now).toISOString(),
+      created_at: at,
       expires_at: new Date(now + SESSION_LIFETIME_MS).toISOString(),
       ended_at: null,
     });
+    // Past the cap the oldest sessions end rather than this sign-in failing: a person who lost track of their
+    // browsers is never locked out, and a leaked key cannot pile up sessions.
+    const ended = await deps.store.sessions.endOldest(owner.key.id, MAX_SESSIONS_PER_KEY, at);
+    if (ended.length > 0) deps.logger.info("sessions ended by a newer sign-in", { key_id: owner.key.id, sessions: ended.length, cap: MAX_SESSIONS_PER_KEY });
     res.setHeader("Set-Cookie", cookie(deps.links, token, SESSION_LIFETIME_MS / 1000));
     res.status(201).json({ data: present(owner, token) });
   };
