@@ -88,6 +88,8 @@ export interface StartOptions {
   bus?: Bus;
   /** The console's built files; `null` serves no console. Default: `dist/console` beside the relay. */
   consoleDir?: string | null;
+  /** How often live connections are pinged and their sessions rechecked (tests shorten it). Default: 15 s. */
+  liveCheckMs?: number;
 }
 
 /** The composition root: builds the real dependencies from config and listens. */
@@ -148,7 +150,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
         );
     },
   });
-  const live = createLiveHub({ store, links, logger });
+  const live = createLiveHub({ store, links, logger, ...(options.liveCheckMs === undefined ? {} : { checkMs: options.liveCheckMs }) });
   // This relay's sockets are renewed in the database while they last, so a dead relay's lapse within a minute.
   const presence = setInterval(() => {
     const until = new Date(clock.now() + SOCKET_PRESENCE_MS).toISOString();
@@ -218,7 +220,19 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
   });
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
-  const upgrades = attachUpgrades(server, { store, clock, logger, live, agentSockets });
+  const upgrades = attachUpgrades(server, {
+    store,
+    clock,
+    logger,
+    metrics,
+    links,
+    live,
+    agentSockets,
+    rateLimitStore: redisLimits ?? memoryLimits,
+    limits: config.rateLimits,
+    windowMs: config.rateLimitWindowMs,
+    clientAddress,
+  });
   server.listen(config.port, config.host);
   try {
     await once(server, "listening");

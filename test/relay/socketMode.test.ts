@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer } from "node:http";
+import { type IncomingMessage, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,7 +14,7 @@ import { silentLogger } from "../../relay/src/logger";
 import { initWorkspace } from "../../relay/src/workspace/init";
 import { startTestRelay, type TestRelay } from "../support/relayHarness";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
-import { createAgent, createChannel, postMessage } from "../support/workspace";
+import { agentRequest, createAgent, createChannel, postMessage } from "../support/workspace";
 
 const RELAY_ENV = {
   TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
@@ -107,7 +107,10 @@ async function connect(relay: TestRelay, token: string): Promise<{ socket: Agent
 }
 
 /** The HTTP answer to an upgrade the relay refuses; fails if the upgrade is accepted instead. */
-async function refusedUpgrade(url: string, headers: Record<string, string>): Promise<{ status: number; error: { code: string } }> {
+async function refusedUpgrade(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; error: { code: string; message: string }; headers: IncomingMessage["headers"] }> {
   const ws = new WebSocket(url, { headers });
   ws.on("error", () => undefined);
   return new Promise((resolve, reject) => {
@@ -120,7 +123,8 @@ async function refusedUpgrade(url: string, headers: Record<string, string>): Pro
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => {
         ws.terminate();
-        resolve({ status: res.statusCode ?? 0, error: (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { error: { code: string } }).error });
+        const { error } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { error: { code: string; message: string } };
+        resolve({ status: res.statusCode ?? 0, error, headers: res.headers });
       });
     });
   });
@@ -356,6 +360,47 @@ describe("Socket Mode", () => {
     assert.throws(() => verified(theirs.signing_secret, envelope));
   });
 
+  test("an ack counts only on the socket its envelope went out on: another agent acknowledging it changes nothing", async () => {
+    const mine = await createAgent(relay, { name: "AckOwner" });
+    const theirs = await createAgent(relay, { name: "AckThief" });
+    const { socket: a } = await connect(relay, mine.token);
+    const { socket: b } = await connect(relay, theirs.token);
+    const channel = await createChannel(relay, "socket-ack-owner");
+    await postMessage(relay, channel, "@AckOwner only you may acknowledge this");
+    const [envelope] = (await a.envelopesFor(1)) as [Envelope];
+    // The envelope id is the event id, which the other agent may learn (a shared channel, a leak); its ack is ignored.
+    b.ack(envelope.envelope_id);
+    const [, again] = (await a.envelopesFor(2)) as [Envelope, Envelope];
+    assert.equal(again.envelope_id, envelope.envelope_id, "not acknowledged, so it came again");
+    a.ack(again.envelope_id);
+    const delivered = await deliveryWith(relay, mine.agent.id, envelope.envelope_id, "delivered");
+    assert.deepEqual(
+      delivered.attempts.map((attempt) => [attempt.attempt, attempt.outcome]),
+      [
+        [1, "failed"],
+        [2, "success"],
+      ],
+    );
+    assert.match(delivered.attempts[0]?.error ?? "", /acknowledg/);
+    assert.deepEqual(b.envelopes, []);
+  });
+
+  test("an agent holds at most 10 sockets on a relay: the 11th upgrade is refused with 429 until one closes", async () => {
+    const agent = await createAgent(relay, { name: "ManySockets" });
+    const held: AgentSocket[] = [];
+    for (let i = 0; i < 10; i++) held.push((await connect(relay, agent.token)).socket);
+    const refused = await refusedUpgrade(socketUrl(relay), { authorization: `Bearer ${agent.token}` });
+    assert.deepEqual([refused.status, refused.error.code], [429, "RATE_LIMIT_EXCEEDED"]);
+    assert.match(refused.error.message, /10 Socket Mode connections/);
+    const other = await createAgent(relay, { name: "NotCapped" });
+    assert.equal((await connect(relay, other.token)).hello.agent_id, other.agent.id);
+    const first = held[0] as AgentSocket;
+    first.ws.close();
+    await first.closed;
+    await sleep(50);
+    assert.equal((await connect(relay, agent.token)).hello.agent_id, agent.agent.id);
+  });
+
   test("live updates need a session cookie and a page of the relay's own origin", async () => {
     const live = socketUrl(relay, "/api/v1/live");
     const anonymous = await refusedUpgrade(live, {});
@@ -377,6 +422,43 @@ describe("Socket Mode", () => {
     open.push(ws);
     const [data] = (await once(ws, "message")) as [Buffer];
     assert.equal((JSON.parse(String(data)) as { type: string; user: { id: string } }).user.id, relay.user.id);
+  });
+});
+
+describe("Socket Mode upgrades and the rate limits", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ env: { ...RELAY_ENV, TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=3" } });
+  });
+  after(async () => {
+    for (const ws of open) ws.terminate();
+    await relay.close();
+  });
+
+  test("an upgrade is a read of the agent's Agent API counters: past them it is refused with 429, Retry-After and X-RateLimit-* headers", async () => {
+    const agent = await createAgent(relay, { name: "Counted" });
+    assert.equal((await agentRequest(relay, agent.token, "/me")).status, 200);
+    for (let i = 0; i < 2; i++) {
+      const { socket } = await connect(relay, agent.token);
+      socket.ws.close();
+      await socket.closed;
+    }
+    const refused = await refusedUpgrade(socketUrl(relay), { authorization: `Bearer ${agent.token}` });
+    assert.deepEqual([refused.status, refused.error.code], [429, "RATE_LIMIT_EXCEEDED"]);
+    assert.ok(Number(refused.headers["retry-after"]) >= 1);
+    assert.equal(refused.headers["x-ratelimit-limit"], "3");
+    assert.equal(refused.headers["x-ratelimit-remaining"], "0");
+    assert.equal((await agentRequest(relay, agent.token, "/me")).status, 429, "the same counter as the Agent API's reads");
+    // Another agent's counters are its own.
+    const other = await createAgent(relay, { name: "Uncounted" });
+    assert.equal((await connect(relay, other.token)).hello.agent_id, other.agent.id);
+  });
+
+  test("an upgrade with an unknown token counts against the client's address", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await refusedUpgrade(socketUrl(relay), { authorization: "Bearer svc_agent_unknown" })).status);
+    assert.deepEqual(statuses, [401, 401, 401, 429]);
+    assert.equal((await agentRequest(relay, null, "/me")).status, 429, "as the Agent API counts unknown tokens");
   });
 });
 

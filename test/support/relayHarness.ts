@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Clock } from "../../relay/src/clock";
 import { type Config, loadConfig } from "../../relay/src/config";
 import { silentLogger, type Logger } from "../../relay/src/logger";
-import { type RunningRelay, openStore, startRelay } from "../../relay/src/main";
+import { type RunningRelay, type StartOptions, openStore, startRelay } from "../../relay/src/main";
 import type { InitializedWorkspace } from "../../relay/src/workspace/init";
 import { initWorkspace } from "../../relay/src/workspace/init";
 
@@ -24,7 +24,15 @@ export interface TestRelay extends InitializedWorkspace {
  * keeps the folder), as after a restart of the process; closing the new one removes the folder.
  */
 export async function startTestRelay(
-  options: { env?: Record<string, string>; clock?: Clock; logger?: Logger; slug?: string; reuse?: Pick<TestRelay, "dataDir" | keyof InitializedWorkspace> } = {},
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    logger?: Logger;
+    slug?: string;
+    reuse?: Pick<TestRelay, "dataDir" | keyof InitializedWorkspace>;
+    /** Timings a test shortens rather than waits out. */
+    timings?: Pick<StartOptions, "liveCheckMs">;
+  } = {},
 ): Promise<TestRelay> {
   const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
@@ -37,6 +45,7 @@ export async function startTestRelay(
     store,
     clock,
     logger: options.logger ?? silentLogger,
+    ...options.timings,
   });
   const request: TestRelay["request"] = (path, init_ = {}) => {
     const { key, json, headers, ...rest } = init_;

@@ -44,7 +44,7 @@ const live = createLive({
     try {
       const session = await api<Session>("GET", "/sessions/current");
       setCsrfToken(session.csrf_token);
-      return true;
+      return mayListen(session);
     } catch (error) {
       // A 401 has already signed the console out; anything else (relay restarting) is worth another try.
       return !(error instanceof ApiError && error.status === 401);
@@ -58,6 +58,11 @@ const live = createLive({
   },
   random: Math.random,
 });
+
+/** The relay opens the live connection only to a session holding messages.read or agents.read. */
+function mayListen(session: Session): boolean {
+  return session.scopes.includes("messages.read") || session.scopes.includes("agents.read");
+}
 
 function onLive(event: LiveEvent): void {
   if (event.type === "hello") {
@@ -142,7 +147,7 @@ function signedIn(session: Session): void {
   byId("whoami").textContent = `${session.user.name} · ${session.workspace.name}`;
   renderSidebar();
   void loadConversations();
-  live.start();
+  if (mayListen(session)) live.start();
 }
 
 function signedOut(notice: string, keepPlace: boolean): void {

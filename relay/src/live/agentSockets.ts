@@ -6,6 +6,8 @@ import type { WebhookOutcome } from "../delivery/webhookClient";
 export const ACK_TIMEOUT_MS = 10_000;
 /** Ping interval; a socket that has not answered the previous ping by the next one is dead. */
 export const HEARTBEAT_MS = 15_000;
+/** Open Socket Mode connections per agent on one relay; more is a runaway reconnect loop or an abuse of the token. */
+export const MAX_SOCKETS_PER_AGENT = 10;
 
 /** Close codes agents see (4000-4999 are the application's). */
 export const CLOSE = {
@@ -34,6 +36,8 @@ export interface Envelope {
 export interface AgentSockets {
   add(agent: AgentRef, socket: WebSocket): void;
   connected(agentId: string): boolean;
+  /** How many sockets the agent has open on this relay. */
+  count(agentId: string): number;
   connectedIds(): ReadonlySet<string>;
   deliver(agentId: string, envelope: Envelope): Promise<WebhookOutcome>;
   closeAgent(agentId: string, why: (typeof CLOSE)[keyof typeof CLOSE]): void;
@@ -43,6 +47,8 @@ export interface AgentSockets {
 interface Pending {
   resolve(outcome: WebhookOutcome): void;
   started: number;
+  /** The socket the envelope went out on: only an ack arriving there counts. */
+  socket: WebSocket;
 }
 
 export function createAgentSockets(deps: {
@@ -99,7 +105,11 @@ export function createAgentSockets(deps: {
           return;
         }
         const ack = frame as { type?: unknown; envelope_id?: unknown };
-        if (ack.type === "ack" && typeof ack.envelope_id === "string") settle(ack.envelope_id, { ok: true });
+        if (ack.type !== "ack" || typeof ack.envelope_id !== "string") return;
+        // Envelope ids are not secret (they are event ids, and another agent may learn one), so an ack counts only
+        // on the socket its envelope was sent on; anywhere else it could mark another agent's event delivered.
+        if (pending.get(ack.envelope_id)?.socket === socket) settle(ack.envelope_id, { ok: true });
+        else deps.logger.debug("ignored an ack for an envelope not waiting on this socket", { agent_id: agentId });
       });
       socket.on("close", () => {
         set.delete(socket);
@@ -113,6 +123,7 @@ export function createAgentSockets(deps: {
       if (first) deps.onChange(agent, true);
     },
     connected: (agentId) => ids.has(agentId),
+    count: (agentId) => sockets.get(agentId)?.size ?? 0,
     connectedIds: () => ids,
     deliver(agentId, envelope) {
       const set = [...(sockets.get(agentId) ?? [])];
@@ -121,7 +132,7 @@ export function createAgentSockets(deps: {
       return new Promise<WebhookOutcome>((resolve) => {
         // A repeat of an envelope still waiting (a redelivery) supersedes the earlier wait.
         settle(envelope.id, { ok: false, error: "superseded by a redelivery" });
-        pending.set(envelope.id, { resolve, started: performance.now() });
+        pending.set(envelope.id, { resolve, started: performance.now(), socket });
         const timer = setTimeout(() => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }), ackTimeoutMs);
         timer.unref();
         const onClose = () => settle(envelope.id, { ok: false, error: "socket closed before the acknowledgement" });
