@@ -38,9 +38,89 @@ describe("loadConfig", () => {
 
   test("an upstream URL selects the openai provider, which then needs a model", () => {
     assert.throws(() => loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:11434/v1" }), /TAB_RELAY_UPSTREAM_MODEL/);
-    const config = loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:11434/v1", TAB_RELAY_UPSTREAM_MODEL: "qwen", TAB_RELAY_UPSTREAM_API: "completions" });
+    const config = loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:11434/v1", TAB_RELAY_UPSTREAM_MODEL: "qwen", TAB_RELAY_UPSTREAM_API: "suffix" });
     assert.equal(config.provider, "openai");
-    assert.deepEqual(config.upstream, { url: "http://127.0.0.1:11434/v1", model: "qwen", apiKey: undefined, api: "completions", timeoutMs: 10_000 });
+    assert.deepEqual(config.upstream, {
+      url: "http://127.0.0.1:11434/v1",
+      model: "qwen",
+      apiKey: undefined,
+      api: "suffix",
+      apiAlias: undefined,
+      fimTemplate: undefined,
+      infillMaxPredictMs: 500,
+      timeoutMs: 10_000,
+    });
+  });
+
+  describe("upstream modes", () => {
+    const upstream = (settings: Record<string, string>) =>
+      loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:8000/v1", TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B", ...settings }).upstream;
+    const problems = (settings: Record<string, string>, overrides = {}) => {
+      try {
+        loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:8000/v1", TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B", ...settings }, overrides);
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems;
+        throw error;
+      }
+      assert.fail("expected a ConfigError");
+    };
+
+    test("each mode is accepted by its name, flag or variable", () => {
+      for (const api of ["chat", "suffix", "fim", "infill", "mistral-fim"]) assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: api })?.api, api);
+      assert.equal(loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://h/v1", TAB_RELAY_UPSTREAM_MODEL: "m" }, { upstreamApi: "infill" }).upstream?.api, "infill");
+    });
+
+    test("completions is suffix under its former name, remembered for the warning at start", () => {
+      const config = upstream({ TAB_RELAY_UPSTREAM_API: "completions" });
+      assert.equal(config?.api, "suffix");
+      assert.equal(config?.apiAlias, "completions");
+    });
+
+    test("an unknown mode names the valid ones", () => {
+      const [problem] = problems({ TAB_RELAY_UPSTREAM_API: "openai" });
+      assert.match(problem ?? "", /^TAB_RELAY_UPSTREAM_API \(--upstream-api\): .*"chat".*"suffix".*"fim".*"infill".*"mistral-fim"/);
+    });
+
+    test("fim picks the template from the model name, or takes the family or custom string given", () => {
+      assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: "fim" })?.fimTemplate, "qwen-coder");
+      assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_FIM_TEMPLATE: "starcoder2" })?.fimTemplate, "starcoder2");
+      const custom = "<fim_prefix>{context}{prefix}<fim_suffix>{suffix}<fim_middle>";
+      assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_UPSTREAM_MODEL: "my-own-model", TAB_RELAY_FIM_TEMPLATE: custom })?.fimTemplate, custom);
+    });
+
+    test("fim with a model no family matches and no template fails at start, listing the families", () => {
+      const [problem, ...rest] = problems({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_UPSTREAM_MODEL: "llama-3.1-8b-instruct" });
+      assert.deepEqual(rest, []);
+      assert.match(problem ?? "", /^TAB_RELAY_FIM_TEMPLATE \(--fim-template\): TAB_RELAY_UPSTREAM_API=fim needs the model's FIM template, and the model name "llama-3.1-8b-instruct" matches no family/);
+      assert.match(problem ?? "", /qwen-coder, starcoder2, codellama, deepseek-coder, codestral, codegemma/);
+    });
+
+    test("a custom template must hold {prefix}, and unknown placeholders are reported, all at once", () => {
+      const found = problems({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_FIM_TEMPLATE: "<PRE>{before}<SUF>{suffix}{cursor}<MID>", TAB_RELAY_PORT: "x" });
+      assert.equal(found.length, 3, found.join("\n"));
+      assert.ok(found.includes("TAB_RELAY_FIM_TEMPLATE (--fim-template): a custom template must contain {prefix}"), found.join("\n"));
+      assert.ok(found.includes("TAB_RELAY_FIM_TEMPLATE (--fim-template): unknown placeholders {before}, {cursor} (known: {prefix}, {suffix}, {context})"), found.join("\n"));
+    });
+
+    test("an unknown family name is reported with the families", () => {
+      const [problem] = problems({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_FIM_TEMPLATE: "qwen" });
+      assert.match(problem ?? "", /^TAB_RELAY_FIM_TEMPLATE \(--fim-template\): unknown family "qwen" \(families: qwen-coder, starcoder2/);
+    });
+
+    test("settings of another mode are reported rather than silently ignored", () => {
+      assert.deepEqual(problems({ TAB_RELAY_UPSTREAM_API: "infill", TAB_RELAY_FIM_TEMPLATE: "qwen-coder" }), [
+        "TAB_RELAY_FIM_TEMPLATE (--fim-template): only applies when TAB_RELAY_UPSTREAM_API is fim (it is infill)",
+      ]);
+      assert.deepEqual(problems({ TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_INFILL_MAX_PREDICT_MS: "800" }), [
+        "TAB_RELAY_INFILL_MAX_PREDICT_MS (--infill-max-predict-ms): only applies when TAB_RELAY_UPSTREAM_API is infill (it is fim)",
+      ]);
+    });
+
+    test("infill takes llama.cpp's t_max_predict_ms, 500 by default, 0 for no limit", () => {
+      assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: "infill" })?.infillMaxPredictMs, 500);
+      assert.equal(upstream({ TAB_RELAY_UPSTREAM_API: "infill", TAB_RELAY_INFILL_MAX_PREDICT_MS: "0" })?.infillMaxPredictMs, 0);
+      assert.match(problems({ TAB_RELAY_UPSTREAM_API: "infill", TAB_RELAY_INFILL_MAX_PREDICT_MS: "-1" })[0] ?? "", /^TAB_RELAY_INFILL_MAX_PREDICT_MS/);
+    });
   });
 
   test("rate limits can be changed one at a time", () => {

@@ -1,6 +1,9 @@
 import { BlockList, isIP } from "node:net";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
+import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
+import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
+import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -27,7 +30,13 @@ export interface UpstreamConfig {
   url: string;
   model: string;
   apiKey: string | undefined;
-  api: "chat" | "completions";
+  api: UpstreamApi;
+  /** The former name TAB_RELAY_UPSTREAM_API was given (`completions`), for a warning at start. */
+  apiAlias: string | undefined;
+  /** `fim` only: the template, a family name (given, or picked from the model name) or a custom string. */
+  fimTemplate: string | undefined;
+  /** `infill` only: llama.cpp's `t_max_predict_ms`. */
+  infillMaxPredictMs: number;
   timeoutMs: number;
 }
 
@@ -89,6 +98,8 @@ export const SETTINGS = {
   upstreamModel: { env: "TAB_RELAY_UPSTREAM_MODEL", flag: "upstream-model" },
   upstreamApiKey: { env: "TAB_RELAY_UPSTREAM_API_KEY", flag: "upstream-api-key" },
   upstreamApi: { env: "TAB_RELAY_UPSTREAM_API", flag: "upstream-api" },
+  fimTemplate: { env: "TAB_RELAY_FIM_TEMPLATE", flag: "fim-template" },
+  infillMaxPredictMs: { env: "TAB_RELAY_INFILL_MAX_PREDICT_MS", flag: "infill-max-predict-ms" },
   upstreamTimeoutMs: { env: "TAB_RELAY_UPSTREAM_TIMEOUT_MS", flag: "upstream-timeout-ms" },
   rateLimits: { env: "TAB_RELAY_RATE_LIMITS", flag: "rate-limits" },
   maxBodyBytes: { env: "TAB_RELAY_MAX_BODY_BYTES", flag: "max-body-bytes" },
@@ -154,7 +165,15 @@ const RawConfig = z.object({
   upstreamUrl: httpUrl.optional(),
   upstreamModel: z.string().min(1).optional(),
   upstreamApiKey: z.string().min(1).optional(),
-  upstreamApi: z.enum(["chat", "completions"]).default("chat"),
+  upstreamApi: z.enum([...UPSTREAM_APIS, ...Object.keys(DEPRECATED_APIS)]).default("chat"),
+  fimTemplate: z
+    .string()
+    .min(1)
+    .superRefine((template, ctx) => {
+      for (const message of fimTemplateProblems(template)) ctx.addIssue({ code: "custom", message });
+    })
+    .optional(),
+  infillMaxPredictMs: integer(0, 600_000).optional(),
   upstreamTimeoutMs: integer(100, 600_000).default(10_000),
   rateLimits: z.string().optional(),
   maxBodyBytes: integer(1024, 64 * 1024 * 1024).default(512 * 1024),
@@ -214,10 +233,24 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
   if (provider === "openai" && !c.upstreamModel) {
     problems.push(`${SETTINGS.upstreamModel.env} (--${SETTINGS.upstreamModel.flag}): is required when the provider is openai`);
   }
+  const api: UpstreamApi = DEPRECATED_APIS[c.upstreamApi] ?? (c.upstreamApi as UpstreamApi);
+  const fimTemplate = upstreamTemplate(provider === "openai" ? api : undefined, c.upstreamModel, c.fimTemplate, problems);
+  if (provider === "openai" && c.infillMaxPredictMs !== undefined && api !== "infill") {
+    problems.push(`${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   const upstream: UpstreamConfig | undefined =
     provider === "openai" && c.upstreamUrl && c.upstreamModel
-      ? Object.freeze({ url: c.upstreamUrl, model: c.upstreamModel, apiKey: c.upstreamApiKey, api: c.upstreamApi, timeoutMs: c.upstreamTimeoutMs })
+      ? Object.freeze({
+          url: c.upstreamUrl,
+          model: c.upstreamModel,
+          apiKey: c.upstreamApiKey,
+          api,
+          apiAlias: api === c.upstreamApi ? undefined : c.upstreamApi,
+          fimTemplate,
+          infillMaxPredictMs: c.infillMaxPredictMs ?? DEFAULT_INFILL_MAX_PREDICT_MS,
+          timeoutMs: c.upstreamTimeoutMs,
+        })
       : undefined;
   return Object.freeze({
     dataDir: c.dataDir ?? "",
@@ -242,6 +275,38 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       socketAckTimeoutMs: c.socketAckTimeoutMs,
     }),
   });
+}
+
+function label(name: SettingName): string {
+  return `${SETTINGS[name].env} (--${SETTINGS[name].flag})`;
+}
+
+/** A family name, or a custom string that holds {prefix} and no placeholder but {prefix}, {suffix}, {context}. */
+function fimTemplateProblems(template: string): string[] {
+  if (template.includes("{")) return customTemplateProblems(template);
+  if (isFimFamily(template)) return [];
+  return [`unknown family "${template}" (families: ${FIM_FAMILIES.join(", ")}; or a custom template holding {prefix}, {suffix} and {context})`];
+}
+
+/**
+ * The FIM template: TAB_RELAY_FIM_TEMPLATE, else the family the model name picks; `fim` without either is a
+ * configuration error, since a wrong template makes the model write nonsense rather than fail. `api` is undefined
+ * when no upstream is used.
+ */
+function upstreamTemplate(api: UpstreamApi | undefined, model: string | undefined, template: string | undefined, problems: string[]): string | undefined {
+  if (template !== undefined) {
+    if (api !== undefined && api !== "fim") problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
+    return api === "fim" ? template : undefined;
+  }
+  if (api !== "fim" || model === undefined) return undefined;
+  const family = familyForModel(model);
+  if (family === undefined) {
+    problems.push(
+      `${label("fimTemplate")}: ${SETTINGS.upstreamApi.env}=fim needs the model's FIM template, and the model name "${model}" matches no family; ` +
+        `set it to one of ${FIM_FAMILIES.join(", ")}, or to a custom template holding {prefix}, {suffix} and {context}`,
+    );
+  }
+  return family;
 }
 
 /** `reads=300,writes=60,...`: any subset of the six names; the rest keep their defaults. */

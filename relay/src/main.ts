@@ -15,7 +15,7 @@ import { type Logger, createJsonLogger } from "./logger";
 import { createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
 import { type HttpPost, createHttpPost } from "./providers/httpPost";
-import { createOpenAIProvider } from "./providers/openai";
+import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
 import type { ModelProvider } from "./providers/types";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { createDeliveryWorker } from "./delivery/worker";
@@ -48,10 +48,14 @@ export function openStore(config: Pick<Config, "dataDir" | "databaseUrl">, logge
   return config.databaseUrl ? openPostgresStore(config.databaseUrl, logger ? { logger } : {}) : openSqliteStore(databasePath(config.dataDir));
 }
 
-export function createProvider(config: Pick<Config, "provider" | "upstream">, post: HttpPost): ModelProvider {
+/** The model provider; `logger` gets the start-up warning for a deprecated mode name and the upstream's hints. */
+export function createProvider(config: Pick<Config, "provider" | "upstream">, post: HttpPost, logger?: Logger): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
-    const { url, model, apiKey, api, timeoutMs } = config.upstream;
-    return createOpenAIProvider({ baseUrl: url, model, api, post, timeoutMs, ...(apiKey ? { apiKey } : {}) });
+    const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
+    const deprecated = apiAlias === undefined ? undefined : deprecatedApiWarning(apiAlias);
+    if (deprecated !== undefined) logger?.warn(deprecated);
+    const mode = upstreamMode({ api, baseUrl: url, model, fimTemplate, infillMaxPredictMs });
+    return createUpstreamProvider({ mode, model, post, timeoutMs, ...(apiKey ? { apiKey } : {}), ...(logger ? { logger } : {}) });
   }
   return createLocalProvider();
 }
@@ -120,7 +124,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const metrics = createMetrics();
   const lifecycle = createLifecycle();
   const transport = createHttpPost();
-  const provider = createProvider(config, options.post ?? transport);
+  const provider = createProvider(config, options.post ?? transport, logger);
   const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
   const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
   const ids = createSortableIds(clock);

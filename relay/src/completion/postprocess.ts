@@ -9,6 +9,8 @@ export interface PostprocessOptions {
    * count(b)), which holds for whitespace splitting and byte-level BPE; that lets most fragments pass unmeasured.
    */
   countTokens: (text: string) => number;
+  /** Text that ends the output wherever it appears (a model's control tokens written as text); cut before it. */
+  stops?: readonly string[];
 }
 
 export interface Postprocessor {
@@ -44,7 +46,10 @@ export function createPostprocessor(options: PostprocessOptions): Postprocessor 
   const before = context.active_text_before_cursor;
   const after = context.active_text_after_cursor ?? "";
   const limit = new TokenLimit(options.maxTokens, options.countTokens);
-  const stages: Stage[] = [new ChatterFilter(context), new TypedPrefixFilter(before), new SuffixOverlapStop(before, after)];
+  const stages: Stage[] = [];
+  // First, on the raw output: whatever follows a stop sequence is not the model's answer at all.
+  if (options.stops && options.stops.length > 0) stages.push(new StopSequenceStop(options.stops));
+  stages.push(new ChatterFilter(context), new TypedPrefixFilter(before), new SuffixOverlapStop(before, after));
   if (SINGLE_LINE_SURFACES.has(context.surface)) stages.push(new SingleLineStop());
   stages.push(limit);
 
@@ -81,6 +86,53 @@ export function createPostprocessor(options: PostprocessOptions): Postprocessor 
       return limit.stopped ? "length" : "stop";
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stop sequences: a server may pass a model's file separator or FIM token through as text (it was not among the
+// few stops sent upstream, or the server does not match stops on special tokens); the output ends before it.
+
+class StopSequenceStop implements Stage {
+  stopped = false;
+  /** The end of the text so far that could be the start of a stop sequence, held until the next text decides. */
+  private held = "";
+  private readonly longest: number;
+
+  constructor(private readonly stops: readonly string[]) {
+    this.longest = Math.max(...stops.map((stop) => stop.length));
+  }
+
+  push(text: string): string {
+    const all = this.held + text;
+    let cut = -1;
+    for (const stop of this.stops) {
+      const at = stop === "" ? -1 : all.indexOf(stop);
+      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+    }
+    if (cut >= 0) {
+      this.stopped = true;
+      this.held = "";
+      return all.slice(0, cut);
+    }
+    const keep = this.partialTail(all);
+    this.held = all.slice(all.length - keep);
+    return all.slice(0, all.length - keep);
+  }
+
+  end(): string {
+    const out = this.held;
+    this.held = "";
+    return out;
+  }
+
+  /** The length of the longest end of `text` that begins some stop sequence. */
+  private partialTail(text: string): number {
+    for (let length = Math.min(text.length, this.longest - 1); length > 0; length--) {
+      const tail = text.slice(text.length - length);
+      if (this.stops.some((stop) => stop.startsWith(tail))) return length;
+    }
+    return 0;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

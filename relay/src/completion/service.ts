@@ -46,7 +46,7 @@ export function createCompletionService(deps: {
         return hit.finishReason;
       }
 
-      const post = createPostprocessor({ context: request.tab_context, maxTokens, countTokens });
+      const post = createPostprocessor({ context: request.tab_context, maxTokens, countTokens, ...(provider.stopSequences ? { stops: provider.stopSequences } : {}) });
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;

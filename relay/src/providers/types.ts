@@ -22,5 +22,10 @@ export type TextSink = (text: string) => boolean | void;
  */
 export interface ModelProvider {
   readonly name: string;
+  /**
+   * Text that ends a completion wherever it appears in the raw output (a model's file separator or FIM tokens,
+   * which it may write as text): the postprocessor cuts the output there.
+   */
+  readonly stopSequences?: readonly string[];
   complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void>;
 }

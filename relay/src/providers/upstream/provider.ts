@@ -1,37 +1,45 @@
 import { StringDecoder } from "node:string_decoder";
 import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent } from "@tab-relay/shared";
+import type { Logger } from "../../logger";
 import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
-import { buildChatMessages, buildCompletionsPrompt } from "./prompts";
+import { hintFor } from "./hints";
+import { field } from "./json";
+import type { Hint, UpstreamMode } from "./modes/mode";
 
-export interface OpenAIProviderOptions {
-  /** Base URL including the version segment, e.g. `http://127.0.0.1:11434/v1`. */
-  baseUrl: string;
+export interface UpstreamProviderOptions {
+  mode: UpstreamMode;
+  /** The upstream model, named in hints. */
   model: string;
   apiKey?: string;
-  /** `completions` sends prompt + suffix (fill-in-the-middle); `chat` sends an instructed hole-filling prompt. */
-  api: "chat" | "completions";
   post: HttpPost;
   /** The longest silence allowed: before the response headers, and between chunks of the stream. */
   timeoutMs: number;
+  /** Where hints about the configuration go, each once. */
+  logger?: Logger;
 }
 
 const EXCERPT_MAX_CHARS = 200;
 const EXCERPT_MAX_BYTES = 4_096;
 
-/** A provider for any server speaking the OpenAI API: llama.cpp, vLLM, Ollama, LM Studio, OpenAI itself. */
-export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvider {
-  const url = joinUrl(options.baseUrl, options.api === "chat" ? "chat/completions" : "completions");
+/**
+ * A provider for a model server: llama.cpp, vLLM, SGLang, TGI, Ollama, LM Studio, Mistral's API, OpenAI. The mode
+ * decides the route, the body and where the text is in an answer; this part posts, reads the stream and turns
+ * failures into RelayErrors, with a hint for the operator when an answer shows the mode is the wrong one.
+ */
+export function createUpstreamProvider(options: UpstreamProviderOptions): ModelProvider {
+  const { mode } = options;
   const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
   if (options.apiKey) headers["authorization"] = `Bearer ${options.apiKey}`;
   const redact = (text: string) => (options.apiKey ? text.split(options.apiKey).join("[redacted]") : text);
-
-  function requestBody(input: CompletionInput): string {
-    const common = { model: options.model, max_tokens: input.maxTokens, temperature: input.temperature, stream: true };
-    if (options.api === "chat") return JSON.stringify({ ...common, messages: buildChatMessages(input.context) });
-    const { prompt, suffix, stop } = buildCompletionsPrompt(input.context);
-    return JSON.stringify({ ...common, prompt, suffix, ...(stop ? { stop } : {}) });
-  }
+  const logged = new Set<string>();
+  /** Each hint is logged once per relay: the operator needs it once, not per keystroke. */
+  const logHint = (hint: Hint, fields: Record<string, unknown>) => {
+    if (logged.has(hint.key)) return;
+    logged.add(hint.key);
+    options.logger?.warn(`upstream: ${hint.text}`, { upstream_api: mode.api, ...fields });
+  };
+  let noticed = mode.notice === undefined;
 
   async function complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
     signal.throwIfAborted();
@@ -51,22 +59,35 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
       if (error instanceof RelayError) return error;
       return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, { cause: error });
     };
+    /** The text of a parsed event or answer; looks once for a sign that the server is the wrong kind. */
+    const textOfJson = (json: unknown): string => {
+      if (!noticed) {
+        const hint = mode.notice?.(json);
+        if (hint) {
+          noticed = true;
+          logHint(hint, {});
+        }
+      }
+      return mode.text(json) ?? "";
+    };
 
     let response: UpstreamResponse;
     try {
-      response = await options.post(url, { headers, body: requestBody(input), signal, idleTimeoutMs: ms });
+      response = await options.post(mode.url, { headers, body: mode.body(input), signal, idleTimeoutMs: ms });
     } catch (error) {
       throw classify(error);
     }
     if (response.status < 200 || response.status > 299) {
       const excerpt = redact(await readExcerpt(response));
       if (signal.aborted) throw signal.reason;
-      throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`);
+      const hint = hintFor(mode.api, response.status, excerpt, options.model);
+      if (hint) logHint(hint, { status: response.status, upstream_message: excerpt });
+      throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}${hint ? `. Hint: ${hint.text}` : ""}`);
     }
     try {
       if (/^application\/json/i.test(response.contentType)) {
         // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
-        const text = extractText(parseJson(await readText(response)), options.api);
+        const text = textOfJson(parseJson(await readText(response)));
         if (text) onText(text);
         return;
       }
@@ -83,12 +104,13 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
           return "";
         }
         const json = parseJson(event.data);
-        const upstreamError = errorMessage(json);
+        const upstreamError = streamErrorMessage(json);
         if (event.event === "error" || upstreamError !== undefined) {
           throw new RelayError("UPSTREAM_ERROR", `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`);
         }
         sawData = true;
-        return extractText(json, options.api) ?? "";
+        if (mode.isLast?.(json)) finished = true;
+        return textOfJson(json);
       };
       let stopped = false;
       await response.read((chunk) => {
@@ -121,16 +143,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): ModelProvi
     }
   }
 
-  return { name: "openai", complete };
-}
-
-/** Joins a base URL and a path with exactly one slash, keeping the base's own path (`/v1`) and dropping its query. */
-export function joinUrl(baseUrl: string, path: string): string {
-  const base = new URL(baseUrl);
-  base.pathname = `${base.pathname.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
-  base.search = "";
-  base.hash = "";
-  return base.toString();
+  // The provider keeps the name "openai" in metrics and /healthz whatever the mode: the configured provider.
+  return { name: "openai", stopSequences: mode.stops, complete };
 }
 
 function parseJson(text: string): unknown {
@@ -141,22 +155,38 @@ function parseJson(text: string): unknown {
   }
 }
 
-function extractText(json: unknown, api: "chat" | "completions"): string | undefined {
-  const choice = field(field(json, "choices"), 0);
-  const text = api === "chat" ? (field(field(choice, "delta"), "content") ?? field(field(choice, "message"), "content")) : field(choice, "text");
-  return typeof text === "string" ? text : undefined;
-}
-
-function errorMessage(json: unknown): string | undefined {
+/** The error an event of a stream carries: OpenAI's `{"error": …}` (llama.cpp's and vLLM's too), vLLM's older flat `{"object": "error"}`. */
+function streamErrorMessage(json: unknown): string | undefined {
+  if (field(json, "object") === "error") {
+    const message = field(json, "message");
+    return typeof message === "string" ? message : JSON.stringify(json);
+  }
   const error = field(json, "error");
   if (error === undefined || error === null) return undefined;
+  if (typeof error === "string") return error;
   const message = field(error, "message");
   return typeof message === "string" ? message : JSON.stringify(error);
 }
 
-function field(value: unknown, key: string | number): unknown {
-  if (typeof value !== "object" || value === null) return undefined;
-  return (value as Record<string | number, unknown>)[key];
+/**
+ * The message of an error body: the stream shapes above, TGI's `{"error": "…", "error_type"}` and FastAPI's
+ * `{"detail": "Not Found"}` or `{"detail": [{"loc": […], "msg"}]}` (Mistral's 422).
+ */
+function errorBodyMessage(json: unknown): string | undefined {
+  const message = streamErrorMessage(json);
+  if (message !== undefined) return message;
+  const detail = field(json, "detail");
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail)) {
+    return detail
+      .map((item) => {
+        const loc = field(item, "loc");
+        const msg = field(item, "msg");
+        return `${Array.isArray(loc) ? `${loc.join(".")}: ` : ""}${typeof msg === "string" ? msg : JSON.stringify(item)}`;
+      })
+      .join("; ");
+  }
+  return undefined;
 }
 
 /** The start of an error body, bounded in bytes read, collapsed to one short line; never throws. */
@@ -175,7 +205,7 @@ async function readExcerpt(response: UpstreamResponse): Promise<string> {
   }
   const message = (() => {
     try {
-      return errorMessage(JSON.parse(text));
+      return errorBodyMessage(JSON.parse(text));
     } catch {
       return undefined;
     }

@@ -1,11 +1,12 @@
-import type { TabContext } from "@tab-relay/shared";
+import type { ContextSnippet, TabContext } from "@tab-relay/shared";
+import { commentBlock, commentStyle, contextSnippets } from "./context";
 
 export interface ChatMessage {
   role: "system" | "user";
   content: string;
 }
 
-export interface CompletionsPrompt {
+export interface SuffixPrompt {
   prompt: string;
   suffix: string;
   stop?: string[];
@@ -13,12 +14,6 @@ export interface CompletionsPrompt {
 
 /** Marks the hole in the chat prompt; Continue's hole-filler uses the same double-brace style. */
 export const CURSOR_MARKER = "{{CURSOR}}";
-
-/**
- * A FIM base model treats the prompt as the file itself, so the header must read like part of it; it is
- * capped so surrounding context can't crowd out the text around the cursor.
- */
-export const HEADER_CONTEXT_MAX_CHARS = 2_000;
 
 const KNOWN_SURFACES = ["code", "notes", "docs", "messages", "tasks", "calendar"] as const;
 type KnownSurface = (typeof KNOWN_SURFACES)[number];
@@ -28,19 +23,26 @@ function knownSurface(surface: string): KnownSurface | undefined {
   return (KNOWN_SURFACES as readonly string[]).includes(name) ? (name as KnownSurface) : undefined;
 }
 
-/** The prompt/suffix pair for `/v1/completions`, which llama.cpp, vLLM and Ollama turn into the model's FIM template. */
-export function buildCompletionsPrompt(context: TabContext): CompletionsPrompt {
-  const header = headerLines(context);
+/** Mid-line, only the rest of the line is wanted; stopping at the newline saves generation time. */
+export const MID_LINE_STOP: readonly string[] = ["\n"];
+
+/**
+ * The prompt/suffix pair for `/v1/completions` with `suffix` (Ollama, DeepSeek's FIM beta, OpenAI's instruct
+ * model) and for Mistral's /v1/fim/completions: the server applies the model's template, so the relay cannot use
+ * its tokens; context from other files goes into a header commented in the file's own syntax, which a FIM base
+ * model reads as part of the file.
+ */
+export function buildSuffixPrompt(context: TabContext, snippets: readonly ContextSnippet[] = contextSnippets(context)): SuffixPrompt {
+  const header = headerLines(context, snippets);
   const prefix = header.length === 0 ? "" : `${asComment(header, context)}\n`;
   const suffix = context.active_text_after_cursor ?? "";
-  const out: CompletionsPrompt = { prompt: prefix + context.active_text_before_cursor, suffix };
-  // Mid-line, only the rest of the line is wanted; stopping at the newline saves generation time.
-  if (isMidLine(suffix)) out.stop = ["\n"];
+  const out: SuffixPrompt = { prompt: prefix + context.active_text_before_cursor, suffix };
+  if (isMidLine(suffix)) out.stop = [...MID_LINE_STOP];
   return out;
 }
 
 /** System and user messages asking a chat model to fill the hole at the cursor, with instructions for the surface. */
-export function buildChatMessages(context: TabContext): ChatMessage[] {
+export function buildChatMessages(context: TabContext, snippets: readonly ContextSnippet[] = contextSnippets(context)): ChatMessage[] {
   const system = [
     "You are an inline completion engine inside an editor. The user's text contains the marker " +
       `${CURSOR_MARKER} where the cursor is. Predict the text the user is most likely to type next at the cursor.`,
@@ -57,7 +59,7 @@ export function buildChatMessages(context: TabContext): ChatMessage[] {
   ];
   return [
     { role: "system", content: system.join("\n").trimEnd() },
-    { role: "user", content: userMessage(context) },
+    { role: "user", content: userMessage(context, snippets) },
   ];
 }
 
@@ -127,11 +129,23 @@ function detailLines(context: TabContext): string[] {
   return lines.length === 0 ? [] : ["", ...lines];
 }
 
-function userMessage(context: TabContext): string {
+/**
+ * Context from other files comes first, in a "Related code" section with each file's path; free-form context
+ * (no path) in a <context> block. The text with the cursor marker comes last, nearest the instruction.
+ */
+function userMessage(context: TabContext, snippets: readonly ContextSnippet[]): string {
   const parts: string[] = [];
-  if (context.surrounding_context) {
-    parts.push(`<context>\n${context.surrounding_context}\n</context>`);
+  const files = snippets.filter((snippet) => snippet.path !== undefined);
+  const loose = snippets.filter((snippet) => snippet.path === undefined);
+  if (files.length > 0) {
+    parts.push(
+      [
+        "Related code from other files (for reference; do not repeat it):",
+        ...files.map((snippet) => `<file path="${snippet.path ?? ""}">\n${snippet.text}\n</file>`),
+      ].join("\n"),
+    );
   }
+  for (const snippet of loose) parts.push(`<context>\n${snippet.text}\n</context>`);
   const attributes = [
     context.file_path ? ` path="${context.file_path}"` : "",
     context.code_language ? ` language="${context.code_language}"` : "",
@@ -143,7 +157,7 @@ function userMessage(context: TabContext): string {
   return parts.join("\n\n");
 }
 
-function headerLines(context: TabContext): string[] {
+function headerLines(context: TabContext, snippets: readonly ContextSnippet[]): string[] {
   const surface = knownSurface(context.surface);
   const lines: string[] = [];
   if (surface === "code") {
@@ -154,8 +168,8 @@ function headerLines(context: TabContext): string[] {
     const kind = surface === undefined ? capitalise(context.surface) : SURFACE_NOUNS[surface];
     lines.push(title ? `${kind}: ${title}` : kind);
   }
-  if (context.surrounding_context) {
-    lines.push("Context:", ...clipStart(context.surrounding_context, HEADER_CONTEXT_MAX_CHARS).split(/\r?\n/));
+  for (const snippet of snippets) {
+    lines.push(snippet.path === undefined ? "Context:" : `Related code from ${snippet.path}:`, ...snippet.text.split(/\r?\n/));
   }
   return lines;
 }
@@ -170,59 +184,13 @@ const SURFACE_NOUNS: Record<Exclude<KnownSurface, "code">, string> = {
 
 /** Comments the header in the language's own syntax, so a code model reads it as part of the file. */
 function asComment(lines: string[], context: TabContext): string {
-  if (knownSurface(context.surface) === "code") {
-    const style = commentStyle(context.code_language, context.file_path);
-    if ("line" in style) return lines.map((line) => `${style.line} ${line}`.trimEnd()).join("\n");
-    return block(lines, style.open, style.close);
-  }
-  if (context.document_type === "markdown") return block(lines, "<!--", "-->");
+  if (knownSurface(context.surface) === "code") return commentBlock(lines, commentStyle(context.code_language, context.file_path));
+  if (context.document_type === "markdown") return commentBlock(lines, { open: "<!--", close: "-->" });
   return `${lines.join("\n")}\n`;
 }
 
-/** A closing token inside the context would end the comment early and leak the rest into the file. */
-function block(lines: string[], open: string, close: string): string {
-  const defused = `${close.slice(0, -1)} ${close.slice(-1)}`;
-  return `${open}\n${lines.map((line) => line.split(close).join(defused)).join("\n")}\n${close}`;
-}
-
-type CommentStyle = { line: string } | { open: string; close: string };
-
-const LINE_COMMENTS: Record<string, string> = {
-  "#": "python py ruby rb shell sh bash zsh fish perl pl r yaml yml toml dockerfile makefile powershell ps1 elixir ex exs nim julia jl coffee cmake graphql tcl",
-  "--": "sql lua haskell hs elm ada vhdl",
-  ";": "lisp clojure clj scheme scm asm nasm ini",
-  "%": "erlang erl latex tex matlab",
-  "'": "vb vba vbnet",
-};
-const BLOCK_COMMENTS: Record<string, [string, string]> = {
-  html: ["<!--", "-->"],
-  xml: ["<!--", "-->"],
-  svg: ["<!--", "-->"],
-  vue: ["<!--", "-->"],
-  markdown: ["<!--", "-->"],
-  md: ["<!--", "-->"],
-  css: ["/*", "*/"],
-  scss: ["/*", "*/"],
-  less: ["/*", "*/"],
-  ocaml: ["(*", "*)"],
-  ml: ["(*", "*)"],
-};
-
-function commentStyle(language: string | undefined, filePath: string | undefined): CommentStyle {
-  const names = [language?.toLowerCase(), filePath?.split(/[\\/]/).pop()?.split(".").pop()?.toLowerCase(), filePath?.split(/[\\/]/).pop()?.toLowerCase()];
-  for (const name of names) {
-    if (!name) continue;
-    const block = BLOCK_COMMENTS[name];
-    if (block) return { open: block[0], close: block[1] };
-    for (const [token, languages] of Object.entries(LINE_COMMENTS)) {
-      if (languages.split(" ").includes(name)) return { line: token };
-    }
-  }
-  // C, Java, JavaScript, TypeScript, Go, Rust, Swift, Kotlin, C#, PHP and most others.
-  return { line: "//" };
-}
-
-function isMidLine(textAfterCursor: string): boolean {
+/** Whether text follows the cursor on its line. */
+export function isMidLine(textAfterCursor: string): boolean {
   const restOfLine = textAfterCursor.split(/\r?\n/, 1)[0] ?? "";
   return restOfLine.trim() !== "";
 }
@@ -233,12 +201,4 @@ function titled(title: string | undefined): string {
 
 function capitalise(word: string): string {
   return word.charAt(0).toUpperCase() + word.slice(1);
-}
-
-/** Keeps the end, cut at a line start: context is usually oldest first, so the latest part matters most. */
-function clipStart(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const tail = text.slice(text.length - max);
-  const newline = tail.indexOf("\n");
-  return newline === -1 || newline === tail.length - 1 ? tail : tail.slice(newline + 1);
 }

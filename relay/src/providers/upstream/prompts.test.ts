@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { TabContext } from "@tab-relay/shared";
-import { buildChatMessages, buildCompletionsPrompt, CURSOR_MARKER, HEADER_CONTEXT_MAX_CHARS, surfaceInstructions } from "./prompts";
+import { type TabContext, formatSnippets } from "@tab-relay/shared";
+import { CONTEXT_MAX_CHARS } from "./context";
+import { buildChatMessages, buildSuffixPrompt, CURSOR_MARKER, surfaceInstructions } from "./prompts";
 
 function context(overrides: Partial<TabContext> = {}): TabContext {
   return {
@@ -24,68 +25,81 @@ function chat(overrides: Partial<TabContext> = {}): { system: string; user: stri
   return { system: messages[0]?.content ?? "", user: messages[1]?.content ?? "" };
 }
 
-describe("buildCompletionsPrompt", () => {
+describe("buildSuffixPrompt", () => {
   test("the prompt ends with the text before the cursor and the suffix is the text after it", () => {
-    const { prompt, suffix } = buildCompletionsPrompt(context());
+    const { prompt, suffix } = buildSuffixPrompt(context());
     assert.ok(prompt.endsWith("function add(a, b) {\n  return "));
     assert.equal(suffix, "\n}\n");
   });
 
   test("with no metadata and no context, code gets no header at all", () => {
-    assert.equal(buildCompletionsPrompt(context()).prompt, "function add(a, b) {\n  return ");
+    assert.equal(buildSuffixPrompt(context()).prompt, "function add(a, b) {\n  return ");
   });
 
   test("a missing text after the cursor becomes an empty suffix", () => {
-    const { suffix } = buildCompletionsPrompt(context({ active_text_after_cursor: undefined }));
+    const { suffix } = buildSuffixPrompt(context({ active_text_after_cursor: undefined }));
     assert.equal(suffix, "");
   });
 
   test("code gets a path header in the language's line-comment syntax", () => {
-    assert.ok(buildCompletionsPrompt(context({ file_path: "src/math.ts", code_language: "typescript" })).prompt.startsWith("// Path: src/math.ts\nfunction add"));
-    assert.ok(buildCompletionsPrompt(context({ file_path: "app/main.py" })).prompt.startsWith("# Path: app/main.py\n"));
-    assert.ok(buildCompletionsPrompt(context({ code_language: "sql" })).prompt.startsWith("-- Language: sql\n"));
+    assert.ok(buildSuffixPrompt(context({ file_path: "src/math.ts", code_language: "typescript" })).prompt.startsWith("// Path: src/math.ts\nfunction add"));
+    assert.ok(buildSuffixPrompt(context({ file_path: "app/main.py" })).prompt.startsWith("# Path: app/main.py\n"));
+    assert.ok(buildSuffixPrompt(context({ code_language: "sql" })).prompt.startsWith("-- Language: sql\n"));
   });
 
   test("languages without line comments get a block comment that the context cannot close early", () => {
-    const { prompt } = buildCompletionsPrompt(context({ code_language: "html", surrounding_context: "a --> b" }));
+    const { prompt } = buildSuffixPrompt(context({ code_language: "html", surrounding_context: "a --> b" }));
     assert.ok(prompt.startsWith("<!--\nLanguage: html\nContext:\na -- > b\n-->\n"), prompt);
   });
 
   test("surrounding context goes into the header, one commented line per context line", () => {
-    const { prompt } = buildCompletionsPrompt(context({ code_language: "typescript", surrounding_context: "import { sum } from './sum';\nconst x = 1;" }));
+    const { prompt } = buildSuffixPrompt(context({ code_language: "typescript", surrounding_context: "import { sum } from './sum';\nconst x = 1;" }));
     assert.ok(prompt.startsWith("// Language: typescript\n// Context:\n// import { sum } from './sum';\n// const x = 1;\nfunction add"), prompt);
   });
 
-  test("long surrounding context is cut to its most recent lines", () => {
-    const lines = Array.from({ length: 400 }, (_, i) => `line ${i}`);
-    const { prompt } = buildCompletionsPrompt(context({ surrounding_context: lines.join("\n") }));
+  test("long free-form surrounding context is cut to its most recent lines", () => {
+    const lines = Array.from({ length: 2_000 }, (_, i) => `line ${i}`);
+    const { prompt } = buildSuffixPrompt(context({ surrounding_context: lines.join("\n") }));
     const header = prompt.slice(0, prompt.indexOf("function add"));
     const kept = header.split("\n").filter((line) => line.startsWith("// line ")).map((line) => line.slice(3));
-    assert.ok(kept.join("\n").length <= HEADER_CONTEXT_MAX_CHARS, `kept ${kept.join("\n").length} chars`);
+    assert.ok(kept.join("\n").length <= CONTEXT_MAX_CHARS, `kept ${kept.join("\n").length} chars`);
     assert.ok(kept.length > 100, "a useful amount is kept");
-    assert.equal(kept.at(-1), "line 399");
-    assert.equal(kept[0], `line ${400 - kept.length}`, "the cut falls on a line boundary");
+    assert.equal(kept.at(-1), "line 1999");
+    assert.equal(kept[0], `line ${2_000 - kept.length}`, "the cut falls on a line boundary");
+  });
+
+  test("snippets from other files go into the commented header, each under its path", () => {
+    const surrounding_context = formatSnippets([
+      { path: "src/types.ts", text: "export interface Item {\n  price: number;\n}" },
+      { path: "src/tax.ts", text: "export const RATE = 0.2;" },
+    ]);
+    const { prompt } = buildSuffixPrompt(context({ file_path: "src/math.ts", surrounding_context }));
+    assert.equal(
+      prompt,
+      "// Path: src/math.ts\n// Related code from src/types.ts:\n// export interface Item {\n//   price: number;\n// }\n" +
+        "// Related code from src/tax.ts:\n// export const RATE = 0.2;\nfunction add(a, b) {\n  return ",
+    );
   });
 
   test("prose surfaces get a plain title header separated by a blank line", () => {
-    const { prompt } = buildCompletionsPrompt(context({ surface: "notes", note_title: "Groceries", active_text_before_cursor: "- eggs\n- " }));
+    const { prompt } = buildSuffixPrompt(context({ surface: "notes", note_title: "Groceries", active_text_before_cursor: "- eggs\n- " }));
     assert.equal(prompt, "Note: Groceries\n\n- eggs\n- ");
   });
 
   test("markdown prose surfaces get an HTML comment header", () => {
-    const { prompt } = buildCompletionsPrompt(context({ surface: "docs", document_type: "markdown", document_title: "Design", active_text_before_cursor: "# Goals\n" }));
+    const { prompt } = buildSuffixPrompt(context({ surface: "docs", document_type: "markdown", document_title: "Design", active_text_before_cursor: "# Goals\n" }));
     assert.equal(prompt, "<!--\nDocument: Design\n-->\n# Goals\n");
   });
 
   test("custom surfaces are named in the header", () => {
-    const { prompt } = buildCompletionsPrompt(context({ surface: "email", active_text_before_cursor: "Hi Sam," }));
+    const { prompt } = buildSuffixPrompt(context({ surface: "email", active_text_before_cursor: "Hi Sam," }));
     assert.equal(prompt, "Email\n\nHi Sam,");
   });
 
   test("mid-line requests stop at the newline; end-of-line requests don't", () => {
-    assert.deepEqual(buildCompletionsPrompt(context({ active_text_after_cursor: "b);\nnext()" })).stop, ["\n"]);
-    assert.equal(buildCompletionsPrompt(context({ active_text_after_cursor: "   \nnext()" })).stop, undefined);
-    assert.equal(buildCompletionsPrompt(context()).stop, undefined);
+    assert.deepEqual(buildSuffixPrompt(context({ active_text_after_cursor: "b);\nnext()" })).stop, ["\n"]);
+    assert.equal(buildSuffixPrompt(context({ active_text_after_cursor: "   \nnext()" })).stop, undefined);
+    assert.equal(buildSuffixPrompt(context()).stop, undefined);
   });
 });
 
@@ -154,10 +168,25 @@ describe("buildChatMessages", () => {
     assert.doesNotMatch(chat().system, /middle of a line/);
   });
 
-  test("surrounding context is given whole, inside its own tag before the text", () => {
+  test("free-form surrounding context goes inside its own tag before the text", () => {
     const surrounding = "Ada: can you review?\n".repeat(200);
     const { user } = chat({ surface: "messages", surrounding_context: surrounding });
-    assert.ok(user.startsWith(`<context>\n${surrounding}\n</context>`));
+    assert.ok(user.startsWith(`<context>\n${surrounding.trimEnd()}\n</context>`));
     assert.ok(user.indexOf("<context>") < user.indexOf("<text"));
+  });
+
+  test("snippets from other files go into a Related code section, each with its path, before the text", () => {
+    const surrounding_context = formatSnippets([
+      { path: "src/types.ts", text: "export interface Item {}" },
+      { path: "lib/tax.ts", text: "export const RATE = 0.2;" },
+    ]);
+    const { user } = chat({ surrounding_context });
+    assert.ok(
+      user.startsWith(
+        "Related code from other files (for reference; do not repeat it):\n" +
+          '<file path="src/types.ts">\nexport interface Item {}\n</file>\n<file path="lib/tax.ts">\nexport const RATE = 0.2;\n</file>\n\n<text>',
+      ),
+      user,
+    );
   });
 });

@@ -6,8 +6,10 @@ import { RelayError, type TabContext } from "@tab-relay/shared";
 import { startUpstreamStandIn, type UpstreamStandIn } from "../../../../test/support/upstreamStandIn";
 import { createHttpPost } from "../httpPost";
 import type { CompletionInput, ModelProvider } from "../types";
-import { createOpenAIProvider, joinUrl, type OpenAIProviderOptions } from "./openaiProvider";
+import { type ModeSettings, upstreamMode } from ".";
+import { joinUrl } from "./modes/mode";
 import { CURSOR_MARKER } from "./prompts";
+import { createUpstreamProvider } from "./provider";
 
 const API_KEY = "sk-test-0123456789abcdef";
 
@@ -47,12 +49,19 @@ function isRelayError(code: string, message?: RegExp) {
 
 describe("openai provider against a real OpenAI-compatible server", () => {
   let upstream: UpstreamStandIn;
-  let provider: (overrides?: Partial<OpenAIProviderOptions>) => ModelProvider;
+  let provider: (overrides?: Partial<ModeSettings & { apiKey: string; timeoutMs: number }>) => ModelProvider;
   const post = createHttpPost();
 
   before(async () => {
     upstream = await startUpstreamStandIn();
-    provider = (overrides = {}) => createOpenAIProvider({ baseUrl: upstream.url, model: "coder-7b", api: "completions", post, timeoutMs: 1000, ...overrides });
+    provider = ({ apiKey, timeoutMs = 1000, ...settings } = {}) =>
+      createUpstreamProvider({
+        mode: upstreamMode({ api: "suffix", baseUrl: upstream.url, model: "coder-7b", infillMaxPredictMs: 500, ...settings }),
+        model: "coder-7b",
+        post,
+        timeoutMs,
+        ...(apiKey ? { apiKey } : {}),
+      });
   });
   after(async () => {
     await post.destroy();
@@ -63,7 +72,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     assert.equal(provider().name, "openai");
   });
 
-  test("completions API: streams each upstream chunk as a fragment, sending prompt, suffix, limits and temperature", async () => {
+  test("suffix API: streams each upstream chunk as a fragment, sending prompt, suffix, limits and temperature", async () => {
     upstream.enqueue({ kind: "reply", text: "a + b;", chunks: 3, chunkDelayMs: 30 });
     const fragments = await collect(provider(), input({ file_path: "src/math.ts" }, { maxTokens: 48 }));
     assert.deepEqual(fragments, ["a ", "+ ", "b;"]);
@@ -81,7 +90,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     assert.equal(body["messages"], undefined);
   });
 
-  test("completions API: a mid-line cursor sends a newline stop", async () => {
+  test("suffix API: a mid-line cursor sends a newline stop", async () => {
     upstream.enqueue({ kind: "reply", text: "b" });
     await collect(provider(), input({ active_text_before_cursor: "add(a, ", active_text_after_cursor: ");\n" }));
     assert.deepEqual((upstream.requests.at(-1)?.body as Record<string, unknown>)["stop"], ["\n"]);
