@@ -74,6 +74,11 @@ export interface SocketRoute {
   credential: "session" | "agent";
 }
 
+/**
+ * Where fuzzed agents' webhooks point: the discard port on loopback (the fuzz relay allows private addresses), so a
+ * delivery fails at once and nothing leaves the machine.
+ */
+export const WEBHOOK_URL = "http://127.0.0.1:9/hook";
 const name = (random: Random, prefix: string) => `${prefix}-${random.int(0, 1_000_000).toString(36)}`;
 
 export function completionSample(fixtures: Fixtures, random: Random) {
@@ -170,14 +175,14 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
   http("GET", "api", "/notifications", [], (f, r) => ({ credential: "owner", query: pagingQuery(f, r).filter(([k]) => k !== "thread_id") })),
   http("POST", "api", "/agents", ["name", "description", "webhook_url"], (_f, r) => ({
     credential: r.pick(["owner", "member"]),
-    body: { name: name(r, "Bot"), description: "made by the fuzzer", ...(r.chance(0.5) ? { webhook_url: "https://agent.example.com/hook" } : {}) },
+    body: { name: name(r, "Bot"), description: "made by the fuzzer", ...(r.chance(0.5) ? { webhook_url: WEBHOOK_URL } : {}) },
   })),
   http("GET", "api", "/agents", [], (_f, r) => ({ credential: r.pick(["owner", "agentsRead"]) })),
   http("GET", "api", "/agents/:id", [], (f, r) => ({ credential: r.pick(["owner", "agentsRead"]), params: { id: r.pick([f.agent.id, f.managedAgent.id]) } })),
   http("PATCH", "api", "/agents/:id", ["name", "description", "webhook_url"], (f, r) => ({
     credential: "owner",
     params: { id: f.managedAgent.id },
-    body: r.pick([{ description: "changed" }, { name: "Managed Agent" }, { webhook_url: null }, { webhook_url: "https://agent.example.com/x" }]),
+    body: r.pick([{ description: "changed" }, { name: "Managed Agent" }, { webhook_url: null }, { webhook_url: `${WEBHOOK_URL}/x` }]),
   })),
   ...(["pause", "resume", "token", "signing-secret", "test-event"] as const).map((action) =>
     http("POST", "api", `/agents/:id/${action}`, [], (f) => ({ credential: "owner", params: { id: f.managedAgent.id } })),
@@ -249,6 +254,11 @@ export function catalogueKeys(): Set<string> {
   for (const route of PATTERN_ROUTES) keys.add(`${route.method} re:${route.source}`);
   for (const route of STATIC_ROUTES) keys.add(`${route.method} static`);
   return keys;
+}
+
+/** How a route is named in reports: `POST /api/v1/agents/:id/pause`. */
+export function routeLabel(route: HttpRoute): string {
+  return `${route.method} ${MOUNTS[route.mount][0]}${route.path}`;
 }
 
 /** Fills `:name` segments of an express pattern. */

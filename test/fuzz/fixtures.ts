@@ -1,3 +1,4 @@
+import { WEBHOOK_URL } from "./catalogue";
 import { WORKSPACE_SLUG } from "./relay";
 
 /**
@@ -85,7 +86,7 @@ export async function createFixtures(base: string, ownerKey: string): Promise<Fi
   const consoleKey = (await key("console", ["workspace.read", "tab.complete", "messages.read", "messages.write", "agents.read", "agents.write", "users.write", "keys.write"])).secret;
 
   const agent = await call<{ agent: { id: string }; token: string }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Fuzz Agent", description: "fuzzed" } });
-  const managed = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Managed Agent" } });
+  const managed = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Managed Agent", webhook_url: WEBHOOK_URL } });
   const victimAgent = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Victim Agent" } });
   const delivery = await call<{ id: string }>(base, "POST", `/api/v1/agents/${managed.data.agent.id}/test-event`, { key: owner });
 

@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { once } from "node:events";
+import WebSocket from "ws";
 
 const BIN = fileURLToPath(new URL("../../relay/bin/tab-relay.js", import.meta.url));
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -39,6 +41,8 @@ export interface FuzzRelay {
   alive(): boolean;
   /** The process's resident set size in KiB (Linux `/proc/<pid>/status`). */
   rssKiB(): number | undefined;
+  /** A full garbage collection of the relay's main heap, through its inspector (Chrome DevTools protocol). */
+  collectGarbage(): Promise<void>;
   /** The last lines the relay wrote (stdout and stderr). */
   tail(lines?: number): string;
   /** The relay's own log lines for one request id (its error log names the failure behind a 500). */
@@ -52,7 +56,12 @@ export interface FuzzRelay {
  */
 export async function startRelayProcess(options: { dataDir: string; rateLimits: string | undefined; tracked: Set<ChildProcess> }): Promise<FuzzRelay> {
   const env = cleanEnv({
+    // The inspector (on loopback, any free port) lets the fuzzer force a full garbage collection before it reads
+    // the relay's memory, so what it compares is what stays alive, not where the collector happened to be.
+    NODE_OPTIONS: "--inspect=127.0.0.1:0",
     TAB_RELAY_LOG_LEVEL: "warn",
+    // Fuzzed webhooks point at loopback (catalogue.ts), so no delivery ever leaves the machine.
+    TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
     ...(options.rateLimits !== undefined ? { TAB_RELAY_RATE_LIMITS: options.rateLimits } : {}),
   });
   const child = spawn(process.execPath, [BIN, "serve", "--data", options.dataDir, "--port", "0"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -97,6 +106,7 @@ export async function startRelayProcess(options: { dataDir: string; rateLimits: 
   });
   const parsed = new URL(url);
   const pid = child.pid ?? -1;
+  const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(lines.join("\n"))?.[1];
   return {
     url,
     host: parsed.hostname,
@@ -110,6 +120,18 @@ export async function startRelayProcess(options: { dataDir: string; rateLimits: 
         return match?.[1] !== undefined ? Number(match[1]) : undefined;
       } catch {
         return undefined;
+      }
+    },
+    async collectGarbage() {
+      if (inspector === undefined) throw new Error("the relay was started without its inspector");
+      const socket = new WebSocket(inspector);
+      try {
+        await once(socket, "open");
+        const reply = new Promise<void>((resolve) => socket.on("message", (data) => (JSON.parse(String(data)) as { id?: number }).id === 1 && resolve()));
+        socket.send(JSON.stringify({ id: 1, method: "HeapProfiler.collectGarbage" }));
+        await reply;
+      } finally {
+        socket.close();
       }
     },
     tail: (count = 30) => [...lines, ...(partial ? [partial] : [])].slice(-count).join("\n"),
