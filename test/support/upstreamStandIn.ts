@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 
 /**
  * A real HTTP server that speaks the OpenAI wire format (`/v1/completions`, `/v1/chat/completions`,
@@ -57,6 +57,8 @@ export interface UpstreamStandIn {
   enqueue(...behaviours: StandInBehaviour[]): void;
   /** How many clients went away before their answer was complete. */
   clientDisconnects(): number;
+  /** TCP connections from clients open right now (kept-alive ones included). */
+  openSockets(): number;
   /** Resolves when the request at `index` (default: the latest) is abandoned by its client; rejects after `timeoutMs`. */
   waitForClientDisconnect(index?: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -216,6 +218,12 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
     later(exchange, b.firstChunkDelayMs, step);
   }
 
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
@@ -232,6 +240,7 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
       queue.push(...behaviours);
     },
     clientDisconnects: () => disconnects,
+    openSockets: () => sockets.size,
     waitForClientDisconnect(index = requests.length - 1, timeoutMs = 2000) {
       const request = requests[index];
       if (!request) return Promise.reject(new Error(`upstream stand-in: no request #${index} recorded`));
