@@ -82,7 +82,8 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
       if (signal.aborted) throw signal.reason;
       const hint = hintFor(mode.api, response.status, excerpt, options.model);
       if (hint) logHint(hint, { status: response.status, upstream_message: excerpt });
-      throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}${hint ? `. Hint: ${hint.text}` : ""}`);
+      const said = `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`;
+      throw new RelayError("UPSTREAM_ERROR", hint ? `${said}${/[.!?]$/.test(said) ? "" : "."} Hint: ${hint.text}` : said);
     }
     try {
       if (/^application\/json/i.test(response.contentType)) {

@@ -26,7 +26,8 @@ export function infillUrl(baseUrl: string): string {
  * `input_extra: [{filename, text}]`, from which the server writes the model's own FIM prompt (its repository-level
  * form when the vocabulary has the tokens); `cache_prompt` keeps the shared prefix of successive requests in the
  * KV cache. Streams `data: {json}` events with `content`, the last with `stop: true` and no `[DONE]`
- * (server.cpp @ aa6192d3 handle_completions_impl). The model's FIM and end tokens end the generation on the
+ * (server.cpp @ aa6192d3 handle_completions_impl); that last one's `content` is empty, "in stream mode, content
+ * and tokens are already in last partial chunk" (server-context.cpp @ 001d906a send_final_response). The model's FIM and end tokens end the generation on the
  * server (they are end-of-generation tokens in llama-vocab.cpp), so only the mid-line newline is sent as `stop`.
  */
 export function infillMode(options: ModeOptions & { maxPredictMs: number }): UpstreamMode {
