@@ -1,0 +1,137 @@
+import type { ServerResponse } from "node:http";
+import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, sendText, startEvents, startStandInServer, typeProblem } from "./server";
+
+/**
+ * Ollama (notes-internal/model-servers.md §3; ollama/ollama @ fb30760996871fa9460115c753afd2c60d4ab0f7):
+ * - `POST /v1/completions` takes `suffix` (openai/openai.go CompletionRequest, PR #5611): a non-empty one runs
+ *   the model's template with .Prompt and .Suffix (template/template.go), which needs the `insert` capability;
+ *   a model whose template has no .Suffix answers 400 "<full model name> does not support insert"
+ *   (server/routes.go, server/images.go). An empty suffix takes the chat path of the template.
+ * - Body fields are bound by encoding/json: a wrong type answers 400 with Go's decode error, unknown fields
+ *   are ignored; `stop` must be a string or an array of strings ("invalid type for 'stop' field").
+ * - An unknown model answers 404 "model 'x' not found".
+ * - Errors are re-encoded `{"error":{"message","type","param":null,"code":null}}` (middleware/openai.go).
+ * - Streams `data: {…}\n\n` with `choices[0].text` and `system_fingerprint: "fp_ollama"`, then `data: [DONE]`.
+ * - `GET /api/version` `{"version":…}`, `GET /v1/models` (`owned_by` the namespace). An unknown route is gin's
+ *   404 "404 page not found" in text/plain.
+ * Each request records what the model would read (`rendered`), so tests can check the FIM prompt Ollama builds.
+ */
+export interface OllamaModel {
+  /** The model's FIM template with {{ .Prompt }} and {{ .Suffix }}; none means no `insert` capability. */
+  fimTemplate?: string;
+}
+
+export interface OllamaOptions extends StandInBase {
+  models?: Record<string, OllamaModel>;
+  version?: string;
+}
+
+const FIELDS: Record<string, readonly JsonType[]> = {
+  model: ["string", "null"],
+  prompt: ["string", "null"],
+  frequency_penalty: ["number", "null"],
+  max_tokens: ["integer", "null"],
+  presence_penalty: ["number", "null"],
+  seed: ["integer", "null"],
+  stream: ["boolean", "null"],
+  stream_options: ["object", "null"],
+  temperature: ["number", "null"],
+  top_p: ["number", "null"],
+  suffix: ["string", "null"],
+  logprobs: ["integer", "null"],
+};
+
+/** Go's names for the JSON types it fails to decode. */
+const GO_TYPES: Record<string, string> = { string: "string", integer: "number", number: "number", boolean: "bool", array: "array", object: "object", null: "null" };
+const GO_FIELD_TYPES: Record<string, string> = { max_tokens: "int", seed: "int", logprobs: "int", stream: "bool", temperature: "float32", top_p: "float32", frequency_penalty: "float32", presence_penalty: "float32", stream_options: "openai.StreamOptions" };
+
+/** Qwen2.5-Coder's FIM template in Ollama's library (UNVERIFIED: library templates are not in ollama/ollama). */
+export const QWEN_FIM_TEMPLATE = "<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>";
+
+export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<StandIn & { rendered: string[] }> {
+  const models = options.models ?? { "qwen2.5-coder:1.5b": { fimTemplate: QWEN_FIM_TEMPLATE }, "llama3.2:1b": {} };
+  const created = 1_700_000_000;
+  const rendered: string[] = [];
+  let sequence = 0;
+
+  const error = (res: ServerResponse, status: number, message: string) =>
+    sendJson(res, status, { error: { message, type: status === 400 ? "invalid_request_error" : status === 404 ? "not_found_error" : "api_error", param: null, code: null } }, { trailingNewline: true });
+  const fullName = (name: string) => `registry.ollama.ai/library/${name.includes(":") ? name : `${name}:latest`}`;
+
+  function completions(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
+    if (!isRecord(request.body)) {
+      error(res, 400, request.raw === "" ? "EOF" : "invalid character looking for beginning of value");
+      return;
+    }
+    const body = request.body;
+    const wrong = typeProblem(body, FIELDS);
+    if (wrong) {
+      const goType = GO_FIELD_TYPES[wrong.field] ?? "string";
+      error(res, 400, `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field CompletionRequest.${wrong.field} of type ${goType}`);
+      return;
+    }
+    const stop = body["stop"];
+    if (stop !== undefined && stop !== null && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
+      error(res, 400, `invalid type for 'stop' field: ${Array.isArray(stop) ? "[]interface {}" : typeof stop === "number" ? "float64" : "map[string]interface {}"}`);
+      return;
+    }
+    const name = typeof body["model"] === "string" ? body["model"] : "";
+    const model = models[name] ?? models[`${name}:latest`];
+    if (!model) {
+      error(res, 404, `model '${name}' not found`);
+      return;
+    }
+    const prompt = typeof body["prompt"] === "string" ? body["prompt"] : "";
+    const suffix = typeof body["suffix"] === "string" ? body["suffix"] : "";
+    if (suffix !== "") {
+      if (model.fimTemplate === undefined) {
+        error(res, 400, `${fullName(name)} does not support insert`);
+        return;
+      }
+      rendered.push(model.fimTemplate.replace("{{ .Prompt }}", prompt).replace("{{ .Suffix }}", suffix));
+    } else {
+      rendered.push(`(chat template) ${prompt}`);
+    }
+    const drawn = generation.next();
+    const { pieces } = applyStops(drawn.pieces, typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : []);
+    const id = `cmpl-${++sequence % 999}`;
+    const text = pieces.join("");
+    if (body["stream"] !== true || drawn.json) {
+      sendJson(
+        res,
+        200,
+        {
+          id,
+          object: "text_completion",
+          created,
+          model: name,
+          system_fingerprint: "fp_ollama",
+          choices: [{ text, index: 0, finish_reason: "stop" }],
+          usage: { prompt_tokens: roughTokens(prompt), completion_tokens: roughTokens(text), total_tokens: roughTokens(prompt) + roughTokens(text) },
+        },
+        { trailingNewline: true },
+      );
+      return;
+    }
+    const send = startEvents(res);
+    const chunk = (piece: string, finish: string | null) => ({ id, object: "text_completion", created, choices: [{ text: piece, index: 0, finish_reason: finish }], model: name, system_fingerprint: "fp_ollama" });
+    for (const piece of pieces) send(chunk(piece, null));
+    send(chunk("", "stop"));
+    res.end("data: [DONE]\n\n");
+  }
+
+  const standIn = await startStandInServer(options, (request, res, generation) => {
+    switch (`${request.method} ${request.path}`) {
+      case "GET /api/version":
+      case "HEAD /api/version":
+        return sendJson(res, 200, { version: options.version ?? "0.12.6" }, { contentType: "application/json; charset=utf-8" });
+      case "GET /v1/models":
+        return sendJson(res, 200, { object: "list", data: Object.keys(models).map((id) => ({ id, object: "model", created, owned_by: "library" })) }, { trailingNewline: true });
+      case "POST /v1/completions":
+        return completions(request, res, generation);
+      default:
+        return sendText(res, 404, "404 page not found");
+    }
+  });
+  return Object.assign(standIn, { rendered });
+}
