@@ -19,10 +19,11 @@ import { cleanEnv } from "./servers";
 import { scaleOutSection } from "./scaleOutSection";
 import { round } from "./stats";
 import { streamingSection } from "./streamingSection";
+import { upstreamModesSection } from "./upstreamModesSection";
 import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, mentionsSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, mentionsSection, upstreamModesSection, localEngineSection];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({

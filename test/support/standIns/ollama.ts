@@ -88,8 +88,8 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
         error(res, 400, `${fullName(name)} does not support insert`);
         return;
       }
-      rendered.push(model.fimTemplate.replace("{{ .Prompt }}", prompt).replace("{{ .Suffix }}", suffix));
-    } else {
+      if (options.record !== false) rendered.push(model.fimTemplate.replace("{{ .Prompt }}", prompt).replace("{{ .Suffix }}", suffix));
+    } else if (options.record !== false) {
       rendered.push(`(chat template) ${prompt}`);
     }
     const drawn = generation.next();
