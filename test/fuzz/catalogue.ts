@@ -145,7 +145,10 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
     body: { name: name(r, "Person"), role: r.pick(["admin", "member", "guest"]) },
   })),
   http("DELETE", "api", "/users/:id", [], (f) => ({ credential: "owner", params: { id: f.victimUserId } })),
-  http("POST", "api", "/sessions", ["api_key"], (f) => ({ credential: "none", body: { api_key: f.signInKey } })),
+  http("POST", "api", "/sessions", ["api_key"], (f, r) => ({
+    credential: "none",
+    body: { api_key: r.chance(0.8) ? f.signInKey : r.pick([f.revokedKey, f.agent.token, f.narrow.tabOnly, `svc_ws_${"A".repeat(36)}`]) },
+  })),
   http("GET", "api", "/sessions/current", [], () => ({ credential: "session" })),
   http("DELETE", "api", "/sessions/current", [], () => ({ credential: "victimSession" })),
   http("POST", "api", "/channels", ["name", "visibility"], (_f, r) => ({

@@ -1,17 +1,17 @@
 import { ERROR_CODES, isErrorCode } from "@tab-relay/shared";
-import { BODY_FIELDS } from "./catalogue";
+import { BODY_FIELDS, HTTP_ROUTES, MOUNTS } from "./catalogue";
 import { type RawOutcome, type RawResponse, header } from "./rawHttp";
 
 /** One broken promise of the relay's, seen in one response (or in the lack of one). */
 export interface Violation {
-  kind: "5xx" | "envelope" | "validation-message" | "no-response" | "hung" | "retry-after" | "bad-json" | "stream" | "crash" | "health" | "rss";
+  kind: "5xx" | "envelope" | "validation-message" | "no-response" | "hung" | "retry-after" | "bad-json" | "stream" | "crash" | "health" | "rss" | "metrics";
   detail: string;
   status?: number | undefined;
   code?: string | undefined;
 }
 
-/** The first segment a VALIDATION_ERROR's message may start with besides a body field: what the relay validates as a whole. */
-const ROOTS = new Set(["body", "path", "query", "headers", "method"]);
+/** The first segment a VALIDATION_ERROR's message may start with besides a body field: what is validated as a whole (the request, when HTTP itself is malformed). */
+const ROOTS = new Set(["request", "body", "path", "query", "headers", "method"]);
 /** `field.sub[0].x: message`: a field path, a colon, a space, then the message. */
 const FIELD_PATH = /^([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[\d+\])*): \S/;
 /** A header named as the field (`Sec-WebSocket-Key: ...`), as the WebSocket handshake's checks do. */
@@ -119,4 +119,21 @@ export function judgeOutcome(request: { method: string; fields: readonly string[
     case "error":
       return request.mayGoUnanswered ? [] : [{ kind: "no-response", detail: `connection error: ${outcome.message}` }];
   }
+}
+
+/** Route names the relay may measure under: every catalogued route under each of its prefixes, the console, and `unmatched`. */
+export function metricRouteNames(): Set<string> {
+  const names = new Set(["/console", "unmatched"]);
+  for (const route of HTTP_ROUTES) for (const prefix of MOUNTS[route.mount]) names.add(`${prefix}${route.path}`);
+  return names;
+}
+
+/**
+ * The `route` labels of `/metrics` that are not route names. Labels must come from the routes, never from how a
+ * request spelled its path: each spelling would be a new series, and the metrics would grow without bound.
+ */
+export function strayMetricRoutes(metrics: string): string[] {
+  const allowed = metricRouteNames();
+  const found = new Set([...metrics.matchAll(/route="((?:[^"\\]|\\.)*)"/g)].map((match) => match[1] as string));
+  return [...found].filter((name) => !allowed.has(name));
 }

@@ -2,14 +2,17 @@ import type { ChildProcess } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { HTTP_ROUTES, routeLabel } from "./catalogue";
-import { type Violation, judgeOutcome, judgeResponse } from "./checks";
+import { HTTP_ROUTES, type HttpRoute, completionSample, routeLabel } from "./catalogue";
+import { type Violation, judgeOutcome, judgeResponse, strayMetricRoutes } from "./checks";
 import { type Fixtures, createFixtures } from "./fixtures";
 import { type CaseContext, type HttpCase, buildHttpCase } from "./mutate";
 import { type RawOutcome, type RawRequest, header, sendRaw } from "./rawHttp";
 import { caseSeed, createRandom } from "./random";
 import { type FuzzRelay, RAISED_RATE_LIMITS, initDataFolder, startRelayProcess } from "./relay";
-import { badFrame, buildHandshakeCase, goodHandshake, openRawWebSocket } from "./websocket";
+import { FRAME_KINDS, HANDSHAKE_SWEEP, JSON_FRAME_CHOICES, badFrame, buildHandshakeCase, goodHandshake, jsonFrame, openRawWebSocket } from "./websocket";
+
+/** Frame sessions that sweep every JSON message, then every kind of bad frame on each endpoint, before random ones. */
+const FRAME_SWEEP = JSON_FRAME_CHOICES + FRAME_KINDS.length * 2;
 
 /**
  * The fuzzer: a relay process on a fresh data folder, fixtures made through its API, then rounds of seeded attacks
@@ -31,7 +34,7 @@ export const DEFAULT_SEED = 1111;
  */
 export const RSS_GROWTH_BOUND_KIB = 32 * 1024;
 const REQUEST_TIMEOUT_MS = 15_000;
-const CASE_STREAMS = { h: 1, s: 2, w: 3, d: 4 } as const;
+const CASE_STREAMS = { h: 1, s: 2, w: 3, d: 4, u: 5 } as const;
 type CaseFamily = keyof typeof CASE_STREAMS;
 
 export interface FuzzOptions {
@@ -126,7 +129,9 @@ export function formatFailures(report: FuzzReport): string {
     lines.push(
       `\n[${violation.kind}] ${violation.detail}`,
       `  seen ${failure.count}× on ${[...failure.labels].slice(0, 6).join(", ")}${failure.labels.size > 6 ? ", …" : ""}`,
-      `  first: case ${example.caseId} (${example.label}); replay: npm run fuzz -- --seed ${report.seed} --case ${example.caseId}${failure.more.length > 0 ? `; also ${failure.more.join(", ")}` : ""}`,
+      example.caseId === "-"
+        ? `  seen after the run (${example.label})`
+        : `  first: case ${example.caseId} (${example.label}); replay: npm run fuzz -- --seed ${report.seed} --case ${example.caseId}${failure.more.length > 0 ? `; also ${failure.more.join(", ")}` : ""}`,
       ...example.request.split("\n").map((line) => `    ${line}`),
       `  answer: ${example.outcome}`,
       ...example.relayLog.slice(0, 12).map((line) => `  relay: ${line.slice(0, 600)}`),
@@ -148,7 +153,7 @@ export function formatSummary(report: FuzzReport): string {
   return [
     `seed ${report.seed}: ${report.counts.http} HTTP requests, ${report.counts.handshakes} WebSocket handshakes, ${report.counts.frameSessions} frame sessions (${report.counts.frames} frames) in ${(report.durationMs / 1000).toFixed(1)} s; ${report.restarts} restarts`,
     `answers: ${statuses.join(", ")}`,
-    `catalogued routes that answered 2xx: ${HTTP_ROUTES.length - never.length} of ${HTTP_ROUTES.length}${never.length > 0 ? `; never: ${never.join("; ")}` : ""}`,
+    ...(report.counts.http > HTTP_ROUTES.length * 10 ? [`catalogued routes that answered 2xx: ${HTTP_ROUTES.length - never.length} of ${HTTP_ROUTES.length}${never.length > 0 ? `; never: ${never.join("; ")}` : ""}`] : []),
     `RSS: ${rss.join("; ") || "not measured"}`,
     `slowest: ${report.slowest.map((slow) => `${slow.id} ${slow.label} ${Math.round(slow.ms)} ms (${slow.answer})`).join("; ")}`,
     `failures: ${report.failures.size === 0 ? "none" : [...report.failures.values()].map((f) => `${f.violation.kind} ×${f.count}`).join(", ")}`,
@@ -176,6 +181,8 @@ class Target {
   private readonly tracked = new Set<ChildProcess>();
   private readonly data = initDataFolder();
   private rateLimits: string | undefined = RAISED_RATE_LIMITS;
+  /** How many HTTP cases had run when the current relay process started. */
+  startedAtCount = 0;
   constructor(
     readonly report: FuzzReport,
     readonly options: FuzzOptions,
@@ -198,12 +205,14 @@ class Target {
     this.family = "d";
     this.relay = await startRelayProcess({ dataDir: this.data.dataDir, rateLimits: this.rateLimits, tracked: this.tracked });
     this.context = { ...this.context, host: `${this.relay.host}:${this.relay.port}` };
+    this.startedAtCount = this.report.counts.http;
   }
 
   async restart(): Promise<void> {
     this.report.restarts++;
     this.relay = await startRelayProcess({ dataDir: this.data.dataDir, rateLimits: this.rateLimits, tracked: this.tracked });
     this.context = { ...this.context, host: `${this.relay.host}:${this.relay.port}` };
+    this.startedAtCount = this.report.counts.http;
   }
 
   async stop(): Promise<void> {
@@ -255,6 +264,26 @@ class Target {
     return outcome;
   }
 
+  /**
+   * Case `u<index>` of the warm-up: each catalogued route's sample once, unmutated, then a completion answered whole
+   * and one streamed with usage (both count prompt tokens, which loads the tokenizer's worker).
+   */
+  warmUpCase(index: number): HttpCase {
+    const random = createRandom(caseSeed(this.options.seed, CASE_STREAMS.u, index));
+    const completions = HTTP_ROUTES.find((route) => route.path === "/tab/chat/completions") as HttpRoute;
+    const extra = index - HTTP_ROUTES.length;
+    const only =
+      extra < 0
+        ? { route: HTTP_ROUTES[index] as HttpRoute }
+        : { route: completions, body: { ...completionSample(this.fixtures, random), stream: extra === 1, stream_options: { include_usage: true } } };
+    return { ...buildHttpCase(index, random, this.context, { ...only, unmutated: true }), id: `u${index}` };
+  }
+
+  /** Runs the warm-up cases, so what is made on first use exists before the memory baseline is read. */
+  async warmUp(): Promise<void> {
+    for (let index = 0; index < HTTP_ROUTES.length + 2; index++) await this.runHttpCase(this.warmUpCase(index));
+  }
+
   httpCase(index: number): HttpCase {
     const test = buildHttpCase(index, createRandom(caseSeed(this.options.seed, CASE_STREAMS[this.family], index)), this.context);
     return this.family === "h" ? test : { ...test, id: `d${index}` };
@@ -276,6 +305,22 @@ class Target {
     await Promise.all(Array.from({ length: this.options.concurrency }, worker));
     // The suspects of a crash: what was sent in the last seconds before it was noticed, the latest first.
     await this.checkHealth("an HTTP burst", () => recent.filter(({ at }) => at > performance.now() - 5_000).map(({ test }) => test).reverse());
+  }
+
+  /** `/metrics` measures requests under route names only, however the requests spelled their paths. */
+  async checkMetrics(): Promise<void> {
+    const outcome = await sendRaw(this.address, { method: "GET", target: "/metrics", headers: [["Host", this.context.host], ["Connection", "close"]] }, 15_000);
+    if (outcome.kind !== "response" || outcome.response.status !== 200) return;
+    const stray = strayMetricRoutes(outcome.response.body.toString("utf8"));
+    if (stray.length === 0) return;
+    const detail = "route labels in /metrics are not route names but how requests spelled their paths (one series per spelling)";
+    this.record([{ kind: "metrics", detail }], "GET /metrics", () => ({
+      caseId: "-",
+      label: "GET /metrics",
+      request: "GET /metrics after the run",
+      outcome: `${stray.length} such labels in ${Math.round(outcome.response.body.length / 1024)} KiB of metrics, e.g. ${stray.slice(0, 6).map((name) => JSON.stringify(name)).join(", ")}`,
+      relayLog: [],
+    }));
   }
 
   /** The relay's RSS right after a full garbage collection. */
@@ -326,7 +371,11 @@ class Target {
   private async crashed(during: string, suspects: HttpCase[], known?: { id: string; label: string; request: string }): Promise<void> {
     const how = await this.relay.exited;
     const tail = this.relay.tail(40);
-    const lastWords = tail.split("\n").filter((line) => /Error|error|^\s+at /.test(line)).slice(0, 12);
+    // What Node printed as it died (the uncaught exception and its stack), not the relay's own JSON log lines.
+    const lastWords = tail
+      .split("\n")
+      .filter((line) => line.trim() !== "" && !line.startsWith("{") && !/^(Debugger listening|For help, see|tab-relay serving on)/.test(line))
+      .slice(0, 14);
     let culprit = known;
     await this.restart();
     if (!culprit) {
@@ -368,7 +417,10 @@ class Target {
 
   async frameSession(index: number, verbose = false): Promise<void> {
     const random = createRandom(caseSeed(this.options.seed, CASE_STREAMS.w, index));
-    const kind = random.chance(0.5) ? "live" : "agent";
+    // The sweep: each JSON message alone on an agent socket (the relay parses those), then each kind of bad frame on
+    // each endpoint. Random sessions follow.
+    const sweep = index < JSON_FRAME_CHOICES ? { kind: "agent" as const } : index < FRAME_SWEEP ? { kind: (index - JSON_FRAME_CHOICES) % 2 === 0 ? ("live" as const) : ("agent" as const) } : undefined;
+    const kind = sweep?.kind ?? (random.chance(0.5) ? "live" : "agent");
     const handshake = goodHandshake(kind, random, this.fixtures, this.context.host);
     const id = `w${index}`;
     const label = `WS frames ${kind}`;
@@ -388,8 +440,18 @@ class Target {
       this.count({ kind: "response", response, ms: 0 }, id, label);
       this.record(judgeResponse({ method: "GET", fields: [] }, response), label, () => ({ ...culprit(), caseId: id, outcome: ws.head.split("\r\n")[0] ?? "", relayLog: [] }));
     } else {
-      for (let count = random.int(1, 4); count > 0; count--) {
-        const frame = badFrame(random, ws.envelopeIds);
+      // Messages first (what the relay's own handlers parse), then frames that break the protocol (what ws refuses).
+      const messages = sweep ? 0 : random.int(0, 3);
+      const total = sweep ? 1 : messages + random.int(1, 2);
+      for (let at = 0; at < total; at++) {
+        const frame =
+          index < JSON_FRAME_CHOICES
+            ? jsonFrame(random, ws.envelopeIds, index)
+            : sweep
+              ? badFrame(random, ws.envelopeIds, FRAME_KINDS[Math.floor((index - JSON_FRAME_CHOICES) / 2)]?.[0])
+              : at < messages
+                ? jsonFrame(random, ws.envelopeIds)
+                : badFrame(random, ws.envelopeIds);
         sent.push(`${frame.name}: ${printable(frame.bytes, 48)}`);
         ws.write(frame.bytes);
         this.report.counts.frames++;
@@ -429,6 +491,11 @@ async function attack(target: Target, seconds: number): Promise<void> {
   let reported = performance.now();
   const startCount = target.report.counts.http;
   let warm: { kib: number; restarts: number } | undefined;
+  if (target.family === "h") {
+    // Every handshake mutation and every kind of frame at least once, however few rounds the time allows.
+    while (counters.handshakes < HANDSHAKE_SWEEP && performance.now() < deadline) await target.handshakeCase(counters.handshakes++);
+    while (counters.sessions < FRAME_SWEEP && performance.now() < deadline) await target.frameSession(counters.sessions++);
+  }
   while (performance.now() < deadline) {
     await target.httpBurst(() => counters.http++, BURST, deadline);
     if (performance.now() >= deadline) break;
@@ -438,7 +505,8 @@ async function attack(target: Target, seconds: number): Promise<void> {
     }
     // A restarted relay starts its memory over.
     if (warm !== undefined && warm.restarts !== target.report.restarts) warm = undefined;
-    if (warm === undefined && target.report.counts.http - startCount >= WARM_UP_HTTP_CASES) {
+    if (warm === undefined && target.report.counts.http - target.startedAtCount >= WARM_UP_HTTP_CASES) {
+      await target.warmUp();
       const kib = await target.settledRssKiB();
       if (kib !== undefined) warm = { kib, restarts: target.report.restarts };
     }
@@ -448,6 +516,7 @@ async function attack(target: Target, seconds: number): Promise<void> {
       target.options.log(`  … ${target.report.counts.http} HTTP requests, ${target.report.failures.size} kinds of failure so far, relay RSS ${rss === undefined ? "?" : Math.round(rss / 1024)} MiB`);
     }
   }
+  await target.checkMetrics();
   if (warm === undefined || warm.restarts !== target.report.restarts) return;
   const endKiB = await target.settledRssKiB();
   if (endKiB === undefined) return;
@@ -495,13 +564,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
 }
 
 async function replay(target: Target, only: string): Promise<void> {
-  const match = /^([hswd])(\d+)$/.exec(only);
-  if (!match) throw new Error(`--case takes h<n>, s<n>, w<n> or d<n>, not ${only}`);
+  const match = /^([hswdu])(\d+)$/.exec(only);
+  if (!match) throw new Error(`--case takes h<n>, s<n>, w<n>, d<n> or u<n>, not ${only}`);
   const family = match[1] as CaseFamily;
   const index = Number(match[2]);
   if (family === "d") await target.useDefaultLimits();
-  if (family === "h" || family === "d") {
-    const test = target.httpCase(index);
+  if (family === "h" || family === "d" || family === "u") {
+    const test = family === "u" ? target.warmUpCase(index) : target.httpCase(index);
     target.options.log(`case ${test.id}: ${test.label} [${test.mutations.join(", ") || "unmutated"}]\n${describeRequest(test.request)}`);
     const outcome = await target.runHttpCase(test);
     target.options.log(`answer: ${outcome ? describeOutcome(outcome) : "the relay died"}`);

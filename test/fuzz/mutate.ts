@@ -849,12 +849,15 @@ function newDraft(method: string, path: string, credential: Credential, context:
 }
 
 /** What the case attacks: a catalogued API route, a console page or file, or a path nothing serves. */
-function baseDraft(random: Random, context: CaseContext): { draft: Draft; label: string; fields: readonly string[] } {
-  const target = random.weighted<"route" | "console" | "unknown">([
-    ["route", 90],
-    ["console", 6],
-    ["unknown", 4],
-  ]);
+function baseDraft(random: Random, context: CaseContext, only: CaseOptions): { draft: Draft; label: string; fields: readonly string[] } {
+  const target =
+    only.route !== undefined
+      ? "route"
+      : random.weighted<"route" | "console" | "unknown">([
+          ["route", 90],
+          ["console", 6],
+          ["unknown", 4],
+        ]);
   if (target === "console") {
     const pages = PATTERN_ROUTES.flatMap((route) => route.samples(context.fixtures));
     const path = random.chance(0.5) || context.staticFiles.length === 0 ? random.pick(pages) : random.pick(context.staticFiles);
@@ -868,8 +871,9 @@ function baseDraft(random: Random, context: CaseContext): { draft: Draft; label:
     const credential = random.pick<Credential>(["owner", "none", "agent"]);
     return { draft: newDraft(method, path, credential, context), label: `${method} (unknown path)`, fields: [] };
   }
-  const route: HttpRoute = random.pick(HTTP_ROUTES);
+  const route: HttpRoute = only.route ?? random.pick(HTTP_ROUTES);
   const sample = route.sample(context.fixtures, random);
+  if (only.body !== undefined) sample.body = only.body;
   const prefix = random.pick(MOUNTS[route.mount]);
   const params = Object.fromEntries(Object.entries(sample.params ?? {}).map(([key, value]) => [key, encodeURIComponent(value)]));
   const draft = newDraft(route.method, prefix + fillPath(route.path, params), sample.credential, context);
@@ -882,14 +886,23 @@ function baseDraft(random: Random, context: CaseContext): { draft: Draft; label:
   return { draft, label: routeLabel(route), fields: route.fields };
 }
 
-export function buildHttpCase(index: number, random: Random, context: CaseContext): HttpCase {
-  const { draft, label, fields } = baseDraft(random, context);
-  const count = random.weighted<number>([
-    [0, 10],
-    [1, 45],
-    [2, 30],
-    [3, 15],
-  ]);
+/** Narrows a case: one route, its sample unmutated, a body of one's own. */
+export interface CaseOptions {
+  route?: HttpRoute;
+  unmutated?: boolean;
+  body?: unknown;
+}
+
+export function buildHttpCase(index: number, random: Random, context: CaseContext, only: CaseOptions = {}): HttpCase {
+  const { draft, label, fields } = baseDraft(random, context, only);
+  const count = only.unmutated
+    ? 0
+    : random.weighted<number>([
+        [0, 10],
+        [1, 45],
+        [2, 30],
+        [3, 15],
+      ]);
   const chosen: Mutation[] = [];
   for (let i = 0; i < count; i++) chosen.push(random.weighted(MUTATIONS.map((mutation) => [mutation, mutation.weight] as const)));
   for (const phase of BY_PHASE) {

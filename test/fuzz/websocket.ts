@@ -146,12 +146,16 @@ const HANDSHAKE_MUTATIONS: readonly { name: string; apply(request: RawRequest, r
   },
 ];
 
+/** The first cases sweep each handshake mutation alone, on each endpoint; the rest are random. */
+export const HANDSHAKE_SWEEP = HANDSHAKE_MUTATIONS.length * 2;
+
 export function buildHandshakeCase(index: number, random: Random, fixtures: Fixtures, host: string): HandshakeCase {
-  const kind: SocketKind = random.chance(0.5) ? "live" : "agent";
+  const sweep = index < HANDSHAKE_SWEEP;
+  const kind: SocketKind = (sweep ? index % 2 === 0 : random.chance(0.5)) ? "live" : "agent";
   const request: RawRequest = { method: "GET", target: random.pick(PATHS[kind]), headers: handshakeHeaders(kind, random, fixtures, host) };
   const mutations: string[] = [];
-  for (let count = random.int(0, 3); count > 0; count--) {
-    const mutation = random.pick(HANDSHAKE_MUTATIONS);
+  for (let count = sweep ? 1 : random.int(0, 3); count > 0; count--) {
+    const mutation = sweep ? (HANDSHAKE_MUTATIONS[Math.floor(index / 2)] as (typeof HANDSHAKE_MUTATIONS)[number]) : random.pick(HANDSHAKE_MUTATIONS);
     mutation.apply(request, random, fixtures);
     mutations.push(mutation.name);
   }
@@ -203,26 +207,65 @@ export interface BadFrame {
 
 const text = (value: string) => Buffer.from(value, "utf8");
 
+/** A well-formed text frame holding JSON, or what looks like it: acknowledgements of every shape, and other values. */
+export function jsonFrame(random: Random, envelopeIds: readonly string[], choice?: number): BadFrame {
+  const frame = (spec: FrameSpec) => encodeFrame(spec, random);
+  const id = envelopeIds.length > 0 && random.chance(0.4) ? random.pick(envelopeIds) : `evt_${random.int(0, 1e9)}`;
+  const values = jsonValues(id);
+  const value = choice === undefined ? random.pick(values) : (values[choice % values.length] as string);
+  return { name: `text frame ${JSON.stringify(value.slice(0, 60))}${value.length > 60 ? `… (${value.length} chars)` : ""}`, bytes: frame({ opcode: 1, payload: text(value) }) };
+}
+
+function jsonValues(id: string): string[] {
+  return [
+    JSON.stringify({ type: "ack", envelope_id: id }),
+    JSON.stringify({ type: "ack", envelope_id: { id } }),
+    JSON.stringify({ type: "ack", envelope_id: [id] }),
+    JSON.stringify({ type: "ack", envelope_id: 42 }),
+    JSON.stringify({ type: "ack" }),
+    JSON.stringify({ type: ["ack"], envelope_id: id }),
+    `{"type":"ack","envelope_id":"${id}","__proto__":{"x":1}}`,
+    '{"type":"ack","envelope_id":"\\ud800"}',
+    "[]",
+    "[null]",
+    "null",
+    "1",
+    "true",
+    '"ack"',
+    "ack",
+    "",
+    "[".repeat(10_000) + "]".repeat(10_000),
+    JSON.stringify({ type: "ack", envelope_id: "x".repeat(60_000) }),
+    JSON.stringify({ type: "hello" }),
+  ];
+}
+
+/** How many JSON messages `jsonFrame` chooses from. */
+export const JSON_FRAME_CHOICES = jsonValues("evt_x").length;
+
+/** Every kind of frame `badFrame` makes, with how often it is picked at random. */
+export const FRAME_KINDS: readonly (readonly [string, number])[] = [
+  ["oversized", 3],
+  ["oversized-64bit", 2],
+  ["invalid-utf8", 3],
+  ["unmasked", 3],
+  ["reserved-opcode", 3],
+  ["rsv-bits", 3],
+  ["fragmented-control", 2],
+  ["long-control", 2],
+  ["orphan-continuation", 2],
+  ["interleaved-fragments", 2],
+  ["garbage", 3],
+  ["bad-close", 2],
+  ["json-ack", 10],
+  ["binary", 2],
+  ["pings", 2],
+  ["fragmented-text", 2],
+];
+
 /** One hostile (or merely odd) thing to write on an open socket. */
-export function badFrame(random: Random, envelopeIds: readonly string[]): BadFrame {
-  const kind = random.weighted<string>([
-    ["oversized", 3],
-    ["oversized-64bit", 2],
-    ["invalid-utf8", 3],
-    ["unmasked", 3],
-    ["reserved-opcode", 3],
-    ["rsv-bits", 3],
-    ["fragmented-control", 2],
-    ["long-control", 2],
-    ["orphan-continuation", 2],
-    ["interleaved-fragments", 2],
-    ["garbage", 3],
-    ["bad-close", 2],
-    ["json-ack", 6],
-    ["binary", 2],
-    ["pings", 2],
-    ["fragmented-text", 2],
-  ]);
+export function badFrame(random: Random, envelopeIds: readonly string[], only?: string): BadFrame {
+  const kind = only ?? random.weighted(FRAME_KINDS);
   const frame = (spec: FrameSpec) => encodeFrame(spec, random);
   switch (kind) {
     case "oversized": {
@@ -264,27 +307,8 @@ export function badFrame(random: Random, envelopeIds: readonly string[]): BadFra
       ]);
       return { name: `close frame ${payload.toString("hex")}`, bytes: frame({ opcode: 8, payload }) };
     }
-    case "json-ack": {
-      const id = envelopeIds.length > 0 && random.chance(0.4) ? random.pick(envelopeIds) : `evt_${random.int(0, 1e9)}`;
-      const value = random.pick<string>([
-        JSON.stringify({ type: "ack", envelope_id: id }),
-        JSON.stringify({ type: "ack", envelope_id: { id } }),
-        JSON.stringify({ type: "ack", envelope_id: [id] }),
-        JSON.stringify({ type: "ack", envelope_id: 42 }),
-        JSON.stringify({ type: "ack" }),
-        JSON.stringify({ type: ["ack"], envelope_id: id }),
-        `{"type":"ack","envelope_id":"${id}","__proto__":{"x":1}}`,
-        '{"type":"ack","envelope_id":"\\ud800"}',
-        "[]",
-        "null",
-        "ack",
-        "",
-        "[".repeat(10_000) + "]".repeat(10_000),
-        JSON.stringify({ type: "ack", envelope_id: "x".repeat(60_000) }),
-        JSON.stringify({ type: "hello" }),
-      ]);
-      return { name: `text frame ${JSON.stringify(value.slice(0, 60))}${value.length > 60 ? `… (${value.length} chars)` : ""}`, bytes: frame({ opcode: 1, payload: text(value) }) };
-    }
+    case "json-ack":
+      return jsonFrame(random, envelopeIds);
     case "binary":
       return { name: "binary frame", bytes: frame({ opcode: 2, payload: random.bytes(random.int(0, 2_000)) }) };
     case "pings":
