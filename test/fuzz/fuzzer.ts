@@ -15,11 +15,12 @@ import { FRAME_KINDS, HANDSHAKE_SWEEP, JSON_FRAME_CHOICES, badFrame, buildHandsh
 const FRAME_SWEEP = JSON_FRAME_CHOICES + FRAME_KINDS.length * 2;
 
 /**
- * The fuzzer: a relay process on a fresh data folder, fixtures made through its API, then rounds of seeded attacks
- * until the time is up. Each round is a burst of HTTP cases, a few WebSocket handshakes and one session of bad
- * frames, then a check that the process is alive and `/healthz` answers. A relay that dies is restarted on the same
- * data (after the requests it died on are replayed one by one to find the one that killed it), so one crash does
- * not hide the next finding.
+ * The fuzzer: a relay process on a fresh data folder, fixtures made through its API, then seeded attacks until the
+ * time is up: first a sweep of every handshake mutation and every kind of WebSocket frame, then rounds of a burst of
+ * HTTP cases, a few handshakes and one session of frames. After each burst and each WebSocket case the process must
+ * be alive and `/healthz` must answer. A relay that dies is restarted on the same data (after the requests it died on
+ * are replayed one by one to find the one that killed it), so one crash does not hide the next finding. The same data
+ * is then served with the default rate limits for a while.
  */
 
 export const DEFAULT_SEED = 1111;
@@ -27,10 +28,11 @@ export const DEFAULT_SEED = 1111;
  * The largest growth of the relay's resident memory allowed from the end of the warm-up to the end of a run, each
  * read right after a full garbage collection. What the relay keeps has a fixed size under any load (the completion
  * cache's 1,000 short answers, statements cached per SQL text, rate-limit windows that expire each minute, SQLite's
- * page cache of about 2 MB) and fills during the warm-up; measured this way the relay moved by -6 to +1 MiB over
- * 11,000 requests and by -3 MiB over 42,000. 32 MiB leaves room for the allocator's own slack while a leak of 3 KiB
- * per request fails the 30-second run in `npm test`, and one of 1 KiB per request fails a `npm run fuzz` of a few
- * minutes. (Without the collection the reading swings by over 100 MiB with where the collector happens to be.)
+ * page cache of about 2 MB) and fills during the warm-up; measured this way the relay moved by -7 to +5 MiB over
+ * 4,000 to 11,000 requests and by -3 MiB over 42,000. 32 MiB leaves room for the allocator's own slack, while a leak
+ * of 8 KiB per request fails the 30-second run in `npm test` even on a busy machine (4,000 requests or more), and one of
+ * 1 KiB fails a five-minute `npm run fuzz`. (Without the collection the reading swings by over 100 MiB with where the
+ * collector happens to be.)
  */
 export const RSS_GROWTH_BOUND_KIB = 32 * 1024;
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -41,10 +43,10 @@ export interface FuzzOptions {
   seed: number;
   /** Seconds of attack on a relay whose rate limits are raised, so requests reach the handlers. */
   seconds: number;
-  /** Seconds of attack on a second relay with the default rate limits (429s and their headers). */
+  /** Seconds of attack afterwards on the same data, served with the default rate limits (429s and their headers). */
   defaultLimitSeconds: number;
   concurrency: number;
-  /** Replays one case (`h12`, `s3`, `w7`, `d40`) alone and reports what it did. */
+  /** Replays one case (`h12`, `s3`, `w7`, `d40`, `u2`) alone and reports what it did. */
   only?: string | undefined;
   rssBoundKiB?: number;
   log(line: string): void;
@@ -134,7 +136,7 @@ export function formatFailures(report: FuzzReport): string {
         : `  first: case ${example.caseId} (${example.label}); replay: npm run fuzz -- --seed ${report.seed} --case ${example.caseId}${failure.more.length > 0 ? `; also ${failure.more.join(", ")}` : ""}`,
       ...example.request.split("\n").map((line) => `    ${line}`),
       `  answer: ${example.outcome}`,
-      ...example.relayLog.slice(0, 12).map((line) => `  relay: ${line.slice(0, 600)}`),
+      ...example.relayLog.slice(0, 14).map((line) => `  relay: ${line.slice(0, 600)}`),
     );
   }
   return lines.join("\n");
