@@ -11,7 +11,16 @@ test("missing values take the spec's defaults", () => {
   assert.equal(settings.debounceMs, 120);
   assert.equal(settings.contextCharsBefore, 600);
   assert.equal(settings.contextCharsAfter, 80);
-  assert.equal(settings.surroundingContextChars, 500);
+  assert.equal(settings.surroundingContextChars, 6_000);
+  assert.deepEqual(settings.excludeGlobs, [".env*", "*.pem", "*.key", "id_*"]);
+});
+
+test("exclude globs are a list of non-empty patterns; a bad list keeps the default one", () => {
+  assert.deepEqual(parseSettings({ excludeGlobs: ["secrets/**", " *.p12 "] }).settings.excludeGlobs, ["secrets/**", "*.p12"]);
+  const bad = parseSettings({ excludeGlobs: ["ok", ""] });
+  assert.deepEqual(bad.settings.excludeGlobs, DEFAULT_SETTINGS.excludeGlobs);
+  assert.match(bad.problems[0] ?? "", /^tabRelay\.excludeGlobs: /);
+  assert.equal(parseSettings({ surroundingContextChars: 32_769 }).problems.length, 1);
 });
 
 test("an invalid value falls back to its default and is reported by setting name, the rest still applies", () => {

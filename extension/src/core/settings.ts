@@ -15,7 +15,10 @@ export interface Settings {
   readonly maxCompletionTokens: number | undefined;
   readonly contextCharsBefore: number;
   readonly contextCharsAfter: number;
+  /** The budget of `surrounding_context`: code from the files the user worked in, and this file's far parts. */
   readonly surroundingContextChars: number;
+  /** Files never sent, as context or as the document being completed. */
+  readonly excludeGlobs: readonly string[];
   /** Language ids to complete in; `*` means all. */
   readonly enabledLanguages: readonly string[];
   /** Language ids never to complete in; wins over `enabledLanguages`. */
@@ -32,6 +35,23 @@ export const DEFAULT_SURFACES: Readonly<Record<string, string>> = {
   "git-commit": "messages",
 };
 
+/**
+ * The default budget of `surrounding_context`, sized for a model served with a 4,096-token context, and close to a
+ * 2,048-token one:
+ * - 6,000 characters are about 1,500 tokens at the 3.95 characters per token that the o200k encoding gives on
+ *   this repository's TypeScript, and at most 2,000 at 3 per token, a margin for code models whose vocabularies
+ *   are smaller (an estimate, not measured here);
+ * - the prefix and suffix windows (600 + 80 characters) add 170 to 230, template and file headers a few dozen;
+ * - that is 1,750 to 2,300 tokens of prompt, which leaves a 4k context room for the longest answer the spec
+ *   allows (500 tokens), and a 2k context about 280 tokens of answer at o200k's rate.
+ * It also holds what the best-known assistants send: about four 40-line windows (Copilot sends its best four
+ * snippets from open tabs) and a recent edit or two.
+ */
+export const DEFAULT_CONTEXT_BUDGET_CHARS = 6_000;
+
+/** `tabRelay.excludeGlobs` by default: environment files, private keys and certificates, SSH keys. */
+export const DEFAULT_EXCLUDE_GLOBS: readonly string[] = Object.freeze([".env*", "*.pem", "*.key", "id_*"]);
+
 export const DEFAULT_SETTINGS: Settings = {
   enabled: true,
   relayUrl: "http://127.0.0.1:8787",
@@ -43,7 +63,8 @@ export const DEFAULT_SETTINGS: Settings = {
   maxCompletionTokens: undefined,
   contextCharsBefore: TAB_DEFAULTS.contextCharsBefore,
   contextCharsAfter: TAB_DEFAULTS.contextCharsAfter,
-  surroundingContextChars: TAB_DEFAULTS.surroundingContextChars,
+  surroundingContextChars: DEFAULT_CONTEXT_BUDGET_CHARS,
+  excludeGlobs: DEFAULT_EXCLUDE_GLOBS,
   enabledLanguages: ["*"],
   disabledLanguages: [],
   surfaces: {},
@@ -67,6 +88,7 @@ const FIELDS = {
   contextCharsBefore: int(1, TAB_LIMITS.activeTextBeforeCursor),
   contextCharsAfter: int(0, TAB_LIMITS.activeTextAfterCursor),
   surroundingContextChars: int(0, TAB_LIMITS.surroundingContext),
+  excludeGlobs: z.array(z.string().trim().min(1).max(1024)).max(1000),
   enabledLanguages: z.array(z.string().min(1)),
   disabledLanguages: z.array(z.string().min(1)),
   surfaces: z.record(z.string().min(1), z.string().trim().min(1).max(64)),
