@@ -1,4 +1,4 @@
-import { type ContextSnippet, formatSnippets, snippetCost } from "@tab-relay/shared";
+import { type ContextSnippet, formatSnippets } from "@tab-relay/shared";
 import { languageFamily } from "./languageFamily";
 import type { EditedRange, TrackedFile, Window } from "./recentFiles";
 import { type TokenSet, TokenLookup, jaccard, tokenSetOfLines, tokenSetOfText } from "./tokens";
