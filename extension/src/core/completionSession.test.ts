@@ -1,13 +1,21 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parseSnippets } from "@tab-relay/shared";
 import { CompletionSession, type SessionEvent } from "./completionSession";
 import { DEFAULT_SETTINGS, type Settings } from "./settings";
+import { RecentFiles } from "./recentFiles";
+import type { RelatedContextSource } from "./relatedContext";
 import { StatusController, initialStatus, type Notice } from "./status";
 import { FakeClock, FakeFetch, inputAt, typeAt, type FetchStep } from "./testing";
 
 const KEY = "svc_ws_0123456789abcdefghijklmnopqrstABCDEF";
 
-function harness(steps: FetchStep[] = [], settings: Partial<Settings> = {}, getApiKey = (): Promise<string | undefined> => Promise.resolve(KEY)) {
+function harness(
+  steps: FetchStep[] = [],
+  settings: Partial<Settings> = {},
+  getApiKey = (): Promise<string | undefined> => Promise.resolve(KEY),
+  relatedContext?: RelatedContextSource,
+) {
   const clock = new FakeClock();
   const fake = new FakeFetch(clock, steps);
   const status = new StatusController(clock, initialStatus(true, []));
@@ -23,6 +31,7 @@ function harness(steps: FetchStep[] = [], settings: Partial<Settings> = {}, getA
     getApiKey,
     status,
     onEvent: (event) => events.push(event),
+    ...(relatedContext ? { relatedContext } : {}),
   });
   /** Starts a provide call and lets the clock run `ms`; returns the settled result. */
   const provide = async (input: ReturnType<typeof inputAt>, ms = 1_000, signal?: AbortSignal) => {
@@ -177,6 +186,19 @@ test("each request is logged with its timing and outcome, never with the key", a
   assert.equal(logs.length, 1);
   assert.match(logs[0] ?? "", /^info code src\/app\.ts: 200 in 50 ms, first chunk 50 ms, 5 chars; showing 5 chars$/);
   assert.equal(logs.some((line) => line.includes(KEY)), false);
+});
+
+test("code from the files the user worked in goes out as surrounding context, and the log names those files", async () => {
+  const files = new RecentFiles(new FakeClock());
+  const helper = "export function formatPrice(amount: number, currency: string) {\n  return `${currency} ${amount.toFixed(2)}`;\n}";
+  files.open({ uri: "file:///work/project/src/price.ts", path: "src/price.ts", scheme: "file" }, helper);
+  files.open({ uri: "file:///work/project/.env", path: ".env", scheme: "file" }, "PRICE_API_KEY=formatPrice amount currency");
+  const { fake, logs, provide } = harness([sse("amount, currency);")], {}, undefined, files);
+  await provide(inputAt("const label = formatPrice(█"));
+  const body = fake.calls[0]?.body as { tab_context: { surrounding_context?: string } };
+  assert.deepEqual(parseSnippets(body.tab_context.surrounding_context ?? ""), [{ path: "src/price.ts", text: helper }]);
+  assert.match(logs[0] ?? "", /\(context \d+ chars from src\/price\.ts\)/);
+  fake.assertDone();
 });
 
 test("no key, no request", async () => {

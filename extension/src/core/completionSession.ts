@@ -1,9 +1,10 @@
-import { TAB_DEFAULTS } from "@tab-relay/shared";
+import { TAB_DEFAULTS, parseSnippets } from "@tab-relay/shared";
 import { TypingThroughCache } from "./cache";
 import { buildTabContext, cursorText, isSingleLineContext } from "./context";
 import { TypingRhythm, debounce } from "./debounce";
 import { postprocess, visibleLength } from "./postprocess";
 import { prefilter } from "./prefilter";
+import type { RelatedContextSource } from "./relatedContext";
 import { buildRequestBody, requestCompletion, type RequestOutcome } from "./request";
 import type { Settings } from "./settings";
 import type { StatusController } from "./status";
@@ -20,6 +21,11 @@ export interface SessionDeps {
   readonly cache?: TypingThroughCache;
   /** The user's typing rhythm, shared across sessions and remembered across restarts by the adapter. */
   readonly rhythm?: TypingRhythm;
+  /**
+   * Code from the files the user worked in (RecentFiles), for `surrounding_context`; without it only this
+   * document's far parts are sent.
+   */
+  readonly relatedContext?: RelatedContextSource;
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
 }
@@ -124,7 +130,7 @@ export class CompletionSession {
     if (apiKey === undefined || apiKey === "" || signal.aborted) return this.skip();
 
     const singleLine = isSingleLineContext(input, cursor);
-    const body = buildRequestBody(settings, buildTabContext(input, settings));
+    const body = buildRequestBody(settings, buildTabContext(input, settings, this.deps.relatedContext));
     this.counters.requestsStarted++;
     this.deps.onEvent?.({ type: "requestStarted", at: clock.now() });
     status.dispatch({ type: "requestStarted" });
@@ -144,7 +150,7 @@ export class CompletionSession {
       outcome.kind === "ok"
         ? postprocess(outcome.text, { before: cursor.before, after: cursor.after, singleLine, minVisibleChars: TAB_DEFAULTS.minVisibleSuggestionLength })
         : undefined;
-    this.log(input, body.tab_context.surface, outcome, text);
+    this.log(input, body.tab_context.surface, outcome, text, body.tab_context.surrounding_context);
     if (text === undefined) return undefined;
     this.cache.store(input.uri, cursor, text);
     return this.show(input, text, false);
@@ -175,13 +181,20 @@ export class CompletionSession {
     else this.counters.requestsFailed++;
   }
 
-  private log(input: CompletionInput, surface: string, outcome: RequestOutcome, shown: string | undefined): void {
+  private log(input: CompletionInput, surface: string, outcome: RequestOutcome, shown: string | undefined, context: string | undefined): void {
     const where = `${surface} ${input.relativePath ?? input.uri}`;
-    const line = `${where}: ${describeOutcome(outcome)}`;
+    const line = `${where}: ${describeOutcome(outcome)}${this.deps.relatedContext ? describeContext(context) : ""}`;
     if (outcome.kind === "failed" || outcome.kind === "unreachable") this.deps.logger.warn(line);
     else if (outcome.kind === "ok") this.deps.logger.info(`${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars`}`);
     else this.deps.logger.info(line);
   }
+}
+
+/** Which files' code went with the request, so the log shows what left the machine. */
+export function describeContext(context: string | undefined): string {
+  if (context === undefined || context === "") return " (no context from other code)";
+  const paths = [...new Set(parseSnippets(context).map((snippet) => snippet.path ?? "(no path)"))];
+  return ` (context ${context.length} chars from ${paths.join(", ")})`;
 }
 
 /** One line per request for the output channel: status, timing, and how it ended. */

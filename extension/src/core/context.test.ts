@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { TabContext } from "@tab-relay/shared";
-import { allocate, buildTabContext, cursorText, head, isSingleLineContext, surfaceFor, tail } from "./context";
+import { TabContext, parseSnippets } from "@tab-relay/shared";
+import { allocate, buildTabContext, cursorText, head, isSingleLineContext, lastLines, surfaceFor, tail } from "./context";
+import { RecentFiles } from "./recentFiles";
 import { DEFAULT_SETTINGS } from "./settings";
-import { inputAt } from "./testing";
+import { FakeClock, inputAt } from "./testing";
 
 const settings = { ...DEFAULT_SETTINGS, workspaceSlug: "acme" };
 
@@ -63,25 +64,61 @@ test("the surface setting maps language ids to any surface name, over the defaul
   assert.equal(surfaceFor({ scheme: "file", languageId: "yaml" }, custom), "issue");
 });
 
-test("surrounding context comes from the rest of the document and the other visible editors, within budget", () => {
+test("without files to draw on, surrounding context is the rest of this document, within budget", () => {
   const top = `import { helper } from "./helper";\n${"// filler\n".repeat(100)}`;
   const bottom = `${"\n".repeat(5)}${"// more\n".repeat(20)}export function last() {}\n`;
-  const input = inputAt(`${top}function f() {\n  return █\n}${bottom}`, {
-    otherEditors: () => [{ path: "src/helper.ts", languageId: "typescript", text: "export function helper(): number { return 42; }" }],
-  });
+  const input = inputAt(`${top}function f() {\n  return █\n}${bottom}`);
   const context = buildTabContext(input, { ...settings, contextCharsBefore: 100, contextCharsAfter: 10, surroundingContextChars: 500 });
   const surrounding = context.surrounding_context ?? "";
   assert.ok(surrounding.length <= 500, `${surrounding.length} chars`);
-  assert.match(surrounding, /import \{ helper \} from/);
-  assert.match(surrounding, /--- src\/helper\.ts ---\nexport function helper\(\): number \{ return 42; \}/);
-  assert.match(surrounding, /\/\/ more/);
+  const snippets = parseSnippets(surrounding);
+  assert.deepEqual(snippets.map((snippet) => snippet.path), ["src/app.ts", "src/app.ts"]);
+  assert.match(snippets[0]?.text ?? "", /^import \{ helper \} from/);
+  assert.match(snippets[1]?.text ?? "", /\/\/ more/);
   assert.equal(surrounding.includes("return █"), false);
+});
+
+test("with the files the user worked in, surrounding context is their related code", () => {
+  const files = new RecentFiles(new FakeClock());
+  files.open(
+    { uri: "file:///work/project/src/helper.ts", path: "src/helper.ts", scheme: "file" },
+    "export function helperTotal(items: Item[]): number {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}",
+  );
+  files.open({ uri: "file:///work/project/src/colors.ts", path: "src/colors.ts", scheme: "file" }, "export const palette = ['red', 'green'];");
+  const doc = `import { helperTotal } from "./helper";\n${"// filler\n".repeat(100)}const total = helperTotal(items█);\n`;
+  const context = buildTabContext(inputAt(doc), { ...settings, surroundingContextChars: 900 }, files);
+  const snippets = parseSnippets(context.surrounding_context ?? "");
+  assert.deepEqual(snippets[0], { path: "src/helper.ts", text: files.heldText("file:///work/project/src/helper.ts") });
+  assert.equal(snippets.some((snippet) => snippet.path === "src/colors.ts"), false);
+  // This document is not held, so its own start still comes along, after the related code.
+  assert.equal(snippets[1]?.path, "src/app.ts");
+  assert.match(snippets[1]?.text ?? "", /^import \{ helperTotal \}/);
+  assert.ok((context.surrounding_context ?? "").length <= 900);
+});
+
+test("a held document's far parts compete like any other code, and its lines near the cursor are not repeated", () => {
+  const files = new RecentFiles(new FakeClock());
+  const lines = Array.from({ length: 200 }, (_, i) => `export const rate${i} = computeRate(baseRate, ${i});`);
+  const doc = `${lines.join("\n")}\nconst next = computeRate(baseRate, █`;
+  files.open({ uri: "file:///work/project/src/app.ts", path: "src/app.ts", scheme: "file" }, doc.replace("█", ""));
+  const input = inputAt(doc);
+  const context = buildTabContext(input, settings, files);
+  const snippets = parseSnippets(context.surrounding_context ?? "");
+  assert.ok(snippets.length > 0);
+  for (const snippet of snippets) {
+    assert.equal(snippet.path, "src/app.ts");
+    assert.equal(snippet.text.includes("rate199 "), false, "the lines just before the cursor are the prefix already");
+    assert.equal(snippet.text.includes("rate170 "), false, "the lines the ranking was done against are not repeated");
+  }
 });
 
 test("no surrounding context when its budget is zero or there is nothing else", () => {
   assert.equal(buildTabContext(inputAt("a█b"), settings).surrounding_context, undefined);
-  const input = inputAt(`${"x".repeat(2000)}█`, { otherEditors: () => [{ path: "b.ts", languageId: "typescript", text: "other" }] });
-  assert.equal(buildTabContext(input, { ...settings, surroundingContextChars: 0 }).surrounding_context, undefined);
+  const files = new RecentFiles(new FakeClock());
+  files.open({ uri: "file:///work/project/src/b.ts", path: "src/b.ts", scheme: "file" }, "export const other = compute(other);");
+  const input = inputAt(`${"x".repeat(2000)} other = █`);
+  assert.equal(buildTabContext(input, { ...settings, surroundingContextChars: 0 }, files).surrounding_context, undefined);
+  assert.notEqual(buildTabContext(input, settings, files).surrounding_context, undefined);
 });
 
 test("a selected IntelliSense item is treated as already typed, and forces a single line", () => {
@@ -108,4 +145,11 @@ test("windows never split a surrogate pair", () => {
   assert.equal(tail("a😀b", 3), "😀b");
   assert.equal(tail("a😀b", 2), "b");
   assert.equal(head("a😀b", 2), "a");
+});
+
+test("lastLines takes the cursor's line and the lines before it", () => {
+  assert.equal(lastLines("a\nb\nc\nd", 2), "c\nd");
+  assert.equal(lastLines("a\nb", 5), "a\nb");
+  assert.equal(lastLines("a\nb\n", 1), "");
+  assert.equal(lastLines("\nb", 1), "b");
 });

@@ -1,4 +1,6 @@
-import { TAB_LIMITS, type TabContext } from "@tab-relay/shared";
+import { TAB_LIMITS, formatSnippets, snippetCost, type ContextSnippet, type TabContext } from "@tab-relay/shared";
+import { WINDOW_LINES } from "./recentFiles";
+import type { RelatedContextSource } from "./relatedContext";
 import { DEFAULT_SURFACES, type Settings } from "./settings";
 import type { CompletionInput } from "./types";
 
@@ -35,19 +37,24 @@ export function surfaceFor(input: Pick<CompletionInput, "scheme" | "languageId">
   return input.scheme === "vscode-scm" ? "messages" : "code";
 }
 
-export function buildTabContext(input: CompletionInput, settings: Settings): TabContext {
+/**
+ * The request's `tab_context`. With a source of related code (the files the user worked in), `surrounding_context`
+ * is filled from it; without one, from the far parts of this document only.
+ */
+export function buildTabContext(input: CompletionInput, settings: Settings, related?: RelatedContextSource): TabContext {
   const cursor = cursorText(input);
   const beforeChars = Math.min(settings.contextCharsBefore, TAB_LIMITS.activeTextBeforeCursor);
   const afterChars = Math.min(settings.contextCharsAfter, TAB_LIMITS.activeTextAfterCursor);
   const before = tail(cursor.before, beforeChars);
   const after = head(cursor.after, afterChars);
   const surface = surfaceFor(input, settings);
-  const surrounding = surroundingContext(
-    input,
-    cursor.before.slice(0, cursor.before.length - before.length),
-    cursor.after.slice(after.length),
-    Math.min(settings.surroundingContextChars, TAB_LIMITS.surroundingContext),
-  );
+  const budget = Math.min(settings.surroundingContextChars, TAB_LIMITS.surroundingContext);
+  const farBefore = cursor.before.slice(0, cursor.before.length - before.length);
+  const farAfter = cursor.after.slice(after.length);
+  const surrounding =
+    related === undefined
+      ? surroundingContext(input, farBefore, farAfter, budget)
+      : relatedSurroundingContext(input, { cursor, before, after, farBefore, farAfter }, budget, related);
   const context: TabContext = {
     surface,
     workspace_slug: settings.workspaceSlug,
@@ -63,35 +70,69 @@ export function buildTabContext(input: CompletionInput, settings: Settings): Tab
   return context;
 }
 
-interface Source {
-  readonly label: string;
-  readonly text: string;
+/** Lines before the cursor whose identifiers rank other code: as long as a window, as Copilot compares them. */
+export const QUERY_LINES = WINDOW_LINES;
+
+/**
+ * Related code for `surrounding_context`. The held files (the active document among them, when it is held)
+ * compete for the whole budget. A document that is not held (untitled, outside the workspace, hidden by
+ * `files.exclude`) still lends its own far parts, up to a third of the budget, as it did before other files
+ * were sent: they are the same document whose prefix is sent anyway.
+ */
+function relatedSurroundingContext(
+  input: CompletionInput,
+  parts: { cursor: CursorText; before: string; after: string; farBefore: string; farAfter: string },
+  budget: number,
+  source: RelatedContextSource,
+): string {
+  if (budget <= 0) return "";
+  const own = source.holds(input.uri) ? "" : surroundingContext(input, parts.farBefore, parts.farAfter, Math.floor(budget / 3));
+  const query = lastLines(parts.cursor.before, QUERY_LINES);
+  const related = source.relatedContext({
+    uri: input.uri,
+    path: input.relativePath ?? input.title,
+    cursorLine: input.cursorLine ?? countNewlines(input.text, 0, input.offset),
+    linesBefore: Math.max(countNewlines(parts.before), countNewlines(query)),
+    linesAfter: countNewlines(parts.after),
+    query,
+    budget: budget - own.length,
+  });
+  return related.text + own;
 }
 
 /**
- * Fills up to `budget` characters from the parts of this document outside the cursor windows (its start, and what
- * follows the suffix window) and from the other visible editors. Each source gets an equal share; a source that
- * needs less leaves its share to the others.
+ * Fills up to `budget` characters from the parts of this document outside the cursor windows: its start, and
+ * what follows the suffix window, each a snippet of this document. Each gets an equal share; one that needs less
+ * leaves its share to the other.
  */
 export function surroundingContext(input: CompletionInput, farBefore: string, farAfter: string, budget: number): string {
   if (budget <= 0) return "";
-  const self = input.relativePath ?? input.title;
-  const sources: Source[] = [
-    { label: `${self} (start)`, text: farBefore },
-    { label: `${self} (further down)`, text: farAfter },
-    ...(input.otherEditors?.() ?? []).map((editor): Source => ({ label: editor.path, text: editor.text })),
-  ].filter((source) => source.text.trim() !== "");
-  const headers = sources.map((source) => `--- ${source.label} ---\n`);
-  const wanted = sources.map((source, i) => source.text.length + (headers[i] ?? "").length + 1);
-  const shares = allocate(budget, wanted);
-  const parts: string[] = [];
-  sources.forEach((source, i) => {
-    const header = headers[i] ?? "";
-    const room = (shares[i] ?? 0) - header.length - 1;
+  const path = input.relativePath ?? input.title;
+  const texts = [farBefore, farAfter].filter((text) => text.trim() !== "");
+  const cost = (text: string) => snippetCost({ path, text });
+  const shares = allocate(budget, texts.map(cost));
+  const snippets: ContextSnippet[] = [];
+  texts.forEach((text, i) => {
+    const room = (shares[i] ?? 0) - cost("");
     if (room < 16) return;
-    parts.push(`${header}${head(source.text, room)}\n`);
+    snippets.push({ path, text: head(text, room) });
   });
-  return parts.join("");
+  const formatted = formatSnippets(snippets);
+  // A line that reads like a header costs one more character once escaped; such rare text is sent without it.
+  return formatted.length <= budget ? formatted : "";
+}
+
+/** The last `count` lines of `text` (the line the cursor is on counts as one). */
+export function lastLines(text: string, count: number): string {
+  let at = text.length;
+  for (let i = 0; i < count && at > 0; i++) at = text.lastIndexOf("\n", at - 1);
+  return at < 0 ? text : text.slice(at + 1);
+}
+
+function countNewlines(text: string, from = 0, to = text.length): number {
+  let count = 0;
+  for (let at = text.indexOf("\n", from); at !== -1 && at < to; at = text.indexOf("\n", at + 1)) count++;
+  return count;
 }
 
 /** Splits `budget` between requests so nobody gets more than asked and the rest is shared equally. */

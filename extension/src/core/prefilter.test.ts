@@ -29,3 +29,11 @@ test("skips the middle of a word, where ghost text cannot fit", () => {
 test("skips an empty document", () => {
   assert.equal(prefilter(inputAt("  █\n"), settings, undefined), "empty document");
 });
+
+test("skips a document that tabRelay.excludeGlobs covers, by workspace path or, outside the workspace, by name", () => {
+  assert.equal(prefilter(inputAt("API_KEY=█", { relativePath: "config/.env.local", title: ".env.local" }), settings, undefined), "excluded file");
+  assert.equal(prefilter(inputAt("-----BEGIN █", { relativePath: undefined, title: "id_rsa", uri: "file:///home/me/.ssh/id_rsa" }), settings, undefined), "excluded file");
+  assert.equal(prefilter(inputAt("x = █", { relativePath: "secrets/a.ts" }), { ...settings, excludeGlobs: ["secrets"] }, undefined), "excluded file");
+  assert.equal(prefilter(inputAt("x = █", { relativePath: "src/env.ts" }), settings, undefined), undefined);
+  assert.equal(prefilter(inputAt("API_KEY=█", { relativePath: "config/.env.local" }), { ...settings, excludeGlobs: [] }, undefined), undefined);
+});

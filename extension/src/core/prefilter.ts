@@ -1,7 +1,8 @@
+import { PathMatcher } from "./globs";
 import { isLanguageEnabled, type Settings } from "./settings";
 import type { CompletionInput } from "./types";
 
-export type SkipReason = "disabled" | "snoozed" | "language disabled" | "inside a word" | "empty document";
+export type SkipReason = "disabled" | "snoozed" | "language disabled" | "excluded file" | "inside a word" | "empty document";
 
 /** Letters, digits and `_`: characters that continue a word. */
 export const WORD_CHAR = /[\p{L}\p{N}_]/u;
@@ -14,9 +15,23 @@ export function prefilter(input: CompletionInput, settings: Settings, pause: "di
   if (!settings.enabled || pause === "disabled") return "disabled";
   if (pause === "snoozed") return "snoozed";
   if (!isLanguageEnabled(settings, input.languageId)) return "language disabled";
+  // Completing in a file means sending its text; a file that must never be sent gets no completions.
+  if (isExcludedDocument(input, settings)) return "excluded file";
   if (!/\S/.test(input.text) && input.selected === undefined) return "empty document";
   // Completing in the middle of a word would have to rewrite the word's tail, which ghost text cannot show.
   const next = input.text.charAt(input.offset);
   if (next !== "" && WORD_CHAR.test(next) && input.selected === undefined) return "inside a word";
   return undefined;
+}
+
+const matchers = new WeakMap<readonly string[], PathMatcher>();
+
+/** Whether `tabRelay.excludeGlobs` covers the document: its workspace path, or its name when it has none. */
+export function isExcludedDocument(input: Pick<CompletionInput, "relativePath" | "title">, settings: Settings): boolean {
+  let matcher = matchers.get(settings.excludeGlobs);
+  if (matcher === undefined) {
+    matcher = new PathMatcher(settings.excludeGlobs, { matchNames: true });
+    matchers.set(settings.excludeGlobs, matcher);
+  }
+  return matcher.match(input.relativePath ?? input.title) !== undefined;
 }

@@ -14,13 +14,6 @@ export interface Logger {
 /** The subset of `fetch` the pipeline uses, so tests can script responses. */
 export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
 
-/** Another editor visible next to the active one; its visible text feeds the surrounding context. */
-export interface VisibleEditorText {
-  readonly path: string;
-  readonly languageId: string;
-  readonly text: string;
-}
-
 /** The IntelliSense item selected in the suggest widget, as offsets into the document. */
 export interface SelectedCompletion {
   readonly start: number;
@@ -39,12 +32,13 @@ export interface CompletionInput {
   readonly languageId: string;
   /** A short human title: the file name, or `Untitled-1`. */
   readonly title: string;
+  /** The document, or a window of it around the cursor. */
   readonly text: string;
   /** Cursor offset into `text`. */
   readonly offset: number;
+  /** The cursor's line in the whole document, from 0; counted in `text` when absent (then `text` must be whole). */
+  readonly cursorLine?: number | undefined;
   readonly selected?: SelectedCompletion | undefined;
-  /** What the other visible editors show; read only once a request is really made, not on every keystroke. */
-  readonly otherEditors?: (() => readonly VisibleEditorText[]) | undefined;
 }
 
 /** What to show: replace `[start, end)` of the document with `insertText`. */

@@ -1,6 +1,6 @@
 import { posix } from "node:path";
 import * as vscode from "vscode";
-import type { CompletionInput, CompletionSession, VisibleEditorText } from "../core";
+import type { CompletionInput, CompletionSession } from "../core";
 
 /**
  * How much of the document around the cursor the pipeline reads, each side: more than the relay accepts
@@ -46,27 +46,16 @@ function toInput(
     title: posix.basename(document.uri.path),
     text: document.getText(new vscode.Range(start, document.positionAt(cursor + WINDOW_CHARS))),
     offset: cursor - base,
+    cursorLine: position.line,
     selected: selected && {
       start: document.offsetAt(selected.range.start) - base,
       end: document.offsetAt(selected.range.end) - base,
       text: selected.text,
     },
-    otherEditors: () => otherEditors(document),
   };
   return { input, base };
 }
 
 function relativePath(uri: vscode.Uri): string | undefined {
   return vscode.workspace.getWorkspaceFolder(uri) ? vscode.workspace.asRelativePath(uri, false) : undefined;
-}
-
-/** What the user can see in the other editors, as extra context. */
-function otherEditors(active: vscode.TextDocument): VisibleEditorText[] {
-  return vscode.window.visibleTextEditors
-    .filter((editor) => editor.document !== active && editor.document.uri.scheme !== "output")
-    .map((editor) => ({
-      path: relativePath(editor.document.uri) ?? posix.basename(editor.document.uri.path),
-      languageId: editor.document.languageId,
-      text: editor.visibleRanges.map((range) => editor.document.getText(range)).join("\n"),
-    }));
 }
