@@ -1,10 +1,11 @@
 // The composition root: the only place that builds real effects (clock, fetch, environment) and wires the core
 // pipeline to VS Code.
 import * as vscode from "vscode";
-import { CompletionSession, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
+import { CompletionSession, RecentFiles, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
 import { registerCommands } from "./commands";
 import { createInlineCompletionProvider } from "./inlineCompletionProvider";
+import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
 import { StatusBar, showNotice } from "./statusBar";
 
@@ -26,6 +27,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const rhythm = new TypingRhythm(context.globalState.get<number[]>(RHYTHM_KEY) ?? []);
   const saveRhythm = () => void context.globalState.update(RHYTHM_KEY, rhythm.learned());
   const rhythmTimer = setInterval(saveRhythm, RHYTHM_SAVE_MS);
+  const recentFiles = new RecentFiles(systemClock);
+  const recentFilesFeed = feedRecentFiles(recentFiles, () => settings, log);
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -34,6 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     getApiKey: () => apiKeys.get(),
     status,
     rhythm,
+    relatedContext: recentFiles,
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -42,6 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     for (const problem of parsed.problems) log.warn(`ignored invalid setting ${problem}`);
     const previous = settings;
     settings = parsed.settings;
+    if (previous.excludeGlobs.join("\n") !== settings.excludeGlobs.join("\n")) recentFilesFeed.excludesChanged();
     const hasKey = (await apiKeys.get()) !== undefined;
     status.dispatch({ type: "configured", enabled: settings.enabled, missing: missingConfiguration(settings, hasKey) });
     const target = (s: Settings) => `${s.relayUrl} ${s.workspaceSlug} ${s.model}`;
@@ -58,6 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     log,
     statusBar,
+    recentFilesFeed,
     vscode.languages.registerInlineCompletionItemProvider(
       [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
       createInlineCompletionProvider(session),
