@@ -32,7 +32,7 @@ export interface RawResponse {
 
 export type RawOutcome =
   | { kind: "response"; response: RawResponse; ms: number }
-  /** The server closed the connection without a (complete) response. */
+  /** The server closed the connection without a response, or in the middle of one. */
   | { kind: "closed"; ms: number; received: number }
   | { kind: "timeout"; ms: number }
   | { kind: "error"; ms: number; message: string };
@@ -89,16 +89,15 @@ function createParser(method: string) {
         if (status === 101 || method === "HEAD" || status === 204 || status === 304) return finish(Buffer.alloc(0));
         const rest = buffer.subarray(bodyStart);
         const encoding = headers.get("transfer-encoding")?.join(",").toLowerCase() ?? "";
+        // A body cut short by the connection closing is no response: the caller sees the connection closed.
         if (encoding.includes("chunked")) {
           const decoded = decodeChunked(rest);
-          if (decoded) return finish(decoded);
-          return ended ? finish(rest) : undefined;
+          return decoded ? finish(decoded) : undefined;
         }
         const length = headers.get("content-length")?.[0];
         if (length !== undefined) {
           const size = Number(length);
-          if (rest.length >= size) return finish(rest.subarray(0, size));
-          return ended ? finish(rest) : undefined;
+          return rest.length >= size ? finish(rest.subarray(0, size)) : undefined;
         }
         return ended ? finish(rest) : undefined;
       }
