@@ -40,8 +40,13 @@ test("new exclusions drop the files already held that they cover", () => {
   files.open(file("secrets/token.ts"), code("token"));
   files.setExcludes({ excludeGlobs: ["secrets"] });
   assert.deepEqual(files.paths(), ["src/a.ts"]);
-  assert.equal(files.isSecret("secrets/token.ts"), true);
-  assert.equal(files.isSecret("src/a.ts"), false);
+});
+
+test("deleting or moving a folder forgets the files held inside it, and only those", () => {
+  const files = new RecentFiles(new FakeClock());
+  for (const path of ["src/old/a.ts", "src/old/deep/b.ts", "src/older.ts", "src/c.ts"]) files.open(file(path), code("x"));
+  files.forgetFolder(uri("src/old"));
+  assert.deepEqual(files.paths().sort(), ["src/c.ts", "src/older.ts"]);
 });
 
 test("beyond the file limit the least recently used file goes; using a file again keeps it", () => {

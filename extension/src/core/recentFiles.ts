@@ -244,11 +244,6 @@ export class RecentFiles implements RelatedContextSource {
     return undefined;
   }
 
-  /** Whether `tabRelay.excludeGlobs` covers a path (also a bare file name, for documents outside the workspace). */
-  isSecret(path: string): boolean {
-    return this.excludeGlobs.match(path) !== undefined;
-  }
-
   /**
    * A file was opened, shown or focused, with its current text: it becomes the most recent. A file already held
    * is updated in place, re-tokenising only the lines that differ.
