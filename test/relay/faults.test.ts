@@ -601,6 +601,8 @@ describe("faults under load", { concurrency: true }, () => {
         `upstream sockets open: peak ${peakUpstream}, after ${standIn.openSockets()} (${ms(closedIn)} after the last answer); ` +
         `relay file descriptors: baseline ${baseline}, peak ${peakFds}, after ${after}`,
     );
+    // Both measures saw the connections while they were open, so their return to rest means something.
+    assert.ok(peakUpstream > 0 && peakFds > baseline, `connections were seen open: ${peakUpstream} upstream, ${peakFds - baseline} descriptors`);
     assert.equal(standIn.openSockets(), 0, "every upstream connection is closed");
     assert.ok(after <= baseline, `the relay's file descriptors return to ${baseline} (now ${after})`);
     assert.equal(relay.child.exitCode, null);
