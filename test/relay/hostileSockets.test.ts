@@ -296,6 +296,49 @@ describe("hostile WebSocket clients against a relay process", () => {
         await assertServing("a frame at the limit");
       });
 
+      // Every JSON shape, including the ones that are not objects (`null` once crashed the relay on Socket Mode),
+      // and acknowledgements with fields of the wrong type or for envelopes nobody sent.
+      const messages = [
+        "null",
+        "1",
+        "-0",
+        "1e400",
+        "true",
+        "false",
+        '"ack"',
+        '""',
+        "[]",
+        "[null]",
+        '[{"type":"ack","envelope_id":"evt_1"}]',
+        "{}",
+        '{"type":null}',
+        '{"type":"ack"}',
+        '{"type":"ack","envelope_id":null}',
+        '{"type":"ack","envelope_id":42}',
+        '{"type":"ack","envelope_id":{"toString":"x"}}',
+        '{"type":"ack","envelope_id":"evt_nobody_sent"}',
+        '{"type":["ack"],"envelope_id":["evt_1"]}',
+        '{"__proto__":{"type":"ack"},"envelope_id":"evt_1"}',
+        "not json at all",
+        "",
+      ];
+      test("a message of every JSON shape is ignored, and the socket and the relay go on serving", async () => {
+        const raw = await opened(endpoint);
+        for (const message of messages) {
+          raw.write(text(message));
+          // The ping behind the message is answered only once the message before it has been handled.
+          const before_ = raw.rest.length;
+          raw.write(frame({ opcode: 0x9, payload: Buffer.from("after") }));
+          await until(`the pong after ${JSON.stringify(message)}`, ANSWER_MS, () => {
+            assert.equal(relay.child.exitCode, null, `the relay exited after the message ${JSON.stringify(message)}:\n${relay.output().slice(-2_000)}`);
+            return serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0xa) ? true : undefined;
+          });
+          assert.ok(!serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0x8), `the relay closed the socket after ${JSON.stringify(message)}`);
+        }
+        raw.destroy();
+        await assertServing("messages of every JSON shape");
+      });
+
       test("a client that vanishes mid-frame costs nothing but its socket", async () => {
         const raw = await opened(endpoint);
         raw.write(text(Buffer.alloc(100, 0x61)).subarray(0, 40));

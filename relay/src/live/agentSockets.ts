@@ -51,6 +51,23 @@ interface Pending {
   socket: WebSocket;
 }
 
+/**
+ * The envelope id of an acknowledgement (`{"type":"ack","envelope_id":"..."}`), or undefined for anything else. A
+ * frame is any JSON text an agent cares to send: `null`, a number, a string, an array, an object without these
+ * fields or with fields of other types.
+ */
+export function ackedEnvelope(text: string): string | undefined {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof frame !== "object" || frame === null || Array.isArray(frame)) return undefined;
+  const { type, envelope_id: envelopeId } = frame as { type?: unknown; envelope_id?: unknown };
+  return type === "ack" && typeof envelopeId === "string" ? envelopeId : undefined;
+}
+
 export function createAgentSockets(deps: {
   logger: Logger;
   /** An agent's first socket opened or its last one closed. */
@@ -98,17 +115,11 @@ export function createAgentSockets(deps: {
       socket.on("pong", () => ((socket as WebSocket & { alive?: boolean }).alive = true));
       socket.on("message", (data, isBinary) => {
         if (isBinary) return;
-        let frame: unknown;
-        try {
-          frame = JSON.parse(String(data));
-        } catch {
-          return;
-        }
-        const ack = frame as { type?: unknown; envelope_id?: unknown };
-        if (ack.type !== "ack" || typeof ack.envelope_id !== "string") return;
+        const envelopeId = ackedEnvelope(String(data));
+        if (envelopeId === undefined) return;
         // Envelope ids are not secret (they are event ids, and another agent may learn one), so an ack counts only
         // on the socket its envelope was sent on; anywhere else it could mark another agent's event delivered.
-        if (pending.get(ack.envelope_id)?.socket === socket) settle(ack.envelope_id, { ok: true });
+        if (pending.get(envelopeId)?.socket === socket) settle(envelopeId, { ok: true });
         else deps.logger.debug("ignored an ack for an envelope not waiting on this socket", { agent_id: agentId });
       });
       socket.on("close", () => {
