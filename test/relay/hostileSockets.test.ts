@@ -339,6 +339,13 @@ describe("hostile WebSocket clients against a relay process", () => {
         await assertServing("messages of every JSON shape");
       });
 
+      test("a well-formed Sec-WebSocket-Protocol list is accepted, and no subprotocol is claimed", async () => {
+        const raw = await Raw.open(relay.url, handshake(relay.url, endpoint, { headers: { "sec-websocket-protocol": "chat,  json\t, v2.tab-relay" } }));
+        assert.equal(raw.status, 101, raw.rest.toString("utf8"));
+        assert.equal(raw.header("sec-websocket-protocol"), undefined);
+        raw.destroy();
+      });
+
       test("a client that vanishes mid-frame costs nothing but its socket", async () => {
         const raw = await opened(endpoint);
         raw.write(text(Buffer.alloc(100, 0x61)).subarray(0, 40));
@@ -351,6 +358,15 @@ describe("hostile WebSocket clients against a relay process", () => {
         { name: "a Sec-WebSocket-Key that is not 16 bytes of base64", change: { headers: { "sec-websocket-key": "not-a-key" } }, status: 400, names: "Sec-WebSocket-Key: " },
         { name: "Sec-WebSocket-Version 12", change: { headers: { "sec-websocket-version": "12" } }, status: 400, names: "Sec-WebSocket-Version: " },
         { name: "no Sec-WebSocket-Version", change: { headers: { "sec-websocket-version": null } }, status: 400, names: "Sec-WebSocket-Version: " },
+        // ws's own rules for the header (node_modules/ws/lib/subprotocol.js): comma-separated tokens, none twice.
+        { name: "an empty Sec-WebSocket-Protocol", change: { headers: { "sec-websocket-protocol": "" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        { name: "a Sec-WebSocket-Protocol with a space inside a name", change: { headers: { "sec-websocket-protocol": "a b" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        { name: "a Sec-WebSocket-Protocol naming one protocol twice", change: { headers: { "sec-websocket-protocol": "chat, chat" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        { name: "a Sec-WebSocket-Protocol with an empty entry", change: { headers: { "sec-websocket-protocol": "chat,,json" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        { name: "a Sec-WebSocket-Protocol ending in a comma", change: { headers: { "sec-websocket-protocol": "chat," } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        { name: "a Sec-WebSocket-Protocol with a separator in a name", change: { headers: { "sec-websocket-protocol": "chat/1.0" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
+        // RFC 9112 §3.2 and RFC 6455 §4.1: an HTTP/1.1 request, a handshake above all, carries Host.
+        { name: "no Host", change: { headers: { host: null } }, status: 400, names: "Host: " },
         { name: "a POST upgrade", change: { method: "POST", headers: { "content-length": "0" } }, status: 400, names: "method: " },
         { name: "Upgrade: h2c", change: { headers: { upgrade: "h2c" } }, status: 400, names: "Upgrade: " },
         // Node's HTTP parser refuses this itself, before the relay sees a request.

@@ -85,12 +85,34 @@ function originHost(origin: string): string | undefined {
 /** ws's own test of the key (websocket-server.js `keyRegex`): 16 bytes in base64. */
 const HANDSHAKE_KEY = /^[+/0-9A-Za-z]{22}==$/;
 
+/** RFC 9110 §5.6.2 `tchar`, the characters of a token: ws's `tokenChars` table (node_modules/ws/lib/validation.js). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * What ws's handleUpgrade would refuse in a Sec-WebSocket-Protocol header (RFC 6455 §4.1: a comma-separated list of
+ * protocol names, each a token, none twice), by the rules of its parser (node_modules/ws/lib/subprotocol.js `parse`,
+ * ws 8.23): blanks and tabs around a name, nothing else. Repeated headers arrive joined with ", " by Node, as ws sees them.
+ */
+function subprotocolProblem(header: string): string | undefined {
+  const seen = new Set<string>();
+  for (const entry of header.split(",")) {
+    const name = entry.replace(/^[ \t]+|[ \t]+$/g, "");
+    if (name === "") return header.trim() === "" ? "empty; send the header only to offer protocols" : "an empty entry in the list";
+    if (!TOKEN.test(name)) return `${JSON.stringify(name)} is not a protocol name (a token: letters, digits and !#$%&'*+-.^_\`|~)`;
+    if (seen.has(name)) return `${JSON.stringify(name)} is offered twice`;
+    seen.add(name);
+  }
+  return undefined;
+}
+
 /**
  * What is wrong with a handshake, named by its header, or undefined. Checked before anything touches the database;
  * ws checks the same again in handleUpgrade, but its refusals are bare text, not the API's error envelope.
  */
 function handshakeProblem(req: IncomingMessage): RelayError | undefined {
   if (req.method !== "GET") return new RelayError("VALIDATION_ERROR", `method: a WebSocket handshake is a GET request, not ${req.method ?? "none"}`);
+  // Node checks Host only for requests it hands to the app, not for upgrades (lib/_http_server.js parserOnIncoming).
+  if (req.headers.host === undefined) return new RelayError("VALIDATION_ERROR", "Host: required in a WebSocket handshake (RFC 6455 §4.1)");
   if (req.headers.upgrade?.toLowerCase() !== "websocket") return new RelayError("VALIDATION_ERROR", "Upgrade: must be `websocket`");
   const key = req.headers["sec-websocket-key"];
   if (key === undefined || !HANDSHAKE_KEY.test(key)) {
@@ -100,6 +122,9 @@ function handshakeProblem(req: IncomingMessage): RelayError | undefined {
     // RFC 6455 §4.2.2: the refusal names the versions the server speaks.
     return new RelayError("VALIDATION_ERROR", "Sec-WebSocket-Version: must be 13", { headers: { "Sec-WebSocket-Version": "13" } });
   }
+  const protocols = req.headers["sec-websocket-protocol"];
+  const protocolProblem = protocols === undefined ? undefined : subprotocolProblem(protocols);
+  if (protocolProblem !== undefined) return new RelayError("VALIDATION_ERROR", `Sec-WebSocket-Protocol: ${protocolProblem}`);
   return undefined;
 }
 
