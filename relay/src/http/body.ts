@@ -16,14 +16,17 @@ export function createJsonBody(limitBytes: number): RequestHandler {
     if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
     const type = req.headers["content-type"] ?? "";
     if (!JSON_TYPE.test(type)) {
-      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Request body must be JSON; send `Content-Type: application/json`"));
+      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Content-Type: the body must be JSON; send `Content-Type: application/json`"));
     }
     const charset = CHARSET.exec(type)?.[1]?.toLowerCase();
-    const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
-    if ((charset !== undefined && charset !== "utf-8" && charset !== "utf8") || encoding !== "identity") {
-      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Request body must be uncompressed UTF-8 JSON"));
+    if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", `Content-Type: the body must be UTF-8, not ${charset}`));
     }
-    const tooLarge = () => new RelayError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
+    const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
+    if (encoding !== "identity") {
+      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Content-Encoding: the body must be sent uncompressed"));
+    }
+    const tooLarge = () => new RelayError("PAYLOAD_TOO_LARGE", `body: larger than ${limitBytes} bytes`);
     if (Number(req.headers["content-length"] ?? 0) > limitBytes) return next(tooLarge());
 
     const chunks: Buffer[] = [];
@@ -43,14 +46,14 @@ export function createJsonBody(limitBytes: number): RequestHandler {
       else chunks.push(chunk);
     };
     req.on("data", onData);
-    req.on("error", () => fail(new RelayError("VALIDATION_ERROR", "Request body was not received completely")));
+    req.on("error", () => fail(new RelayError("VALIDATION_ERROR", "body: not received completely")));
     req.on("end", () => {
       if (failed) return;
       const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8");
       try {
         req.body = JSON.parse(text) as unknown;
       } catch {
-        return fail(new RelayError("VALIDATION_ERROR", "Request body is not valid JSON"));
+        return fail(new RelayError("VALIDATION_ERROR", "body: not valid JSON"));
       }
       next();
     });
