@@ -12,8 +12,11 @@ import { type Generation, type JsonType, type RecordedRequest, type StandIn, typ
  *   documented ones.
  * - Answers are chat-shaped: `choices[0].message.content`, or streamed `choices[0].delta.content` chunks
  *   ending with `data: [DONE]` (docs.mistral.ai/api/endpoint/fim; the SDK's `sentinel="[DONE]"`).
- * - `POST /v1/chat/completions`, `GET /v1/models`; there is no `/v1/completions`.
- * - Without `Authorization: Bearer <key>` the API answers 401 (body shape UNVERIFIED).
+ * - `POST /v1/chat/completions`, `GET /v1/models`; there is no `/v1/completions`. Model cards follow the SDK's
+ *   BaseModelCard (src/mistralai/client/models/basemodelcard.py, modelcapabilities.py @ 05629d23): `owned_by`
+ *   "mistralai", `capabilities` with `completion_fim`, which this stand-in sets for Codestral models only.
+ * - Without `Authorization: Bearer <key>` the API answers 401 (body shape UNVERIFIED), /v1/models included
+ *   (Continue tells a Codestral-only key by the 401 of GET https://api.mistral.ai/v1/models, model-servers.md §4).
  */
 export interface MistralOptions extends StandInBase {
   apiKey?: string;
@@ -125,8 +128,15 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
         if (body) answer(body, res, generation);
         return;
       }
-      case "GET /v1/models":
-        return sendJson(res, 200, { object: "list", data: models.map((id) => ({ id, object: "model", created, owned_by: "mistralai" })) });
+      case "GET /v1/models": {
+        if (options.apiKey && request.headers["authorization"] !== `Bearer ${options.apiKey}`) return sendJson(res, 401, { message: "Unauthorized", request_id: "standin" });
+        const card = (id: string) => {
+          const codestral = id.includes("codestral");
+          const capabilities = { completion_chat: true, function_calling: !codestral, reasoning: false, completion_fim: codestral, fine_tuning: false, vision: false, ocr: false, classification: false, moderation: false, audio: false };
+          return { id, object: "model", created, owned_by: "mistralai", capabilities, name: id, description: "", max_context_length: codestral ? 256000 : 32768, aliases: [], deprecation: null, default_model_temperature: 0.3, type: "base" };
+        };
+        return sendJson(res, 200, { object: "list", data: models.map(card) });
+      }
       default:
         return sendJson(res, 404, { detail: "Not Found" });
     }

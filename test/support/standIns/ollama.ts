@@ -14,6 +14,10 @@ import { type Generation, type JsonType, type RecordedRequest, type StandIn, typ
  * - Streams `data: {…}\n\n` with `choices[0].text` and `system_fingerprint: "fp_ollama"`, then `data: [DONE]`.
  * - `GET /api/version` `{"version":…}`, `GET /v1/models` (`owned_by` the namespace). An unknown route is gin's
  *   404 "404 page not found" in text/plain.
+ * - `POST /api/show` `{"model"}` (server/routes.go ShowHandler; api/types.go ShowRequest, ShowResponse):
+ *   `capabilities` holds `completion` (a GGUF model without pooling_type) and `insert` when the template uses
+ *   .Suffix (server/images.go ggufCapabilities, goTemplateCapabilities). Errors are the native API's
+ *   `{"error":"…"}`: 400 "missing request body" or "model is required", 404 "model 'x' not found".
  * Each request records what the model would read (`rendered`), so tests can check the FIM prompt Ollama builds.
  */
 export interface OllamaModel {
@@ -57,6 +61,24 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
   const error = (res: ServerResponse, status: number, message: string) =>
     sendJson(res, status, { error: { message, type: status === 400 ? "invalid_request_error" : status === 404 ? "not_found_error" : "api_error", param: null, code: null } }, { trailingNewline: true });
   const fullName = (name: string) => `registry.ollama.ai/library/${name.includes(":") ? name : `${name}:latest`}`;
+
+  function show(request: RecordedRequest, res: ServerResponse): void {
+    if (request.raw === "") return sendJson(res, 400, { error: "missing request body" });
+    if (!isRecord(request.body)) return sendJson(res, 400, { error: "invalid character looking for beginning of value" });
+    const name = typeof request.body["model"] === "string" && request.body["model"] !== "" ? request.body["model"] : request.body["name"];
+    if (typeof name !== "string" || name === "") return sendJson(res, 400, { error: "model is required" });
+    const model = models[name] ?? models[`${name}:latest`];
+    if (!model) return sendJson(res, 404, { error: `model '${name}' not found` });
+    const template = model.fimTemplate ?? "{{ .Prompt }}";
+    sendJson(res, 200, {
+      modelfile: `FROM ${fullName(name)}\nTEMPLATE """${template}"""\n`,
+      template,
+      details: { parent_model: "", format: "gguf", family: "", families: null, parameter_size: "1.5B", quantization_level: "Q4_K_M" },
+      model_info: { "general.architecture": "stand-in" },
+      capabilities: model.fimTemplate === undefined ? ["completion"] : ["completion", "insert"],
+      modified_at: new Date(created * 1000).toISOString(),
+    });
+  }
 
   function completions(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
     if (!isRecord(request.body)) {
@@ -129,6 +151,8 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
         return sendJson(res, 200, { object: "list", data: Object.keys(models).map((id) => ({ id, object: "model", created, owned_by: "library" })) }, { trailingNewline: true });
       case "POST /v1/completions":
         return completions(request, res, generation);
+      case "POST /api/show":
+        return show(request, res);
       default:
         return sendText(res, 404, "404 page not found");
     }

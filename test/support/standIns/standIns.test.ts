@@ -195,6 +195,18 @@ describe("Ollama stand-in", () => {
     assert.equal(missing.status, 404);
     assert.equal(await missing.text(), "404 page not found");
   });
+
+  test("/api/show lists insert only for a model whose template takes a suffix; native errors", async () => {
+    const capabilities = async (model: string) => ((await (await post(`${ollama.origin}/api/show`, { model })).json()) as { capabilities: string[] }).capabilities;
+    assert.deepEqual(await capabilities("qwen2.5-coder:1.5b"), ["completion", "insert"]);
+    assert.deepEqual(await capabilities("llama3.2:1b"), ["completion"]);
+    const unknown = await post(`${ollama.origin}/api/show`, { model: "nope" });
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(await unknown.json(), { error: "model 'nope' not found" });
+    const empty = await fetch(`${ollama.origin}/api/show`, { method: "POST" });
+    assert.equal(empty.status, 400);
+    assert.deepEqual(await empty.json(), { error: "missing request body" });
+  });
 });
 
 describe("Mistral stand-in", () => {
@@ -222,6 +234,18 @@ describe("Mistral stand-in", () => {
     assert.equal((await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "a" })).status, 401);
     assert.equal((await post(`${mistral.origin}/v1/completions`, { model: "codestral-latest", prompt: "a" }, auth)).status, 404);
   });
+
+  test("/v1/models needs the key and marks Codestral models as taking FIM", async () => {
+    assert.equal((await fetch(`${mistral.origin}/v1/models`)).status, 401);
+    const list = (await (await fetch(`${mistral.origin}/v1/models`, { headers: { authorization: "Bearer mk-test" } })).json()) as { data: { id: string; owned_by: string; capabilities: { completion_fim: boolean } }[] };
+    assert.deepEqual(
+      list.data.map((card) => [card.id, card.owned_by, card.capabilities.completion_fim]),
+      [
+        ["codestral-latest", "mistralai", true],
+        ["codestral-2508", "mistralai", true],
+      ],
+    );
+  });
 });
 
 describe("TGI stand-in", () => {
@@ -244,5 +268,14 @@ describe("TGI stand-in", () => {
     assert.equal(((await many.json()) as { error: string }).error, "Input validation error: `stop` supports up to 4 stop sequences. Given: 5");
     assert.equal((await post(`${tgi.origin}/v1/completions`, { prompt: "a", stop: "\n" })).status, 422);
     assert.equal((await post(`${tgi.origin}/v1/completions`, { prompt: "a", stop: ["1", "2", "3", "4"] })).status, 200);
+  });
+
+  test("/info is the router's Info; /v1/models has one card owned by the model id", async () => {
+    const info = (await (await fetch(`${tgi.origin}/info`)).json()) as { model_id: string; router: string; max_stop_sequences: number };
+    assert.deepEqual([info.model_id, info.router, info.max_stop_sequences], ["bigcode/starcoder2-3b", "text-generation-router", 4]);
+    assert.deepEqual(await (await fetch(`${tgi.origin}/v1/models`)).json(), {
+      object: "list",
+      data: [{ id: "bigcode/starcoder2-3b", object: "model", created: 0, owned_by: "bigcode/starcoder2-3b" }],
+    });
   });
 });

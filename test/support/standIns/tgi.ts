@@ -12,6 +12,9 @@ import { type Generation, type JsonType, type RecordedRequest, type StandIn, typ
  *   fields are ignored (no deny_unknown_fields).
  * - Streams `data: {"object":"text_completion",…}` chunks, a final one with `finish_reason` and `usage`, then
  *   `data: [DONE]`.
+ * - `GET /info`: the router's Info struct (router/src/lib.rs `Info`, server.rs get_model_info); `GET /v1/models`:
+ *   one card whose `owned_by` is the model id and `created` 0 (server.rs openai_get_model_info, lib.rs ModelsInfo);
+ *   `GET /health` 200 with an empty body. An unknown route is axum's empty 404.
  */
 export interface TgiOptions extends StandInBase {
   modelId?: string;
@@ -82,7 +85,24 @@ export async function startTgiStandIn(options: TgiOptions = {}): Promise<StandIn
         res.writeHead(200, { "content-length": 0 });
         return res.end();
       case "GET /info":
-        return sendJson(res, 200, { model_id: modelId, max_stop_sequences: maxStops, max_input_tokens: 4095, max_total_tokens: 4096, version: "3.3.6" });
+        return sendJson(res, 200, {
+          model_id: modelId,
+          model_sha: null,
+          model_pipeline_tag: "text-generation",
+          max_concurrent_requests: 128,
+          max_best_of: 2,
+          max_stop_sequences: maxStops,
+          max_input_tokens: 4095,
+          max_total_tokens: 4096,
+          validation_workers: 2,
+          max_client_batch_size: 4,
+          router: "text-generation-router",
+          version: "3.3.6",
+          sha: null,
+          docker_label: null,
+        });
+      case "GET /v1/models":
+        return sendJson(res, 200, { object: "list", data: [{ id: modelId, object: "model", created: 0, owned_by: modelId }] });
       default:
         res.writeHead(404, { "content-length": 0 });
         return res.end();
