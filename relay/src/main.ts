@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createApp } from "./app";
 import { createClientAddress } from "./http/clientAddress";
+import { HTTP_TIMEOUTS, type HttpTimeouts, attachClientErrors } from "./http/clientErrors";
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
 import { createWorkerTokenCounter } from "./completion/tokenCounter";
@@ -94,6 +95,8 @@ export interface StartOptions {
   consoleDir?: string | null;
   /** How often live connections are pinged and their sessions rechecked (tests shorten it). Default: 15 s. */
   liveCheckMs?: number;
+  /** How long a request may take to arrive (tests shorten it). Default: HTTP_TIMEOUTS. */
+  httpTimeouts?: Partial<HttpTimeouts>;
 }
 
 /** The composition root: builds the real dependencies from config and listens. */
@@ -223,7 +226,20 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     agentSockets,
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
   });
-  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, app);
+  const timeouts = { ...HTTP_TIMEOUTS, ...options.httpTimeouts };
+  const server = createServer(
+    {
+      noDelay: true,
+      keepAliveTimeout: 65_000,
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+      // Node answers a missing Host with a bare 400; the app answers it with the envelope (requestContext.ts).
+      requireHostHeader: false,
+    },
+    app,
+  );
+  attachClientErrors(server, { logger, now: () => clock.now(), app, timeouts });
   const upgrades = attachUpgrades(server, {
     store,
     clock,

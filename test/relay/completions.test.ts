@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { readCompletionStream, readSseEvents } from "@tab-relay/shared";
@@ -13,6 +14,33 @@ function sdk(relay: TestRelay, apiKey = relay.apiKey) {
 }
 
 type TabParams = OpenAI.Chat.ChatCompletionCreateParams & { tab_context: unknown };
+
+/**
+ * Writes `bytes` over a bare TCP connection (fetch cannot send a Content-Length that lies), optionally closes the
+ * client's side, and reads until the relay closes the connection.
+ */
+function rawExchange(url: string, bytes: Buffer, options: { halfClose?: boolean } = {}): Promise<{ head: string; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within 10 s; received ${JSON.stringify(Buffer.concat(chunks).toString("latin1"))}`));
+    }, 10_000);
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(chunks).toString("utf8");
+      const end = text.indexOf("\r\n\r\n");
+      resolve({ head: end === -1 ? text : text.slice(0, end), body: end === -1 ? "" : text.slice(end + 4) });
+    });
+    socket.write(bytes, () => {
+      if (options.halfClose) socket.end();
+    });
+  });
+}
 
 describe("Tab completions on the local engine", () => {
   let relay: TestRelay;
@@ -144,24 +172,42 @@ describe("Tab completions on the local engine", () => {
       });
     }
 
-    test("400 for a body that is not valid JSON", async () => {
+    test("400 for a body that is not valid JSON, named body", async () => {
       const response = await relay.request(PATH, { method: "POST", body: "{nope", headers: { "Content-Type": "application/json" } });
       assert.equal(response.status, 400);
-      assert.match((await errorOf(response)).message, /not valid JSON/);
+      assert.deepEqual(await errorOf(response), { code: "VALIDATION_ERROR", message: "body: not valid JSON" });
     });
 
-    test("415 for a body that is not JSON", async () => {
+    test("400 for a body cut short by the client closing its side, named body", async () => {
+      const payload = JSON.stringify(completionBody());
+      const head = `POST ${PATH} HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length + 100}\r\n\r\n`;
+      const answer = await rawExchange(relay.url, Buffer.from(head + payload), { halfClose: true });
+      assert.match(answer.head, /^HTTP\/1\.1 400 /);
+      const error = JSON.parse(answer.body) as { error: { code: string; message: string } };
+      assert.equal(error.error.code, "VALIDATION_ERROR");
+      assert.ok(error.error.message.startsWith("body: not received completely"), error.error.message);
+    });
+
+    test("415 for a body that is not JSON, naming Content-Type", async () => {
       const response = await relay.request(PATH, { method: "POST", body: "hello", headers: { "Content-Type": "text/plain" } });
       assert.equal(response.status, 415);
-      assert.equal((await errorOf(response)).code, "UNSUPPORTED_MEDIA_TYPE");
+      const error = await errorOf(response);
+      assert.equal(error.code, "UNSUPPORTED_MEDIA_TYPE");
+      assert.ok(error.message.startsWith("Content-Type: "), error.message);
     });
 
-    test("415 for a JSON body in another charset or compressed", async () => {
+    test("415 for a JSON body in another charset or compressed, naming the header", async () => {
       const body = JSON.stringify(completionBody());
-      for (const headers of [{ "Content-Type": "application/json; charset=utf-16" }, { "Content-Type": "application/json", "Content-Encoding": "gzip" }]) {
+      const cases: [Record<string, string>, string][] = [
+        [{ "Content-Type": "application/json; charset=utf-16" }, "Content-Type: "],
+        [{ "Content-Type": "application/json", "Content-Encoding": "gzip" }, "Content-Encoding: "],
+      ];
+      for (const [headers, field] of cases) {
         const response = await relay.request(PATH, { method: "POST", body, headers });
         assert.equal(response.status, 415);
-        assert.equal((await errorOf(response)).code, "UNSUPPORTED_MEDIA_TYPE");
+        const error = await errorOf(response);
+        assert.equal(error.code, "UNSUPPORTED_MEDIA_TYPE");
+        assert.ok(error.message.startsWith(field), error.message);
       }
     });
 
@@ -177,10 +223,12 @@ describe("Tab completions on the local engine", () => {
       assert.equal(response.status, 413);
     });
 
-    test("413 for a body over the size limit", async () => {
+    test("413 for a body over the size limit, named body", async () => {
       const response = await relay.request(PATH, { method: "POST", json: completionBody({ surrounding_context: "x".repeat(600 * 1024) }) });
       assert.equal(response.status, 413);
-      assert.equal((await errorOf(response)).code, "PAYLOAD_TOO_LARGE");
+      const error = await errorOf(response);
+      assert.equal(error.code, "PAYLOAD_TOO_LARGE");
+      assert.match(error.message, /^body: larger than \d+ bytes/);
     });
   });
 

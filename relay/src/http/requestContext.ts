@@ -1,3 +1,4 @@
+import { RelayError } from "@tab-relay/shared";
 import type { RequestHandler } from "express";
 import type { ClientAddress } from "./clientAddress";
 import type { Logger } from "../logger";
@@ -34,6 +35,11 @@ export function createRequestContext(deps: { logger: Logger; metrics: Metrics; c
         aborted: !res.writableFinished || undefined,
       });
     });
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host. Node would, but bare
+    // (lib/_http_server.js, `requireHostHeader`, turned off in main.ts so the answer carries the envelope).
+    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+      return next(new RelayError("VALIDATION_ERROR", "Host: required in an HTTP/1.1 request (RFC 9112 §3.2)"));
+    }
     next();
   };
 }

@@ -3,6 +3,7 @@ import type { Duplex } from "node:stream";
 import { API_PREFIX, RelayError } from "@tab-relay/shared";
 import { type ServerOptions, type WebSocket, WebSocketServer } from "ws";
 import { effectiveScopes } from "../auth/apiKeys";
+import { endWithError } from "../http/clientErrors";
 import { resolveAgentToken } from "../http/authenticateAgent";
 import { type RatePolicy, countRequest, rateLimitHeaders } from "../http/rateLimit";
 import { readCookie, resolveSession, sessionBucket, sessionCookieName } from "../auth/sessions";
@@ -128,17 +129,6 @@ function handshakeProblem(req: IncomingMessage): RelayError | undefined {
   return undefined;
 }
 
-/** Answers a refused upgrade with the API's error envelope and closes the connection once it is written. */
-function refuse(socket: Duplex, error: RelayError, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify(error.toBody());
-  const lines = Object.entries({ ...headers, ...error.headers }).map(([name, value]) => `${name}: ${value}\r\n`);
-  // Destroyed rather than left half-open: the server keeps sockets open for a client that never ends its side.
-  socket.once("finish", () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${error.status} ${error.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${lines.join("")}Connection: close\r\n\r\n${body}`,
-  );
-}
-
 export interface UpgradeDeps {
   store: Store;
   clock: Clock;
@@ -163,6 +153,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
   const liveServer = socketServer({ maxPayload: LIVE_MAX_FRAME_BYTES, maxFragments: 4, maxBufferedChunks: 256 });
   const agentServer = socketServer({ maxPayload: AGENT_MAX_FRAME_BYTES, maxFragments: 16, maxBufferedChunks: 1024 });
   const rate = { store: deps.rateLimitStore, clock: deps.clock, metrics: deps.metrics, windowMs: deps.windowMs };
+  /** Answers a refused upgrade with the API's error envelope and closes the connection once it is written. */
+  const refuse = (socket: Duplex, error: RelayError, headers: Record<string, string> = {}) => endWithError(socket, error, { now: deps.clock.now(), headers });
 
   /**
    * Without an `error` listener a bad frame (too large, invalid UTF-8, unmasked, a reserved opcode...) would be an
