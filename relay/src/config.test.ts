@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, DEFAULT_RATE_LIMITS, isLoopbackHost, loadConfig, plainHttpWarning, secretFlagWarnings } from "./config";
+import { ConfigError, DEFAULT_RATE_LIMITS, isLoopbackHost, loadConfig, loadDoctorConfig, plainHttpWarning, secretFlagWarnings } from "./config";
 
 describe("loadConfig", () => {
   test("applies the documented defaults", () => {
@@ -196,5 +196,31 @@ describe("start-up warnings", () => {
     const warning = plainHttpWarning({ host: "0.0.0.0", publicUrl: "http://relay.example.com" });
     assert.match(warning ?? "", /^Serving plain http on 0\.0\.0\.0, which other machines can reach: .* set TAB_RELAY_PUBLIC_URL to its https:\/\/ address, or listen on 127\.0\.0\.1$/);
     assert.ok(plainHttpWarning({ host: "::", publicUrl: undefined }));
+  });
+});
+
+describe("loadDoctorConfig", () => {
+  test("reads the upstream settings alone, flags over environment, with no data folder", () => {
+    const config = loadDoctorConfig({ TAB_RELAY_UPSTREAM_URL: "http://env:1/v1", TAB_RELAY_UPSTREAM_API_KEY: "sk-env" }, { upstreamUrl: "http://flag:2", upstreamModel: "m" });
+    assert.deepEqual(
+      { ...config },
+      { upstreamUrl: "http://flag:2", upstreamModel: "m", upstreamApiKey: "sk-env", upstreamApi: undefined, fimTemplate: undefined, infillMaxPredictMs: 500, upstreamTimeoutMs: 10_000 },
+    );
+    assert.ok(Object.isFrozen(config));
+    assert.equal(loadDoctorConfig({ TAB_RELAY_UPSTREAM_URL: "http://h", TAB_RELAY_UPSTREAM_API: "completions" }).upstreamApi, "suffix");
+  });
+
+  test("reports every problem at once: no URL, a bad mode, a template for another mode", () => {
+    assert.throws(
+      () => loadDoctorConfig({ TAB_RELAY_UPSTREAM_API: "magic", TAB_RELAY_FIM_TEMPLATE: "nope" }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.problems.length === 3 &&
+        error.problems.some((p) => p.startsWith("TAB_RELAY_UPSTREAM_URL (--upstream-url): is required")) &&
+        error.problems.some((p) => p.startsWith("TAB_RELAY_UPSTREAM_API (--upstream-api):")) &&
+        error.problems.some((p) => p.startsWith('TAB_RELAY_FIM_TEMPLATE (--fim-template): unknown family "nope"')),
+    );
+    assert.throws(() => loadDoctorConfig({ TAB_RELAY_UPSTREAM_URL: "http://h", TAB_RELAY_UPSTREAM_API: "suffix", TAB_RELAY_FIM_TEMPLATE: "starcoder2" }), /only applies when TAB_RELAY_UPSTREAM_API is fim \(it is suffix\)/);
+    assert.throws(() => loadDoctorConfig({ TAB_RELAY_UPSTREAM_URL: "ftp://h" }), /TAB_RELAY_UPSTREAM_URL \(--upstream-url\)/);
   });
 });

@@ -386,3 +386,46 @@ export function plainHttpWarning(config: Pick<Config, "host" | "publicUrl">): st
     `Put a TLS-terminating proxy in front and set ${SETTINGS.publicUrl.env} to its https:// address, or listen on 127.0.0.1`
   );
 }
+
+/** What `tab-relay doctor` checks a model server with: the upstream settings alone, no data folder or database. */
+export interface DoctorConfig {
+  upstreamUrl: string;
+  upstreamModel: string | undefined;
+  upstreamApiKey: string | undefined;
+  /** Set by the operator: doctor tries this mode instead of the one it would recommend. */
+  upstreamApi: UpstreamApi | undefined;
+  /** A family name or a custom template string, as TAB_RELAY_FIM_TEMPLATE takes it. */
+  fimTemplate: string | undefined;
+  infillMaxPredictMs: number;
+  upstreamTimeoutMs: number;
+}
+
+const DOCTOR_SETTINGS = ["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs"] as const;
+
+/** The upstream settings, read and checked as for `serve` (flags win, every problem reported at once), frozen. */
+export function loadDoctorConfig(env: Env, overrides: Overrides = {}): Readonly<DoctorConfig> {
+  const raw: Record<string, string> = {};
+  for (const name of DOCTOR_SETTINGS) {
+    const value = overrides[name] ?? env[SETTINGS[name].env];
+    if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
+  }
+  const problems: string[] = [];
+  const parsed = RawConfig.pick({ upstreamUrl: true, upstreamModel: true, upstreamApiKey: true, upstreamApi: true, fimTemplate: true, infillMaxPredictMs: true, upstreamTimeoutMs: true }).safeParse(raw);
+  if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`${label(String(issue.path[0]) as SettingName)}: ${issue.message}`);
+  if (raw["upstreamUrl"] === undefined) problems.push(`${label("upstreamUrl")}: is required: the model server to check`);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  const c = parsed.data;
+  const api = raw["upstreamApi"] === undefined ? undefined : (DEPRECATED_APIS[c.upstreamApi] ?? (c.upstreamApi as UpstreamApi));
+  if (api !== undefined && api !== "fim" && c.fimTemplate !== undefined) problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
+  if (api !== undefined && api !== "infill" && c.infillMaxPredictMs !== undefined) problems.push(`${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    upstreamUrl: c.upstreamUrl as string,
+    upstreamModel: c.upstreamModel,
+    upstreamApiKey: c.upstreamApiKey,
+    upstreamApi: api,
+    fimTemplate: c.fimTemplate,
+    infillMaxPredictMs: c.infillMaxPredictMs ?? DEFAULT_INFILL_MAX_PREDICT_MS,
+    upstreamTimeoutMs: c.upstreamTimeoutMs,
+  });
+}
