@@ -253,6 +253,20 @@ describe("Tab completions on the local engine", () => {
     assert.match(text, /tab_relay_upstream_requests_total\{provider="local",outcome="ok"\} \d+/);
   });
 
+  test("/metrics labels a request by its route, however the request spells the mount path: two spellings, one series", async () => {
+    const count = (text: string, route: string) =>
+      Number(new RegExp(`tab_relay_http_requests_total\\{route="${route.replace(/\//g, "\\/")}",method="GET",status="200"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    const before = await (await fetch(`${relay.url}/metrics`)).text();
+    const spellings = { "/api/v1/tab/models": ["/api/v1/tab/models", "/ApI/V1/tab/models", "/API/V1/TAB/MODELS/"], "/v1/tab/models": ["/v1/tab/models", "/V1/Tab/Models"] };
+    for (const paths of Object.values(spellings)) {
+      for (const path of paths) assert.equal((await relay.request(path)).status, 200, path);
+    }
+    const metrics = await (await fetch(`${relay.url}/metrics`)).text();
+    for (const [route, paths] of Object.entries(spellings)) assert.equal(count(metrics, route) - count(before, route), paths.length, route);
+    const routes = new Set([...metrics.matchAll(/route="([^"]*)"/g)].map((match) => match[1]));
+    assert.deepEqual([...routes].filter((route) => route !== route?.toLowerCase()), [], "labels spelled as the requests spelled them");
+  });
+
   test("the completion route answers the same on its own lane and through the router, for every outcome", async () => {
     // The canonical spellings take the lane in front of express; the others go through express's router.
     const lane = [PATH, "/v1/tab/chat/completions", `${PATH}?trace=1`];

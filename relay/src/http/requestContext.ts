@@ -44,10 +44,15 @@ export function createRequestContext(deps: { logger: Logger; metrics: Metrics; c
   };
 }
 
-/** Names the route (mount point + pattern) for logs and metrics, so ids in paths never become labels. */
+/**
+ * Names the route (mount point + pattern) for logs and metrics, so neither ids in paths nor spellings become labels.
+ * `req.baseUrl` is the mount path as this request spelled it: express matches mount paths ignoring case, so
+ * `/ApI/V1` reaches the `/api/v1` mount. Every mount path of the app is a lower-case literal, so the lower-cased
+ * spelling is the mount path itself, and the labels stay a fixed set however requests spell their paths.
+ */
 export function named(pattern: string): RequestHandler {
   return function nameRoute(req, _res, next) {
-    req.routeName = req.baseUrl + pattern;
+    req.routeName = req.baseUrl.toLowerCase() + pattern;
     next();
   };
 }
