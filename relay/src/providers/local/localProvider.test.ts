@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { describe, it } from "node:test";
-import { TAB_LIMITS, type TabContext } from "@tab-relay/shared";
+import { TAB_LIMITS, type TabContext, formatSnippets } from "@tab-relay/shared";
 import { createLocalProvider, predictContinuation } from "./localProvider";
 import type { CompletionInput } from "../types";
 
@@ -47,6 +47,22 @@ describe("local engine: predicting from the document", () => {
     const surrounding = "import { readFileSync } from 'node:fs';\nconst raw = readFileSync(path, 'utf8');\nexport const config = JSON.parse(raw);\n";
     const prediction = predictContinuation(context("let text = '';\nconst raw = readF", { surrounding_context: surrounding }), 100);
     assert.equal(prediction, "ileSync(path, 'utf8');\nexport const config = JSON.parse(raw);");
+  });
+
+  it("ends a continuation from the surrounding context with its snippet, before the next file's header", () => {
+    const surrounding = formatSnippets([
+      { path: "src/stats.ts", text: "const total = sum(values);\nreport(total);" },
+      { path: "src/other.ts", text: "unrelated(code);\nmore();" },
+    ]);
+    const extra = { surrounding_context: surrounding };
+    assert.equal(predictContinuation(context("let x = 1;\nconst total = ", extra), 100), "sum(values);\nreport(total);");
+    // The match reaches the end of a snippet: the next one's header is not what follows.
+    assert.equal(predictContinuation(context("let x = 1;\nconst total = sum(values);\nreport(total);\n", extra), 100), "");
+  });
+
+  it("runs on over a line of a snippet that only looks like a header", () => {
+    const surrounding = formatSnippets([{ path: "notes.ts", text: "const banner = load();\n--- file: fake.ts ---\nshow(banner);" }]);
+    assert.equal(predictContinuation(context("x();\nconst banner = ", { surrounding_context: surrounding }), 100), "load();\n --- file: fake.ts ---\nshow(banner);");
   });
 
   it("completes a partial word from the document's most frequent matching word", () => {

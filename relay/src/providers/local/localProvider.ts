@@ -31,7 +31,9 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
   const match = findLongestEarlierMatch({ before, after, surrounding }, Math.max(MIN_MATCH_CHARS, partial.length + 1));
   if (match) {
     const source = match.source === "before" ? before : match.source === "after" ? after : surrounding;
-    text = finish(source.slice(match.continuationStart, match.continuationStart + MAX_CONTINUATION_CHARS), context, maxTokens);
+    const limit = match.continuationStart + MAX_CONTINUATION_CHARS;
+    const end = match.source === "surrounding" ? snippetEnd(surrounding, match.continuationStart, limit) : limit;
+    text = finish(source.slice(match.continuationStart, end), context, maxTokens);
   }
   if (text === "" && partial.length >= MIN_WORD_PREFIX && !/^\d/.test(partial)) {
     const tail = completeWord(partial, [
@@ -43,6 +45,22 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
   }
   return text;
 }
+
+/**
+ * Where the snippet holding `from` ends in `surrounding_context`: before the next snippet's header line
+ * (`--- file: <path> ---`, written by formatSnippets in shared/src/protocol/snippets.ts, which escapes a line of
+ * code that looks like one with a leading space). What follows a header is another file, or another part of one:
+ * a continuation that ran on into it would suggest the header and code from somewhere else.
+ */
+function snippetEnd(surrounding: string, from: number, limit: number): number {
+  HEADER_LINE.lastIndex = from;
+  const header = HEADER_LINE.exec(surrounding);
+  if (header === null || header.index >= limit) return limit;
+  // The line break before the header ends the snippet's text.
+  return Math.max(from, header.index - 1);
+}
+
+const HEADER_LINE = /^--- file: .+ ---\r?$/gm;
 
 function finish(text: string, context: TabContext, maxTokens: number): string {
   const stopped = stopForSurface(text, context.surface, context.active_text_before_cursor, context.active_text_after_cursor);
