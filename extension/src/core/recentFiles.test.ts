@@ -159,6 +159,20 @@ test("typing within one line rebuilds the two windows over it and keeps the othe
   assert.deepEqual(bounds(after), freshWindows(files.heldText(uri("a.ts")) ?? ""));
 });
 
+test("a file taken in has its windows cut at once, off the request path; an edit leaves its windows to the next request", () => {
+  const text = Array.from({ length: 100 }, (_, i) => `const name${i} = ${i};`).join("\n");
+  const files = new RecentFiles(new FakeClock());
+  files.open(file("a.ts"), text);
+  assert.equal(files.hasPendingWindows(uri("a.ts")), false, "opened");
+  assertWindowsMatch(files, uri("a.ts"), text, "as opened");
+  files.edit(uri("a.ts"), [changeAt(text, 0, 0, "x")]);
+  assert.equal(files.hasPendingWindows(uri("a.ts")), true, "edited");
+  files.relatedContext({ uri: uri("b.ts"), path: "b.ts", cursorLine: 0, linesBefore: 0, linesAfter: 0, query: "name1", budget: 500 });
+  assert.equal(files.hasPendingWindows(uri("a.ts")), false, "after a request");
+  files.open(file("a.ts"), `${text}\nconst more = 1;`);
+  assert.equal(files.hasPendingWindows(uri("a.ts")), false, "opened again with other text");
+});
+
 test("pressing Enter near the top of a long file rebuilds the windows there and moves the others down", () => {
   const text = Array.from({ length: 400 }, (_, i) => `const name${i} = ${i};`).join("\n");
   const files = new RecentFiles(new FakeClock());
