@@ -25,7 +25,16 @@ export async function conversationForAgent(store: Store, caller: AgentCaller, ty
 
 /** The members of a conversation with their current names. */
 export async function membersOf(store: Store, workspaceId: string, conversationId: string): Promise<Member[]> {
-  const [refs, everyone] = await Promise.all([store.conversations.members(conversationId), store.conversations.directory(workspaceId)]);
+  return (await membersOfEach(store, workspaceId, [conversationId])).get(conversationId) ?? [];
+}
+
+/**
+ * The members of each conversation with their current names, reading the workspace's directory once: a list of
+ * conversations names the members of every DM in it, and a directory read per DM cost (DMs × people) per request.
+ */
+export async function membersOfEach(store: Store, workspaceId: string, conversationIds: readonly string[]): Promise<Map<string, Member[]>> {
+  if (conversationIds.length === 0) return new Map();
+  const [refs, everyone] = await Promise.all([Promise.all(conversationIds.map((id) => store.conversations.members(id))), store.conversations.directory(workspaceId)]);
   const byId = new Map(everyone.map((member) => [member.id, member]));
-  return refs.flatMap((ref) => byId.get(ref.id) ?? []);
+  return new Map(conversationIds.map((id, index) => [id, (refs[index] ?? []).flatMap((ref) => byId.get(ref.id) ?? [])]));
 }

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { Clock } from "../clock";
 import type { RateLimits } from "../config";
-import { conversationForAgent, membersOf } from "../conversations/access";
+import { conversationForAgent, membersOfEach } from "../conversations/access";
 import { presentConversation, presentMessage } from "../conversations/present";
 import { ConversationParams, MessagesQuery, PostMessageBody } from "../conversations/schemas";
 import type { ConversationService } from "../conversations/service";
@@ -68,9 +68,8 @@ export function createAgentApiRouter(deps: {
   router.get("/conversations", named("/conversations"), async (req, res) => {
     const { agent, workspace } = req.agentCaller as AgentCaller;
     const list = await store.conversations.listVisible(workspace.id, agent.id, false);
-    const data = await Promise.all(
-      list.map(async (c) => presentConversation(c, c.type === "dm" ? { members: await membersOf(store, workspace.id, c.id) } : {})),
-    );
+    const members = await membersOfEach(store, workspace.id, list.filter((c) => c.type === "dm").map((c) => c.id));
+    const data = list.map((c) => presentConversation(c, c.type === "dm" ? { members: members.get(c.id) ?? [] } : {}));
     res.json({ data });
   });
 

@@ -1,7 +1,7 @@
 import { RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import type { Clock } from "../clock";
-import { conversationForPerson, membersOf } from "../conversations/access";
+import { conversationForPerson, membersOf, membersOfEach } from "../conversations/access";
 import { presentConversation, presentMessage, presentNotification } from "../conversations/present";
 import {
   AddMemberBody,
@@ -113,11 +113,8 @@ export function createConversationsRouter(deps: { store: Store; clock: Clock; id
   router.get("/conversations", named("/conversations"), requireScope("messages.read"), async (req, res) => {
     const caller = req.caller as Caller;
     const list = await store.conversations.listVisible(caller.workspace.id, caller.user.id, caller.user.role !== "guest");
-    const data = await Promise.all(
-      list.map(async (c) =>
-        presentConversation(c, { is_member: c.is_member, ...(c.type === "dm" ? { members: await membersOf(store, caller.workspace.id, c.id) } : {}) }),
-      ),
-    );
+    const members = await membersOfEach(store, caller.workspace.id, list.filter((c) => c.type === "dm").map((c) => c.id));
+    const data = list.map((c) => presentConversation(c, { is_member: c.is_member, ...(c.type === "dm" ? { members: members.get(c.id) ?? [] } : {}) }));
     res.json({ data });
   });
 
