@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, secretFlagWarnings } from "./config";
+import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, secretFlagWarnings } from "./config";
+import { runDoctor } from "./doctor";
 import { databasePath, openStore, startRelay } from "./main";
 import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
@@ -20,6 +21,11 @@ Usage:
                    all the role allows; --owner: the earliest-added owner; --workspace when the database has several)
   (with --database postgres://… instead of --data, init, serve and migrate use PostgreSQL; --redis redis://… shares
    rate limits between relays)
+  tab-relay doctor --upstream-url URL [--upstream-model M] [--upstream-api A] [--fim-template T] [--json]
+                   check a model server: what it is, the mode and template to use, one short completion through the
+                   relay's own code, and the environment lines for serve (the API key from TAB_RELAY_UPSTREAM_API_KEY,
+                   never printed); exit 0 when the round trip works, 1 when the server answered but it failed, 2 when
+                   nothing answered
   tab-relay help | --version
 
 Options (each also readable from its environment variable):
@@ -29,6 +35,13 @@ ${Object.values(SETTINGS)
 `;
 
 const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: "string" as const }]));
+/** `doctor` takes the upstream settings only: it needs no data folder or database. */
+const DOCTOR_OPTIONS = {
+  ...Object.fromEntries(
+    (["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs"] as const).map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
+  ),
+  json: { type: "boolean" as const },
+};
 /** `keys create` takes `--owner` as a switch, where `init` takes a name. */
 const KEYS_OPTIONS = {
   ...settingFlags,
@@ -159,6 +172,19 @@ async function keysCreate(values: Record<string, unknown>): Promise<void> {
   if (problem !== undefined) fail(problem);
 }
 
+/** Checks the model server; the exit code says how it went (see USAGE). */
+async function doctor(values: Record<string, unknown>): Promise<void> {
+  let config;
+  try {
+    config = loadDoctorConfig(process.env, overridesFrom(values));
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+  const code = await runDoctor(config, { json: values["json"] === true, write: (text) => process.stdout.write(text), clock: { now: () => performance.now() } });
+  process.exit(code);
+}
+
 async function serve(values: Record<string, unknown>): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
@@ -201,7 +227,9 @@ async function main(): Promise<void> {
       args: keysCommand ? rest.slice(1) : rest,
       options: keysCommand
         ? KEYS_OPTIONS
-        : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
+        : command === "doctor"
+          ? DOCTOR_OPTIONS
+          : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
       strict: true,
     });
   } catch (error) {
@@ -218,6 +246,8 @@ async function main(): Promise<void> {
       return migrate(values);
     case "keys":
       return keysCreate(values);
+    case "doctor":
+      return doctor(values);
     case "start": {
       const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;
