@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parseSnippets } from "../../shared/src/protocol/snippets";
+import { RecentFiles, changeAt } from "../../extension/src/core/recentFiles";
 import { startTestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn } from "../support/upstreamStandIn";
 import { ReplayClock } from "./typingClock";
@@ -79,6 +81,38 @@ test("a keystroke that arrives while a slow model is still answering aborts the 
     await waitFor(() => upstream.requests.length - upstream.clientDisconnects() === completed);
   } finally {
     await upstream.close();
+  }
+});
+
+test("a RecentFiles fed every change holds the document as typed, and every request carries the other open file", async () => {
+  const files = new RecentFiles({ now: () => 0 });
+  const uri = "file:///work/project/src/math.ts";
+  files.open({ uri: "file:///work/project/src/multiply.ts", path: "src/multiply.ts", scheme: "file" }, "export function multiply(left: number, right: number): number {\n  return left * right;\n}\n");
+  files.open({ uri, path: "src/math.ts", scheme: "file" }, TEXT.slice(0, START));
+  const bodies: string[] = [];
+  let changes = 0;
+  const run = await replayAgainst(
+    {},
+    {
+      uri,
+      relatedContext: files,
+      onChange: (change) => {
+        changes++;
+        files.edit(uri, [changeAt(change.text, change.offset, change.deleted, change.inserted)]);
+      },
+      onRequest: (body) => bodies.push(body),
+      settings: { surroundingContextChars: 1_000 },
+    },
+  );
+  assert.equal(run.finalText, TEXT);
+  assert.equal(changes, run.actions.length);
+  assert.equal(files.heldText(uri), TEXT);
+  assert.equal(bodies.length, run.requests.length);
+  assert.ok(bodies.length > 0);
+  for (const body of bodies) {
+    const context = (JSON.parse(body) as { tab_context: { surrounding_context?: string } }).tab_context.surrounding_context ?? "";
+    assert.ok(context.length <= 1_000);
+    assert.ok(parseSnippets(context).some((snippet) => snippet.path === "src/multiply.ts"), context);
   }
 });
 

@@ -9,7 +9,8 @@
 import { CompletionSession, type SessionStats } from "../../extension/src/core/completionSession";
 import type { TypingRhythm } from "../../extension/src/core/debounce";
 import type { RequestOutcome } from "../../extension/src/core/request";
-import { DEFAULT_SETTINGS } from "../../extension/src/core/settings";
+import type { RelatedContextSource } from "../../extension/src/core/relatedContext";
+import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settings";
 import { StatusController, initialStatus } from "../../extension/src/core/status";
 import type { Suggestion } from "../../extension/src/core/types";
 import type { ReplayClock } from "./typingClock";
@@ -32,6 +33,24 @@ export interface ReplayOptions {
   readonly seed: number;
   /** The typist's rhythm as the extension has learned it; shared across replays like one VS Code across files. */
   readonly rhythm?: TypingRhythm;
+  /** The document's URI; by default one under `file:///work/project/`. */
+  readonly uri?: string;
+  /** Settings that differ from the extension's defaults (the relay, workspace and debounce are set from above). */
+  readonly settings?: Partial<Settings>;
+  /** Code from other files for `surrounding_context`, as the adapter hands the session a RecentFiles. */
+  readonly relatedContext?: RelatedContextSource;
+  /** Every change to the document, as VS Code reports it to the adapter: `deleted` characters at `offset` of `text`. */
+  readonly onChange?: (change: DocumentChange) => void;
+  /** Every request body as it goes on the wire (JSON). */
+  readonly onRequest?: (body: string) => void;
+}
+
+export interface DocumentChange {
+  /** The document before the change. */
+  readonly text: string;
+  readonly offset: number;
+  readonly deleted: number;
+  readonly inserted: string;
 }
 
 export type ActionKind = "type" | "typo" | "backspace" | "acceptAll" | "acceptLine";
@@ -87,12 +106,16 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
   const status = new StatusController(clock, initialStatus(true, []));
   const session = new CompletionSession({
     clock,
-    fetch: (url, init) => fetch(url, init),
+    fetch: (url, init) => {
+      options.onRequest?.(init.body);
+      return fetch(url, init);
+    },
     logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
-    getSettings: () => ({ ...DEFAULT_SETTINGS, relayUrl: options.relayUrl, workspaceSlug: options.workspaceSlug, debounceMs: options.debounceMs }),
+    getSettings: () => ({ ...DEFAULT_SETTINGS, ...options.settings, relayUrl: options.relayUrl, workspaceSlug: options.workspaceSlug, debounceMs: options.debounceMs }),
     getApiKey: () => Promise.resolve(options.apiKey),
     status,
     ...(options.rhythm ? { rhythm: options.rhythm } : {}),
+    ...(options.relatedContext ? { relatedContext: options.relatedContext } : {}),
     onEvent: (event) => {
       if (event.type === "requestStarted") {
         // A request belongs to the latest keystroke: every older provide call was cancelled before it could send.
@@ -115,7 +138,7 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
     },
   });
 
-  const uri = `file:///work/project/${options.path}`;
+  const uri = options.uri ?? `file:///work/project/${options.path}`;
   const title = options.path.slice(options.path.lastIndexOf("/") + 1);
   let doc = options.text.slice(0, options.start);
   let ghost: { text: string; visibleSince: number } | undefined;
@@ -127,7 +150,10 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
     const key = pickKey();
     if (key === undefined) break;
     const before = ghost;
+    const change: DocumentChange =
+      key.kind === "backspace" ? { text: doc, offset: doc.length - 1, deleted: 1, inserted: "" } : { text: doc, offset: doc.length, deleted: 0, inserted: key.text };
     doc = key.kind === "backspace" ? doc.slice(0, -1) : doc + key.text;
+    options.onChange?.(change);
     ghost = undefined;
     const action: ActionRecord = { kind: key.kind, text: key.text, at: now, gap: nextGap(random, typist, key.text) };
     const index = actions.push(action) - 1;
