@@ -176,13 +176,19 @@ describe("tab-relay doctor", () => {
     assert.deepEqual(envLinesOf(run.stdout), []);
   });
 
-  test("TGI with StarCoder2: fim with starcoder2, at most four stops", async () => {
+  test("TGI with StarCoder2: fim with starcoder2, also when requests name the model tgi", async () => {
     const tgi = await started(startTgiStandIn({ reply: REPLY }));
     const run = await doctor(["--upstream-url", tgi.origin]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /^Server {6}Hugging Face TGI 3\.3\.6, known by its GET \/info$/m);
     assert.deepEqual(envLinesOf(run.stdout).slice(1), ["TAB_RELAY_UPSTREAM_MODEL=bigcode/starcoder2-3b", "TAB_RELAY_UPSTREAM_API=fim", "TAB_RELAY_FIM_TEMPLATE=starcoder2"]);
     assert.deepEqual(routes(tgi), ["GET /v1/models", "GET /props", "GET /api/version", "GET /info", "POST /v1/completions"]);
+
+    // TGI's examples name the model "tgi": the family still comes from the model TGI serves.
+    const named = await doctor(["--upstream-url", tgi.origin, "--upstream-model", "tgi"]);
+    assert.equal(named.status, 0, named.stdout + named.stderr);
+    assert.match(named.stdout, /^Model {7}tgi \(as given; TGI serves bigcode\/starcoder2-3b under any name\)$/m);
+    assert.deepEqual(envLinesOf(named.stdout).slice(1), ["TAB_RELAY_UPSTREAM_MODEL=tgi", "TAB_RELAY_UPSTREAM_API=fim", "TAB_RELAY_FIM_TEMPLATE=starcoder2"]);
   });
 
   test("TGI with a model no family matches: template advice and no completion; with --fim-template, the round trip", async () => {

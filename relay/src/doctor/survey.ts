@@ -53,6 +53,8 @@ export interface Survey {
   insert?: boolean;
   /** Mistral: the model's `capabilities.completion_fim`. */
   modelFim?: boolean;
+  /** TGI: the one model it serves (/info `model_id`), whatever name a request gives. */
+  servedModel?: string;
   /** Some probe was refused for want of an API key (401, 403). */
   authRefused?: boolean;
 }
@@ -187,6 +189,7 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
     const info = answer.status === 200 ? readTgiInfo(answer.json) : undefined;
     if (info) {
       identified("tgi", "its GET /info");
+      survey.servedModel = info.modelId;
       if (info.version !== undefined) survey.version = info.version;
       if (survey.models.length === 0) survey.models = [{ id: info.modelId }];
     }
@@ -196,6 +199,10 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
 
   // 3. The model, and what the mode depends on.
   const model = pickModel(survey.models, options.model);
+  // TGI's `model` field is unused (router/src/lib.rs: "UNUSED"): any name reaches its one model.
+  if (model && survey.kind === "tgi" && survey.servedModel !== undefined && model.id !== survey.servedModel) {
+    model.why = `as given; TGI serves ${survey.servedModel} under any name`;
+  }
   if (model) survey.model = model;
   if (survey.kind === "llama.cpp") {
     const health = await ask("GET", `${urls.root}/health`);

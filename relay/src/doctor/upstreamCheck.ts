@@ -77,9 +77,11 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
       lines.push(row("Model", `${survey.model.id} (${survey.model.why})`));
       if (survey.loading) return done("failed", "llama.cpp is still loading the model", "run doctor again once GET /health answers 200");
 
+      // The name that tells the model's family: TGI's own model id, whatever name requests give.
+      const modelName = survey.servedModel ?? survey.model.id;
       const recommendation = recommend({
         kind: survey.kind,
-        model: survey.model.id,
+        model: modelName,
         ...(survey.infill === undefined ? {} : { infill: survey.infill }),
         ...(survey.insert === undefined ? {} : { insert: survey.insert }),
         ...(survey.modelFim === undefined ? {} : { modelFim: survey.modelFim }),
@@ -88,7 +90,7 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
       const api = config.upstreamApi ?? recommendation.api;
       const tried: Tried = {
         api,
-        fimTemplate: api === "fim" ? (config.fimTemplate ?? (config.upstreamApi === undefined ? recommendation.fimTemplate : familyForModel(survey.model.id))) : undefined,
+        fimTemplate: api === "fim" ? (config.fimTemplate ?? (config.upstreamApi === undefined ? recommendation.fimTemplate : familyForModel(modelName))) : undefined,
         source: config.upstreamApi === undefined ? "recommended" : "given",
         // llama.cpp's /infill is on the root; the README's examples give infill the root URL.
         url: api === "infill" ? survey.root : survey.base,
