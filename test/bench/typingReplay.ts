@@ -15,9 +15,13 @@
  * that answers after SLOW_MODEL_MS), where requests are still in flight when the typist goes on, so the aborts
  * are exercised end to end.
  *
+ * Then the repository replay (typingRepoReplay.ts): real files of this repository and of zod typed with their
+ * neighbours open, each with what the extension sent before issue 12, with no code from other files, and with it.
+ *
  * Flags: --file <path> (repeatable; default: the files below), --from <0..1> (share of the file already in the
- * document; default 0.5), --chars <n> (type at most this many characters), --seed <n>, --debounce <ms> (default:
- * the extension's setting), --quick (local engine at the given debounce only).
+ * document; default 0.5), --chars <n> (type at most this many characters; in the repository replay, per file),
+ * --seed <n>, --debounce <ms> (default: the extension's setting), --quick (local engine at the given debounce only),
+ * --repo (the repository replay only).
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -30,6 +34,7 @@ import { startTestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn } from "../support/upstreamStandIn";
 import { ReplayClock } from "./typingClock";
 import { type TypingFigures, figuresTable, goalsTable, summarizeReplay, sweepTable } from "./typingReport";
+import { type RepoReplayFigures, runRepositoryReplay } from "./typingRepoReplay";
 import { replayTyping } from "./typingRun";
 import { DEFAULT_TYPIST } from "./typingTypist";
 
@@ -56,6 +61,7 @@ const { values } = parseArgs({
     seed: { type: "string", default: "1" },
     debounce: { type: "string" },
     quick: { type: "boolean", default: false },
+    repo: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -64,7 +70,7 @@ const seed = Number(values.seed);
 const maxChars = values.chars === undefined ? Number.POSITIVE_INFINITY : Number(values.chars);
 const debounceMs = values.debounce === undefined ? DEFAULT_SETTINGS.debounceMs : Number(values.debounce);
 if (!(from >= 0 && from < 1) || !Number.isInteger(seed) || !(debounceMs >= 0) || !(maxChars > 0)) {
-  console.error("usage: bench:typing [--file path]... [--from 0..1] [--chars n] [--seed n] [--debounce ms] [--quick]");
+  console.error("usage: bench:typing [--file path]... [--from 0..1] [--chars n] [--seed n] [--debounce ms] [--quick | --repo]");
   process.exit(2);
 }
 const files = values.file ?? DEFAULT_FILES;
@@ -82,12 +88,13 @@ let slow: SlowModelFigures | undefined;
 // One typist, one editor: the rhythm the extension learns (and remembers across restarts) carries over from
 // the warm-up to every replay, as it does from file to file in one VS Code.
 const rhythm = new TypingRhythm();
+let repository: RepoReplayFigures | undefined;
 const local = await startRelayOnReplayTime();
 try {
   // A short unrecorded replay first, so compiling the relay's and the pipeline's hot paths is not in the figures.
   await typeFile(local, files[0] ?? "", seed - 1, debounceMs, 300);
   progress("warmed up");
-  for (const ms of [debounceMs, ...sweep]) {
+  for (const ms of values.repo ? [] : [debounceMs, ...sweep]) {
     for (const [i, file] of files.entries()) {
       const figures = await typeFile(local, file, seed + i, ms);
       runs.push(figures);
@@ -95,21 +102,35 @@ try {
       if (ms === debounceMs) printRun(`${file}, local engine`, figures);
     }
   }
+  if (values.repo || !values.quick) {
+    repository = await runRepositoryReplay({
+      root,
+      relay: local,
+      seed,
+      debounceMs,
+      learnedGaps: rhythm.learned(),
+      ...(values.chars === undefined ? {} : { maxChars }),
+      progress,
+    });
+  }
 } finally {
   await local.close();
 }
-if (sweep.length > 0) console.log(`\n## The same typing at other debounce values\n\n${sweepTable(runs)}`);
-if (!values.quick) slow = await slowModelRun(files[0] ?? "");
+if (sweep.length > 0 && !values.repo) console.log(`\n## The same typing at other debounce values\n\n${sweepTable(runs)}`);
+if (!values.quick && !values.repo) slow = await slowModelRun(files[0] ?? "");
 
 const judged = [...runs.filter((run) => run.debounceMs === debounceMs), ...(slow ? [slow] : [])];
-const failed = judged.flatMap((run) =>
-  run.goals.filter((goal) => !goal.pass).map((goal) => `${run.file}${run === slow ? " (slow model)" : ""}: ${goal.description} (${goal.measured})`),
-);
-const broken = [...runs, ...(slow ? [slow] : [])].some((run) => !run.typedCorrectly);
+const failed = [
+  ...judged.flatMap((run) =>
+    run.goals.filter((goal) => !goal.pass).map((goal) => `${run.file}${run === slow ? " (slow model)" : ""}: ${goal.description} (${goal.measured})`),
+  ),
+  ...(repository?.goals ?? []).filter((goal) => !goal.pass).map((goal) => `repository replay: ${goal.description} (${goal.measured})`),
+];
+const broken = [...runs, ...(slow ? [slow] : [])].some((run) => !run.typedCorrectly) || repository?.typedCorrectly === false;
 const realSeconds = Math.round((performance.now() - begun) / 100) / 10;
 const out = join(root, "test-output/bench/typing.json");
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ node: process.version, realSeconds, typist: DEFAULT_TYPIST, debounceMs, runs, slowModel: slow }, null, 2)}\n`);
+writeFileSync(out, `${JSON.stringify({ node: process.version, realSeconds, typist: DEFAULT_TYPIST, debounceMs, runs, slowModel: slow, repository }, null, 2)}\n`);
 console.log(`\nreplayed in ${realSeconds} s of real time; figures in ${out}`);
 if (failed.length > 0) {
   const rule = "=".repeat(72);
