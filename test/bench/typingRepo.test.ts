@@ -1,6 +1,18 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { companionOf, importSpecifiers, importersOf, importsOf, isBarrel, neighboursOf, resolveImport, typedRange, type Project } from "./typingRepo";
+import {
+  companionOf,
+  declaresExport,
+  importSpecifiers,
+  importStatements,
+  importersOf,
+  importsOf,
+  isBarrel,
+  neighboursOf,
+  resolveImport,
+  typedRange,
+  type Project,
+} from "./typingRepo";
 
 const project = (files: Record<string, string>, typed: string[] = [], packages: Record<string, string> = {}): Project => ({
   name: "p",
@@ -28,6 +40,37 @@ test("import specifiers come from import and export-from statements, multi-line 
   assert.deepEqual(importSpecifiers(text), ["./a.js", "./b", "./side-effect.js", "../c.js", "./e.js", "./f.js"]);
 });
 
+test("each statement says which exports it takes, under which names a re-export passes them on", () => {
+  const text = [
+    'import { a, b as c, type D } from "./one.js";',
+    'import * as z from "./two.js";',
+    'import fallback from "./three.js";',
+    'export * from "./four.js";',
+    'export * as ns from "./five.js";',
+    'export { e as f, type G } from "./six.js";',
+  ].join("\n");
+  assert.deepEqual(
+    importStatements(text).map(({ specifier, taken, exported }) => ({ specifier, taken, exported })),
+    [
+      { specifier: "./one.js", taken: ["a", "b", "D"], exported: [] },
+      { specifier: "./two.js", taken: "all", exported: [] },
+      { specifier: "./three.js", taken: "all", exported: [] },
+      { specifier: "./four.js", taken: "all", exported: "all" },
+      { specifier: "./five.js", taken: "all", exported: ["ns"] },
+      { specifier: "./six.js", taken: ["e", "G"], exported: ["f", "G"] },
+    ],
+  );
+});
+
+test("a module declares an export by a declaration or a local export list, names with $ included", () => {
+  const text = "export class RelayError extends Error {}\nexport const $ZodType = 1;\nconst local = 2;\nexport { local as renamed, local };\n";
+  assert.equal(declaresExport(text, "RelayError"), true);
+  assert.equal(declaresExport(text, "$ZodType"), true);
+  assert.equal(declaresExport(text, "ZodType"), false);
+  assert.equal(declaresExport(text, "local"), true);
+  assert.equal(declaresExport(text, "Relay"), false);
+});
+
 test("imports resolve as the compiler would: .js written for .ts, a folder by its index, the project's own package names", () => {
   const p = project({ "src/a.ts": "", "src/lib/index.ts": "", "src/b.tsx": "", "shared/src/index.ts": "" }, [], { "@x/shared": "shared/src/index.ts", "@x/gone": "gone.ts" });
   assert.equal(resolveImport(p, "src/main.ts", "./a.js"), "src/a.ts");
@@ -46,6 +89,7 @@ test("a barrel only imports and re-exports; a file that declares anything is not
   assert.equal(isBarrel('export * from "./a.js";\nexport const version = 4;\n'), false);
   assert.equal(isBarrel('import { a } from "./a.js";\nconsole.log(a);\n'), false);
   assert.equal(isBarrel(""), false);
+  assert.equal(isBarrel('import { a } from "./a.js";\n'), false, "a file that only imports re-exports nothing");
 });
 
 test("a file's imports follow barrels to the files they re-export, in import order, each once", () => {
@@ -64,6 +108,23 @@ test("a file's imports follow barrels to the files they re-export, in import ord
   assert.deepEqual(importsOf(p, "test.ts"), ["api/schemas.ts", "api/checks.ts", "helper.ts"]);
 });
 
+test("a named import through a barrel leads to the file that declares the name, not every file the barrel re-exports", () => {
+  const p = project(
+    {
+      "route.ts": 'import { RelayError } from "@x/shared";\nimport { z } from "zod";\n',
+      "shared/index.ts": 'export * from "./limits.js";\nexport { RelayError as RelayError, codes } from "./errors.js";\nexport * as sse from "./sse.js";\n',
+      "shared/limits.ts": "export const LIMITS = {};\n",
+      "shared/errors.ts": "export class RelayError extends Error {}\nexport const codes = [];\n",
+      "shared/sse.ts": "export function encode() {}\n",
+    },
+    [],
+    { "@x/shared": "shared/index.ts" },
+  );
+  assert.deepEqual(importsOf(p, "route.ts"), ["shared/errors.ts"]);
+  const namespace = { ...p, files: new Map([...p.files, ["route.ts", 'import { sse } from "@x/shared";\nimport * as all from "@x/shared";\n']]) };
+  assert.deepEqual(importsOf(namespace, "route.ts"), ["shared/sse.ts", "shared/limits.ts", "shared/errors.ts"]);
+});
+
 test("importers are the files importing it directly, the nearest in the tree first", () => {
   const p = project({
     "src/core/a.ts": "export const a = 1;\n",
@@ -71,6 +132,7 @@ test("importers are the files importing it directly, the nearest in the tree fir
     "src/app/c.ts": 'import { a } from "../core/a.js";\n',
     "src/core/deep/d.ts": 'import { a } from "../a.js";\n',
     "src/core/e.ts": 'import { b } from "./b.js";\n',
+    "src/core/index.ts": 'export * from "./a.js";\n',
   });
   assert.deepEqual(importersOf(p, "src/core/a.ts"), ["src/core/b.ts", "src/core/deep/d.ts", "src/app/c.ts"]);
 });

@@ -3,10 +3,12 @@
  * files come in as text, so the rules can be tested on small made-up projects.
  *
  * Neighbours of a typed file, in the order they are opened (the last opened is the most recent):
- * 1. files that import it (at most MAX_IMPORTERS, nearest in the tree first): the callers of what is being written;
+ * 1. files that import it (at most MAX_IMPORTERS, nearest in the tree first, not an index that re-exports it): the
+ *    callers of what is being written;
  * 2. the files it imports (at most MAX_IMPORTS, in the order of its import lines), resolved as the compiler would
  *    (relative paths with `.js` written for `.ts`, folders by their index, the project's own package names), a
- *    barrel that only re-exports followed to the files it re-exports, as "Go to Definition" lands there;
+ *    barrel that only re-exports followed to the files declaring the names taken through it, as "Go to
+ *    Definition" lands there;
  * 3. its test beside it (`x.test.ts` next to `x.ts`, or in a `tests/` folder), or the module beside a test.
  * Files typed earlier in the same project stay open as recently edited files.
  */
@@ -28,18 +30,52 @@ export interface Project {
 export const MAX_IMPORTERS = 2;
 export const MAX_IMPORTS = 5;
 
-const IMPORT = /(?:^|[\n;])[ \t]*(?:import|export)\b[^;'"]*?\bfrom[ \t]*["']([^"'\n]+)["']|(?:^|[\n;])[ \t]*import[ \t]*["']([^"'\n]+)["']/g;
+/** One import or export-from statement: the module, and which of its exports it takes. */
+export interface ImportStatement {
+  readonly specifier: string;
+  readonly kind: "import" | "export";
+  /** The module's exports taken, by their names there; "all" for a namespace, a default, a side effect or `export *`. */
+  readonly taken: readonly string[] | "all";
+  /** For an export: the names it exports them under, pairwise with `taken`; "all" for `export *`. */
+  readonly exported: readonly string[] | "all";
+}
+
+const STATEMENT = /(?:^|[\n;])[ \t]*(import|export)\b([^;'"]*?)\bfrom[ \t]*["']([^"'\n]+)["']|(?:^|[\n;])[ \t]*import[ \t]*["']([^"'\n]+)["']/g;
+
+/** A file's static import and export-from statements, in order (not dynamic imports, nor those in comments). */
+export function importStatements(text: string): ImportStatement[] {
+  const code = stripComments(text);
+  const out: ImportStatement[] = [];
+  STATEMENT.lastIndex = 0;
+  for (let match = STATEMENT.exec(code); match !== null; match = STATEMENT.exec(code)) {
+    const [, keyword, clause = "", from, sideEffect] = match;
+    if (sideEffect !== undefined) {
+      out.push({ specifier: sideEffect, kind: "import", taken: "all", exported: [] });
+      continue;
+    }
+    const kind = keyword === "export" ? "export" : "import";
+    const braces = /\{([^}]*)\}/.exec(clause);
+    // Anything besides a list in braces (a default import, `* as ns`, `*`) takes the module whole.
+    const whole = braces === null || clause.replace(braces[0], "").replace(/\btype\b|,/g, "").trim() !== "";
+    const pairs = (braces?.[1] ?? "")
+      .split(",")
+      .map((part) => part.trim().replace(/^type\s+/, ""))
+      .filter((part) => part !== "")
+      .map((part) => part.split(/\s+as\s+/));
+    const starExport = kind === "export" && /^\s*(?:type\s+)?\*\s*$/.test(clause);
+    out.push({
+      specifier: from ?? "",
+      kind,
+      taken: whole ? "all" : pairs.map(([name = ""]) => name),
+      exported: kind === "import" ? [] : starExport ? "all" : whole ? [clause.replace(/^\s*(?:type\s+)?\*\s*as\s+/, "").trim()] : pairs.map(([name = "", alias]) => alias ?? name),
+    });
+  }
+  return out;
+}
 
 /** The module specifiers of a file's static import and export-from statements, in order. */
 export function importSpecifiers(text: string): string[] {
-  const code = stripComments(text);
-  const out: string[] = [];
-  IMPORT.lastIndex = 0;
-  for (let match = IMPORT.exec(code); match !== null; match = IMPORT.exec(code)) {
-    const specifier = match[1] ?? match[2];
-    if (specifier !== undefined) out.push(specifier);
-  }
-  return out;
+  return importStatements(text).map((statement) => statement.specifier);
 }
 
 /** The project file a specifier names from `from`, or undefined (a package from outside, or a missing file). */
@@ -53,30 +89,60 @@ export function resolveImport(project: Pick<Project, "files" | "packages">, from
   return undefined;
 }
 
-/** A file that only imports and re-exports (an index): every statement imports, or exports without declaring. */
+/** A file that only re-exports (an index): it exports something, and every statement imports or exports without declaring. */
 export function isBarrel(text: string): boolean {
   const statements = stripComments(text)
     .split(/;|\n(?=\s*(?:import|export)\b)/)
     .map((statement) => statement.trim())
     .filter((statement) => statement !== "");
-  return statements.length > 0 && statements.every((statement) => /^import\b/.test(statement) || /^export\s+(?:type\s+)?(?:\*|\{)/.test(statement));
+  const reexport = (statement: string) => /^export\s+(?:type\s+)?(?:\*|\{)/.test(statement);
+  return statements.some(reexport) && statements.every((statement) => /^import\b/.test(statement) || reexport(statement));
 }
 
-/** The files `path` imports, barrels followed to what they re-export, in import order without repeats. */
+/**
+ * The files `path` imports, in import order without repeats. A barrel is followed to the files that declare the
+ * names taken through it (all of them for a namespace import), as "Go to Definition" would land there.
+ */
 export function importsOf(project: Pick<Project, "files" | "packages">, path: string): string[] {
   const out: string[] = [];
-  const seen = new Set([path]);
-  const visit = (from: string) => {
-    for (const specifier of importSpecifiers(project.files.get(from) ?? "")) {
-      const target = resolveImport(project, from, specifier);
-      if (target === undefined || seen.has(target)) continue;
-      seen.add(target);
-      if (isBarrel(project.files.get(target) ?? "")) visit(target);
-      else out.push(target);
+  const visited = new Set<string>();
+  const visit = (from: string, wanted: readonly string[] | "all", direct: boolean) => {
+    for (const statement of importStatements(project.files.get(from) ?? "")) {
+      const taken = direct ? statement.taken : passedOn(statement, wanted);
+      if (taken === undefined) continue;
+      const target = resolveImport(project, from, statement.specifier);
+      if (target === undefined || target === path || out.includes(target)) continue;
+      const text = project.files.get(target) ?? "";
+      if (isBarrel(text)) {
+        const key = `${target}\u0000${taken === "all" ? "*" : taken.join(",")}`;
+        if (!visited.has(key)) {
+          visited.add(key);
+          visit(target, taken, false);
+        }
+      } else if (direct || taken === "all" || taken.some((name) => declaresExport(text, name))) out.push(target);
     }
   };
-  visit(path);
+  visit(path, "all", true);
   return out;
+}
+
+/** What a barrel's statement passes on of the names wanted from the barrel, by their names in its module. */
+function passedOn(statement: ImportStatement, wanted: readonly string[] | "all"): readonly string[] | "all" | undefined {
+  if (statement.kind === "import") return wanted === "all" ? statement.taken : undefined;
+  if (statement.exported === "all") return wanted;
+  if (wanted === "all") return statement.taken;
+  if (statement.taken === "all") return statement.exported.some((name) => wanted.includes(name)) ? "all" : undefined;
+  const taken = statement.taken;
+  const names = statement.exported.flatMap((name, i) => (wanted.includes(name) ? [taken[i] ?? name] : []));
+  return names.length > 0 ? names : undefined;
+}
+
+/** Whether a module declares an export of this name (a declaration, or a local export list). */
+export function declaresExport(text: string, name: string): boolean {
+  const escaped = name.replace(/[$]/g, "\\$");
+  const declared = new RegExp(`\\bexport\\s+(?:declare\\s+)?(?:default\\s+)?(?:async\\s+)?(?:abstract\\s+)?(?:function\\*?|class|const|let|var|type|interface|enum|namespace)\\s+${escaped}(?![\\w$])`);
+  const listed = new RegExp(`\\bexport\\s*(?:type\\s*)?\\{[^}]*(?<![\\w$])${escaped}(?![\\w$])[^}]*\\}`);
+  return declared.test(text) || listed.test(text);
 }
 
 /** Files of the project that import `path` directly, nearest in the tree first, then by path. */
@@ -84,7 +150,8 @@ export function importersOf(project: Pick<Project, "files" | "packages">, path: 
   const importers: string[] = [];
   for (const [other, text] of project.files) {
     if (other === path) continue;
-    if (importSpecifiers(text).some((specifier) => resolveImport(project, other, specifier) === path)) importers.push(other);
+    // An index that re-exports it is not a caller.
+    if (importSpecifiers(text).some((specifier) => resolveImport(project, other, specifier) === path) && !isBarrel(text)) importers.push(other);
   }
   return importers.sort((a, b) => treeDistance(path, a) - treeDistance(path, b) || (a < b ? -1 : a > b ? 1 : 0));
 }
