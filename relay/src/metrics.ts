@@ -6,6 +6,12 @@ interface Series {
   value: number;
   buckets?: number[];
   sum?: number;
+  /**
+   * The series' lines up to their values (`name{labels} `, one per bucket and sum and count for a histogram), built
+   * on its first render: escaping labels on every scrape cost about a second per 8,000 series, all of it with the
+   * event loop held.
+   */
+  prefixes?: string[];
 }
 
 class Metric {
@@ -46,20 +52,29 @@ class Metric {
   }
 
   render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
+    let text = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} ${this.type}`;
     for (const series of this.series.values()) {
+      const prefixes = (series.prefixes ??= this.prefixesOf(series.labels));
       if (this.type === "counter") {
-        lines.push(`${this.name}${labelText(series.labels)} ${series.value}`);
+        text += `\n${prefixes[0] as string}${series.value}`;
         continue;
       }
-      this.bucketBounds.forEach((bound, i) => {
-        lines.push(`${this.name}_bucket${labelText({ ...series.labels, le: String(bound) })} ${series.buckets?.[i] ?? 0}`);
-      });
-      lines.push(`${this.name}_bucket${labelText({ ...series.labels, le: "+Inf" })} ${series.value}`);
-      lines.push(`${this.name}_sum${labelText(series.labels)} ${series.sum ?? 0}`);
-      lines.push(`${this.name}_count${labelText(series.labels)} ${series.value}`);
+      const buckets = series.buckets ?? [];
+      for (let i = 0; i < this.bucketBounds.length; i++) text += `\n${prefixes[i] as string}${buckets[i] ?? 0}`;
+      const at = this.bucketBounds.length;
+      text += `\n${prefixes[at] as string}${series.value}\n${prefixes[at + 1] as string}${series.sum ?? 0}\n${prefixes[at + 2] as string}${series.value}`;
     }
-    return lines.join("\n");
+    return text;
+  }
+
+  private prefixesOf(labels: Labels): string[] {
+    if (this.type === "counter") return [`${this.name}${labelText(labels)} `];
+    return [
+      ...this.bucketBounds.map((bound) => `${this.name}_bucket${labelText({ ...labels, le: String(bound) })} `),
+      `${this.name}_bucket${labelText({ ...labels, le: "+Inf" })} `,
+      `${this.name}_sum${labelText(labels)} `,
+      `${this.name}_count${labelText(labels)} `,
+    ];
   }
 }
 
