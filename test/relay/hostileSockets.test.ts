@@ -369,8 +369,8 @@ describe("hostile WebSocket clients against a relay process", () => {
         { name: "no Host", change: { headers: { host: null } }, status: 400, names: "Host: " },
         { name: "a POST upgrade", change: { method: "POST", headers: { "content-length": "0" } }, status: 400, names: "method: " },
         { name: "Upgrade: h2c", change: { headers: { upgrade: "h2c" } }, status: 400, names: "Upgrade: " },
-        // Node's HTTP parser refuses this itself, before the relay sees a request.
-        { name: "control characters in the Upgrade header", change: { headers: { upgrade: "\u0001\u007f garbage" } }, status: 400 },
+        // Node's HTTP parser refuses this before there is a request; the relay's clientError handler answers it.
+        { name: "control characters in the Upgrade header", change: { headers: { upgrade: "\u0001\u007f garbage" } }, status: 400, names: "headers: " },
         // Not an upgrade at all to Node: an ordinary GET, which the API answers.
         { name: "an Upgrade header without Connection: Upgrade", change: { headers: { connection: "keep-alive" } }, status: 404 },
         { name: "an unknown WebSocket path", change: { path: "/api/v1/nothing-here" }, status: 404 },

@@ -152,21 +152,29 @@ export function attachClientErrors(server: Server, deps: { logger: Logger; now()
     endWithError(socket, error, { now: deps.now() });
   }
 
+  // Node's docs: the listener is responsible for closing or destroying the socket. It does, at once or (behind a
+  // pipelined response) once that response is out. It runs inside Node's parser callback, where a throw would be
+  // uncaught, so nothing escapes it.
   server.on("clientError", (error: ParseError, socket: Duplex) => {
     if (answered.has(socket)) return;
     answered.add(socket);
-    const pending = inFlight(socket);
-    const answer = clientErrorAnswer(error, { bodyStarted: pending !== undefined && !pending.req.complete, timeouts: deps.timeouts });
-    // A connection that never sent a byte and timed out is closed without an answer: a browser's preconnected
-    // socket must not read a 400 as the answer to a request it sends later.
-    if (answer === undefined || (socket as Socket).bytesRead === 0 || socket.destroyed) {
+    try {
+      const pending = inFlight(socket);
+      const answer = clientErrorAnswer(error, { bodyStarted: pending !== undefined && !pending.req.complete, timeouts: deps.timeouts });
+      // A connection that never sent a byte and timed out is closed without an answer: a browser's preconnected
+      // socket must not read a 400 as the answer to a request it sends later.
+      if (answer === undefined || (socket as Socket).bytesRead === 0 || socket.destroyed) {
+        socket.destroy();
+        return;
+      }
+      if (deps.logger.enabled("info")) {
+        deps.logger.info("malformed request", { status: answer.status, code: error.code, message: answer.message, client: (socket as Socket).remoteAddress });
+      }
+      answerInTurn(socket, answer);
+    } catch (failure) {
+      deps.logger.error("could not answer a malformed request", { error: failure });
       socket.destroy();
-      return;
     }
-    if (deps.logger.enabled("info")) {
-      deps.logger.info("malformed request", { status: answer.status, code: error.code, message: answer.message, client: (socket as Socket).remoteAddress });
-    }
-    answerInTurn(socket, answer);
   });
 
   server.on("connect", (req, socket: Duplex) => {
