@@ -3,7 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 
@@ -139,15 +139,27 @@ const GHOST_LINES_BELOW = ".suggest-preview-text .view-line";
 export class VsCodeSession {
   private browser: Browser | undefined;
   private closed = false;
+  private folders = 1;
+  /**
+   * How much of each extension host log file belonged to windows shown before the current one (by path, in
+   * characters): an earlier window's activation or output must not count for the current one.
+   */
+  private readonly logMarks = new Map<string, number>();
 
   private constructor(
     readonly page: Page,
-    readonly workspaceDir: string,
+    private folder: string,
     readonly outDir: string,
     private readonly workDir: string,
     private readonly server: ChildProcess,
     private readonly extensionIds: string[],
+    private readonly base: string,
   ) {}
+
+  /** The workspace folder the window shows. */
+  get workspaceDir(): string {
+    return this.folder;
+  }
 
   static async start(options: CodeServerOptions): Promise<VsCodeSession> {
     const work = mkdtempSync(join(tmpdir(), "tab-relay-e2e-"));
@@ -161,10 +173,7 @@ export class VsCodeSession {
       tmp: join(work, "tmp"),
     };
     for (const dir of [...Object.values(dirs), join(dirs.userData, "User"), options.outDir]) mkdirSync(dir, { recursive: true });
-    for (const [name, content] of Object.entries(options.workspaceFiles)) {
-      mkdirSync(dirname(join(dirs.workspace, name)), { recursive: true });
-      writeFileSync(join(dirs.workspace, name), content);
-    }
+    writeWorkspaceFiles(dirs.workspace, options.workspaceFiles);
     const configFile = join(work, "code-server.yaml");
     writeFileSync(configFile, "auth: none\ncert: false\n");
     writeFileSync(join(dirs.userData, "User/settings.json"), JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2));
@@ -225,21 +234,38 @@ export class VsCodeSession {
       const consoleLog = createWriteStream(join(options.outDir, "browser-console.log"));
       page.on("console", (message) => consoleLog.write(`${message.type()}: ${message.text()}\n`));
       page.on("pageerror", (error) => consoleLog.write(`pageerror: ${error.message}\n`));
-      session = new VsCodeSession(page, dirs.workspace, options.outDir, work, server, extensionIds);
+      session = new VsCodeSession(page, dirs.workspace, options.outDir, work, server, extensionIds, base);
       session.browser = browser;
-
-      await page.goto(`${base}/?folder=${encodeURIComponent(dirs.workspace)}`);
-      await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-      // The explorer lists the workspace once the remote file system is connected.
-      const firstFile = Object.keys(options.workspaceFiles)[0];
-      if (firstFile !== undefined) {
-        await page.locator(".explorer-folders-view .monaco-list-row", { hasText: firstFile.split("/")[0] ?? firstFile }).first().waitFor({ timeout: 60_000 });
-      }
+      await session.showFolder(dirs.workspace, options.workspaceFiles);
       return session;
     } catch (error) {
       if (session) await session.close();
       else killGroup(server);
       throw error;
+    }
+  }
+
+  /**
+   * Shows another folder in the same window, with the same code-server, browser and profile (user settings and
+   * extensions): the page loads the workbench again, and a new extension host starts for it. Call
+   * waitForActivation next, as after start.
+   */
+  async openFolder(workspaceFiles: Record<string, string>): Promise<void> {
+    const dir = join(this.workDir, `workspace-${++this.folders}`);
+    mkdirSync(dir, { recursive: true });
+    writeWorkspaceFiles(dir, workspaceFiles);
+    for (const file of this.extensionHostLogFiles()) this.logMarks.set(file, readFileSync(file, "utf8").length);
+    this.folder = dir;
+    await this.showFolder(dir, workspaceFiles);
+  }
+
+  private async showFolder(dir: string, workspaceFiles: Record<string, string>): Promise<void> {
+    await this.page.goto(`${this.base}/?folder=${encodeURIComponent(dir)}`);
+    await this.page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    // The explorer lists the workspace once the remote file system is connected.
+    const firstFile = Object.keys(workspaceFiles)[0];
+    if (firstFile !== undefined) {
+      await this.page.locator(".explorer-folders-view .monaco-list-row", { hasText: firstFile.split("/")[0] ?? firstFile }).first().waitFor({ timeout: 60_000 });
     }
   }
 
@@ -254,29 +280,55 @@ export class VsCodeSession {
     });
   }
 
-  /** The remote extension host's log: one line per activation, and the error when activate() throws. */
+  /** The remote extension host's log for the current window: one line per activation, and the error when activate() throws. */
   extensionHostLog(): string {
-    const root = join(this.workDir, "user-data/logs");
-    if (!existsSync(root)) return "";
+    return this.currentWindowLog((file) => basename(file) === "remoteexthost.log");
+  }
+
+  /**
+   * What an extension wrote to its log output channel (`createOutputChannel(name, { log: true })`) in the current
+   * window. VS Code writes it, a moment later, to `exthost<N>/<extension id>/<name>.log`.
+   */
+  outputChannelLog(extensionId: string, channel: string): string {
+    const wanted = `/${join(extensionId, `${channel}.log`)}`.toLowerCase();
+    return this.currentWindowLog((file) => file.toLowerCase().endsWith(wanted));
+  }
+
+  private currentWindowLog(pick: (file: string) => boolean): string {
     let text = "";
-    for (const stamp of readdirSync(root, { withFileTypes: true })) {
-      if (!stamp.isDirectory()) continue;
-      for (const sub of readdirSync(join(root, stamp.name))) {
-        const file = join(root, stamp.name, sub, "remoteexthost.log");
-        if (sub.startsWith("exthost") && existsSync(file)) text += readFileSync(file, "utf8");
-      }
-    }
+    for (const file of this.extensionHostLogFiles().filter(pick)) text += readFileSync(file, "utf8").slice(this.logMarks.get(file) ?? 0);
     return text;
   }
 
-  /** Opens a workspace file through Quick Open, focuses its editor and puts the cursor at the end. */
+  /** `user-data/logs/<stamp>/exthost<N>/*.log` and `…/exthost<N>/<extension id>/*.log`. */
+  private extensionHostLogFiles(): string[] {
+    const root = join(this.workDir, "user-data/logs");
+    if (!existsSync(root)) return [];
+    const files: string[] = [];
+    for (const stamp of readdirSync(root, { withFileTypes: true })) {
+      if (!stamp.isDirectory()) continue;
+      for (const host of readdirSync(join(root, stamp.name), { withFileTypes: true })) {
+        if (!host.isDirectory() || !host.name.startsWith("exthost")) continue;
+        const hostDir = join(root, stamp.name, host.name);
+        for (const entry of readdirSync(hostDir, { withFileTypes: true })) {
+          if (entry.isFile() && entry.name.endsWith(".log")) files.push(join(hostDir, entry.name));
+          if (!entry.isDirectory()) continue;
+          for (const name of readdirSync(join(hostDir, entry.name))) if (name.endsWith(".log")) files.push(join(hostDir, entry.name, name));
+        }
+      }
+    }
+    return files;
+  }
+
+  /** Opens a workspace file (`src/a.js`) through Quick Open, focuses its editor and puts the cursor at the end. */
   async openFile(name: string): Promise<Locator> {
     const page = this.page;
     await page.keyboard.press("Control+P");
     const quickInput = page.locator(".quick-input-widget");
     await quickInput.locator("input").waitFor({ state: "visible" });
     await page.keyboard.type(name);
-    await quickInput.locator(".monaco-list-row", { hasText: name }).first().waitFor();
+    // A row shows the file's name, with its folder as a separate description.
+    await quickInput.locator(".monaco-list-row", { hasText: basename(name) }).first().waitFor();
     await page.keyboard.press("Enter");
     const editor = page.locator(`.editor-instance .monaco-editor[data-uri$="/${name}"]`);
     await editor.waitFor({ timeout: 30_000 });
@@ -315,6 +367,13 @@ export class VsCodeSession {
       // no logs were written
     }
     rmSync(this.workDir, { recursive: true, force: true });
+  }
+}
+
+function writeWorkspaceFiles(dir: string, files: Record<string, string>): void {
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), content);
   }
 }
 
