@@ -3,8 +3,10 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { CompletionRequest, parseSnippets, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
+import type { Locator } from "playwright-core";
 import {
   ensurePrerequisites,
   readGhostText,
@@ -15,6 +17,7 @@ import {
   waitUntil,
 } from "./codeServer";
 import { packageTabRelayExtension } from "./extensionPackage";
+import { startRecordingProxy, type RecordedExchange, type RecordingProxy } from "./recordingProxy";
 import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
 // The two things under test.
@@ -31,19 +34,73 @@ const FIXTURE = '// Greetings for the tab-relay end-to-end test.\nfunction greet
 const TYPED = "function greetVisitor(name) {";
 const BODY = '\n  return "Hello, " + name + "!";';
 
+// Code from another file: the typed file has nothing that predicts the function's body, the other file (open in a
+// tab behind it) has the function. The local engine searches surrounding_context as it searches the file itself.
+const PRICING = "src/pricing.js";
+const CHECKOUT = "src/checkout.js";
+const PRICING_SOURCE = [
+  "// Prices for the shop: bulk discounts and tax.",
+  "const BULK_THRESHOLD = 10;",
+  "const BULK_RATE = 0.85;",
+  "",
+  "function applyBulkDiscount(price, quantity) {",
+  "  const rate = quantity >= BULK_THRESHOLD ? BULK_RATE : 1;",
+  "  return Math.round(price * quantity * rate * 100) / 100;",
+  "}",
+  "",
+  "function withTax(amount, taxRate) {",
+  "  return amount * (1 + taxRate);",
+  "}",
+  "",
+  "module.exports = { applyBulkDiscount, withTax };",
+  "",
+].join("\n");
+const CHECKOUT_SOURCE = [
+  "// Checkout: turns a cart into an order.",
+  'const { randomUUID } = require("node:crypto");',
+  "",
+  "function createOrder(cart, customer) {",
+  "  return { id: randomUUID(), items: cart.items, customer, placedAt: new Date() };",
+  "}",
+  "",
+  "",
+].join("\n");
+const SHOP = { [PRICING]: PRICING_SOURCE, [CHECKOUT]: CHECKOUT_SOURCE };
+const CROSS_TYPED = "function applyBulkDiscount(price, quantity) {";
+const CROSS_BODY = "\n  const rate = quantity >= BULK_THRESHOLD ? BULK_RATE : 1;";
+/** Names only pricing.js has: wherever they show up, they came from it. */
+const PRICING_ONLY = ["BULK_THRESHOLD", "BULK_RATE"];
+
+const EXTENSION_ID = (() => {
+  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as { publisher: string; name: string };
+  return `${manifest.publisher}.${manifest.name}`;
+})();
+
 const prerequisites = ensurePrerequisites();
 const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
 if (skip) console.error(`\n${"!".repeat(100)}\n[e2e] ${skip}\n${"!".repeat(100)}\n`);
 
+interface Stage {
+  readonly relay: RelayUnderTest;
+  readonly vscode: VsCodeSession;
+  /** With `recordRequests`: what the extension sent the relay, and what came back. */
+  readonly proxy: RecordingProxy | undefined;
+  /** Puts the time since the previous phase ended into timings.json under `label`. */
+  phase(label: string): void;
+  stop(): Promise<void>;
+}
+
+interface StageOptions {
+  workspaceFiles?: Record<string, string>;
+  /** Puts a recording proxy between the extension and the relay. */
+  recordRequests?: boolean;
+}
+
 /**
- * Runs `body` against a fresh relay and a VS Code with the extension configured for it, then stops both.
- * A failing step leaves a picture of the workbench behind; timings.json says where the time went.
+ * A fresh relay and a VS Code with the extension configured for it and activated. stop() ends both and writes
+ * timings.json, which says where the time went.
  */
-async function withRelayAndVsCode(
-  name: string,
-  vsix: string,
-  body: (relay: RelayUnderTest, vscode: VsCodeSession) => Promise<void>,
-): Promise<void> {
+async function startRelayAndVsCode(name: string, vsix: string, options: StageOptions = {}): Promise<Stage> {
   const outDir = join(OUTPUT, name);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
@@ -55,33 +112,109 @@ async function withRelayAndVsCode(
   };
   const relay = await startRelay(`e2e-${name}`, join(outDir, "relay.log"));
   phase("relayStartMs");
+  let proxy: RecordingProxy | undefined;
   let vscode: VsCodeSession | undefined;
+  const stop = async () => {
+    await vscode?.close();
+    await proxy?.close();
+    await relay.stop();
+    phase("teardownMs");
+    writeFileSync(join(outDir, "timings.json"), `${JSON.stringify(timings, null, 2)}\n`);
+  };
   try {
+    if (options.recordRequests) proxy = await startRecordingProxy(relay.url);
     vscode = await VsCodeSession.start({
       vsix,
       outDir,
-      workspaceFiles: { [FILE]: FIXTURE },
-      settings: { "tabRelay.relayUrl": relay.url, "tabRelay.workspaceSlug": relay.workspaceSlug },
+      workspaceFiles: options.workspaceFiles ?? { [FILE]: FIXTURE },
+      settings: { "tabRelay.relayUrl": proxy?.url ?? relay.url, "tabRelay.workspaceSlug": relay.workspaceSlug },
       env: { TAB_RELAY_API_KEY: relay.apiKey },
     });
     phase("vscodeStartMs");
     await vscode.waitForActivation();
     phase("activationMs");
-    await body(relay, vscode);
-    phase("stepsMs");
+    return { relay, vscode, proxy, phase, stop };
   } catch (error) {
     await vscode?.screenshot("failure").catch(() => undefined);
+    await stop();
     throw error;
-  } finally {
-    await vscode?.close();
-    await relay.stop();
-    phase("teardownMs");
-    writeFileSync(join(outDir, "timings.json"), `${JSON.stringify(timings, null, 2)}\n`);
   }
 }
 
-// Each case normally takes 10 to 25 s; the bound only keeps a hung browser from stalling the whole suite.
-describe("the extension in a real VS Code", { skip, timeout: 300_000 }, () => {
+/** Runs `body` on the stage; a failing step leaves a picture of the workbench behind (`failure.png`, or `<name>.png`). */
+async function onStage(stage: Stage, body: () => Promise<void>, failureShot = "failure"): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    await stage.vscode.screenshot(failureShot).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs `body` against a fresh relay and VS Code, then stops both. */
+async function withRelayAndVsCode(name: string, vsix: string, body: (relay: RelayUnderTest, vscode: VsCodeSession) => Promise<void>): Promise<void> {
+  const stage = await startRelayAndVsCode(name, vsix);
+  try {
+    await onStage(stage, () => body(stage.relay, stage.vscode));
+    stage.phase("stepsMs");
+  } finally {
+    await stage.stop();
+  }
+}
+
+/** Opens `other`, then `typed` in the same editor group: `other` stays open in a tab behind it, out of sight. */
+async function openWithTabBehind(vscode: VsCodeSession, other: string, typed: string): Promise<Locator> {
+  await vscode.openFile(other);
+  const editor = await vscode.openFile(typed);
+  await vscode.page.locator(".tabs-container .tab", { hasText: basename(other) }).first().waitFor({ timeout: 10_000 });
+  const shown = await vscode.page.locator(`.editor-instance .monaco-editor[data-uri$="/${other}"]`).count();
+  assert.equal(shown, 0, `${other} is shown in an editor, so this would not test the code of a tab out of sight`);
+  return editor;
+}
+
+interface CompletionExchange {
+  readonly request: CompletionRequest;
+  readonly exchange: RecordedExchange;
+}
+
+/** The completion requests the proxy has seen since the `from`-th exchange, parsed. */
+function completionExchanges(proxy: RecordingProxy, from = 0): CompletionExchange[] {
+  return proxy.exchanges
+    .slice(from)
+    .filter((exchange) => exchange.method === "POST" && exchange.path.endsWith(TAB_COMPLETIONS_PATH) && exchange.requestBody !== "")
+    .map((exchange) => ({ request: CompletionRequest.parse(JSON.parse(exchange.requestBody)), exchange }));
+}
+
+/**
+ * Waits until every completion request the proxy has seen since the `from`-th exchange has been answered (or given
+ * up) and the extension has dealt with each: it logs one line per request it sent, whatever the outcome.
+ */
+async function allRequestsHandled(vscode: VsCodeSession, proxy: RecordingProxy, from: number, path: string): Promise<CompletionExchange[]> {
+  try {
+    return await waitUntil(`the extension to log every request it sent for ${path}`, 15_000, () => {
+      const exchanges = completionExchanges(proxy, from);
+      const settled = exchanges.every(({ exchange }) => exchange.finished || exchange.aborted);
+      return settled && requestLogLines(vscode, path).length >= exchanges.length ? exchanges : undefined;
+    });
+  } catch (error) {
+    const state = completionExchanges(proxy, from).map(({ exchange }) => ({ ...exchange, requestBody: `${exchange.requestBody.length} chars` }));
+    throw new Error(`${String(error)}\nexchanges: ${JSON.stringify(state)}\nlog:\n${requestLogLines(vscode, path).join("\n")}`, { cause: error });
+  }
+}
+
+/** The extension's log lines about requests for `path` (one per request that was sent), in the current window. */
+function requestLogLines(vscode: VsCodeSession, path: string): string[] {
+  return vscode
+    .outputChannelLog(EXTENSION_ID, "Tab")
+    .split("\n")
+    .filter((line) => line.includes(` ${path}: `));
+}
+
+// Each step (packaging, a case, starting a shared stage) takes 10 to 80 s, depending on how busy the machine is. The
+// bound is per step, not for the file, and only keeps a hung browser from stalling the whole suite.
+const STEP = { timeout: 240_000 };
+
+describe("the extension in a real VS Code", { skip }, () => {
   let packagingDir = "";
   let vsix = "";
 
@@ -90,10 +223,10 @@ describe("the extension in a real VS Code", { skip, timeout: 300_000 }, () => {
     ensureRelayBuilt();
     packagingDir = mkdtempSync(join(tmpdir(), "tab-relay-e2e-vsix-"));
     vsix = packageExtension(packagingDir);
-  });
+  }, STEP);
   after(() => rmSync(packagingDir, { recursive: true, force: true }));
 
-  test("shows the relay's continuation as ghost text, and Tab puts it into the saved file", () =>
+  test("shows the relay's continuation as ghost text, and Tab puts it into the saved file", STEP, () =>
     withRelayAndVsCode("accept", vsix, async (_relay, vscode) => {
       const editor = await vscode.openFile(FILE);
 
@@ -113,7 +246,7 @@ describe("the extension in a real VS Code", { skip, timeout: 300_000 }, () => {
       assert.equal(saved, expected);
     }));
 
-  test("a revoked key shows the unauthorized state in the status bar", () =>
+  test("a revoked key shows the unauthorized state in the status bar", STEP, () =>
     withRelayAndVsCode("revoked-key", vsix, async (relay, vscode) => {
       const editor = await vscode.openFile(FILE);
       assert.ok(!(await vscode.statusBarTexts()).some((text) => text.includes("unauthorized")), "unauthorized before the key was revoked");
@@ -139,4 +272,105 @@ describe("the extension in a real VS Code", { skip, timeout: 300_000 }, () => {
       await sleep(300);
       assert.equal(await readGhostText(editor), undefined, "ghost text shown although the key is revoked");
     }));
+
+  // One relay, code-server and browser for both: the second test shows another folder in the same window, so its
+  // extension host starts afresh with the workspace setting in place.
+  describe("code from another open file", () => {
+    let stage: Stage | undefined;
+    const started = (): Stage & { proxy: RecordingProxy } => {
+      if (stage?.proxy === undefined) throw new Error("the relay and VS Code did not start; see the error of the before hook");
+      return { ...stage, proxy: stage.proxy };
+    };
+    before(async () => {
+      stage = await startRelayAndVsCode("cross-file", vsix, { workspaceFiles: SHOP, recordRequests: true });
+    }, STEP);
+    after(() => stage?.stop(), STEP);
+
+    test("a function's body from a file open in a tab out of sight comes as ghost text, and Tab puts it into the saved file", STEP, () => {
+      const current = started();
+      const { vscode, proxy } = current;
+      return onStage(
+        current,
+        async () => {
+          assert.ok(!CHECKOUT_SOURCE.includes(CROSS_TYPED) && !PRICING_ONLY.some((name) => CHECKOUT_SOURCE.includes(name)), "the typed file predicts the body itself");
+          const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
+
+          const ghost = await typeAndWaitForGhostText(vscode.page, editor, CROSS_TYPED, (text) => text.startsWith(CROSS_BODY));
+          await vscode.screenshot("1-ghost-text-from-other-file");
+          await waitUntil("the Tab log to name src/pricing.js as the context of a shown completion", 10_000, () =>
+            requestLogLines(vscode, CHECKOUT).find((line) => new RegExp(`: 200 .*\\(context \\d+ chars from ${PRICING}\\); showing \\d+ chars`).test(line)),
+          );
+          // What went over the wire: the answer with the body was asked with pricing.js's code as context, and
+          // with nothing of it around the cursor.
+          const answered = completionExchanges(proxy).find(
+            ({ request, exchange }) => request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED) && exchange.responseBody.includes(PRICING_ONLY[0] as string),
+          );
+          assert.ok(answered, "no request for the typed line was answered with pricing.js's code");
+          const { tab_context: context } = answered.request;
+          assert.deepEqual([...new Set(parseSnippets(context.surrounding_context ?? "").map((snippet) => snippet.path))], [PRICING]);
+          assert.ok(!PRICING_ONLY.some((name) => `${context.active_text_before_cursor}${context.active_text_after_cursor ?? ""}`.includes(name)));
+
+          await vscode.page.keyboard.press("Tab");
+          await waitUntil("the ghost text to be accepted", 10_000, async () => ((await readGhostText(editor)) === undefined ? true : undefined));
+          await vscode.page.keyboard.press("Control+S");
+          const expected = CHECKOUT_SOURCE + CROSS_TYPED + ghost;
+          const saved = await waitUntil("the file to be saved", 10_000, () => {
+            const text = readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8");
+            return text.length < expected.length ? undefined : text;
+          });
+          await vscode.screenshot("2-accepted-from-other-file");
+          assert.equal(saved, expected);
+          current.phase("otherFileStepsMs");
+        },
+        "failure-other-file",
+      );
+    });
+
+    test("with tabRelay.excludeGlobs covering that file in the workspace settings, none of its code is sent and no ghost text comes", STEP, () => {
+      const current = started();
+      const { vscode, proxy } = current;
+      return onStage(
+        current,
+        async () => {
+          // The first window asks once more after Tab; its answer must not be counted for the second window.
+          await allRequestsHandled(vscode, proxy, 0, CHECKOUT);
+          const from = proxy.exchanges.length;
+          await vscode.openFolder({ ...SHOP, ".vscode/settings.json": `${JSON.stringify({ "tabRelay.excludeGlobs": [PRICING] }, null, 2)}\n` });
+          await vscode.waitForActivation();
+          current.phase("excludedFolderStartMs");
+          const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
+
+          // The same typing as above. The proof of absence is the answer to the request for the whole line, and the
+          // log line the extension writes once it has dealt with it, rather than a pause.
+          await vscode.page.keyboard.type(CROSS_TYPED, { delay: 25 });
+          let lastEdit = Date.now();
+          await waitUntil("the relay to answer a request for the whole typed line", 30_000, async () => {
+            const forLine = completionExchanges(proxy, from).filter(({ request }) => request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED));
+            if (forLine.some(({ exchange }) => exchange.finished)) return true;
+            if (forLine.every(({ exchange }) => exchange.aborted) && Date.now() - lastEdit > 5_000) {
+              // As in typeAndWaitForGhostText: an edit is what makes VS Code ask the provider again.
+              await vscode.page.keyboard.press("Backspace");
+              await vscode.page.keyboard.type(CROSS_TYPED.slice(-1));
+              lastEdit = Date.now();
+            }
+            return undefined;
+          });
+          const sent = await allRequestsHandled(vscode, proxy, from, CHECKOUT);
+          await vscode.screenshot("excluded-no-ghost-text");
+
+          for (const { request, exchange } of sent) {
+            const wire = JSON.stringify(request);
+            assert.ok(!PRICING_ONLY.some((name) => wire.includes(name)) && !wire.includes(PRICING), `a request carried code of ${PRICING}: ${wire}`);
+            assert.ok(!PRICING_ONLY.some((name) => exchange.responseBody.includes(name)), `the relay answered with pricing.js's code: ${exchange.responseBody}`);
+          }
+          const lines = requestLogLines(vscode, CHECKOUT);
+          assert.ok(lines.length > 0 && lines.every((line) => line.includes("(no context from other code)")), `the Tab log reads:\n${lines.join("\n")}`);
+          assert.equal(await readGhostText(editor), undefined, "ghost text shown although its only source is excluded");
+          assert.equal(readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8"), CHECKOUT_SOURCE, "the file on disk changed");
+          current.phase("excludedStepsMs");
+        },
+        "failure-excluded",
+      );
+    });
+  });
 });
