@@ -192,6 +192,45 @@ function load(workers: number, step: (n: number) => Promise<Outcome>, pauseMs: n
 
 const count = <T>(items: readonly T[], match: (item: T) => boolean) => items.filter(match).length;
 const ms = (value: number) => `${Math.round(value)} ms`;
+/** What a WebSocket handshake with an agent token is answered when it is refused (it must not be accepted here). */
+function upgradeAnswer(url: string, token: string): Promise<{ status: number | undefined; retryAfter: string | undefined; code: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, {
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-version": "13",
+        authorization: `Bearer ${token}`,
+      },
+      timeout: REQUEST_TIMEOUT_MS,
+    });
+    req.on("upgrade", (_res, socket) => {
+      socket.destroy();
+      reject(new Error("the handshake was accepted while the database was down"));
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => {
+        const code = (() => {
+          try {
+            return (JSON.parse(text) as { error?: { code?: string } }).error?.code;
+          } catch {
+            return undefined;
+          }
+        })();
+        const retryAfter = res.headers["retry-after"];
+        resolve({ status: res.statusCode, retryAfter: typeof retryAfter === "string" ? retryAfter : undefined, code });
+      });
+    });
+    req.on("timeout", () => req.destroy(new Error("no answer to the handshake")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 const isServerError = (o: Outcome) => typeof o.status === "number" && o.status >= 500 && o.status !== 503;
 
 function captureLogger(): Logger & { lines: { level: string; msg: string; fields: LogFields | undefined }[] } {
@@ -296,7 +335,7 @@ describe("faults under load", { concurrency: true }, () => {
           TAB_RELAY_WEBHOOK_TIMEOUT_MS: "2000",
           TAB_RELAY_SOCKET_ACK_TIMEOUT_MS: "1000",
         });
-        const agent = await call<{ agent: { id: string } }>(relay, key, "/agents", "POST", { name: "Watcher", webhook_url: sink.url });
+        const agent = await call<{ agent: { id: string }; token: string }>(relay, key, "/agents", "POST", { name: "Watcher", webhook_url: sink.url });
         const channel = await call<{ id: string }>(relay, key, "/channels", "POST", { name: "ops" });
         await call(relay, key, `/channels/${channel.id}/members`, "POST", { agent_id: agent.agent.id });
         const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
@@ -326,6 +365,8 @@ describe("faults under load", { concurrency: true }, () => {
         const stopping = performance.now();
         await postgres.stop("fast");
         const down = performance.now();
+        // A Socket Mode handshake needs the database for its token: it is refused like any request, 503 with Retry-After.
+        const handshake = await upgradeAnswer(`${relay.url}/api/v1/agent-api/socket`, agent.token);
         await sleep(POSTGRES_DOWN_MS);
         const starting = performance.now();
         await postgres.start();
@@ -377,6 +418,7 @@ describe("faults under load", { concurrency: true }, () => {
           assert.equal(o.code, "SERVICE_UNAVAILABLE");
           assert.equal(o.retryAfter, "2");
         }
+        assert.deepEqual(handshake, { status: 503, retryAfter: "2", code: "SERVICE_UNAVAILABLE" }, "a Socket Mode handshake during the outage");
         assert.ok(completionsAgain !== undefined && postsAgain !== undefined, `completions and posts succeed again within ${RECOVERY_MS} ms of the restart`);
         assert.ok(readyDuringOutage.length > 0 && readyDuringOutage.every((o) => o.status === 503), `/readyz during the outage: ${readyDuringOutage.map((o) => o.status).join(",")}`);
         assert.ok(readyAgain !== undefined, "/readyz is ready again after the restart");

@@ -252,6 +252,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     Promise.resolve()
       .then(() => upgrade(req, socket, head))
       .catch((error: unknown) => {
+        // A RelayError is an answer (the database not answering is a 503 with Retry-After); anything else is a bug.
+        if (error instanceof RelayError) return refuse(socket, error);
         deps.logger.error("websocket upgrade failed", { error });
         refuse(socket, new RelayError("INTERNAL_ERROR", "Internal error"));
       });
