@@ -44,7 +44,8 @@ export async function openSqliteStore(path: string): Promise<Store> {
   // request as Kysely would, takes that lookup from about 60 µs to a few.
   const compiled = ownerByHashQuery(db, "").compile();
   const ownerStatement = sqlite.prepare<[string], OwnerRow>(compiled.sql);
-  // This relay is the database's only writer and every write passes the statement cache, which forgets the
+  // This relay is the database's only writer of changes (init and `keys create` beside it only add rows, and a new
+  // key is found because only keys that exist are remembered); every write passes the statement cache, which forgets the
   // remembered owners the moment any statement changes data or a transaction ends: a revoked key, a removed user
   // or a changed role is seen by the very next request, and the hot path skips SQLite (its locks and a file
   // check) for keys that keep coming back. Only keys that exist are remembered, so a new key is found at once.
