@@ -2,7 +2,7 @@ import { RelayError } from "@tab-relay/shared";
 import { Kysely, type MigrationResult, Migrator, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
 import pg from "pg";
 import type { Logger } from "../logger";
-import { createKyselyStore } from "./kyselyStore";
+import { createKyselyStore } from "./kysely";
 import { migrationProviderFor } from "./migrations";
 import type { Database } from "./schema";
 import type { Store } from "./types";

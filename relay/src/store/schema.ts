@@ -1,4 +1,4 @@
-import type { Generated } from "kysely";
+import type { Generated, Kysely, Transaction } from "kysely";
 
 /** Table shapes as Kysely sees them. Timestamps are ISO-8601 UTC text so the SQL stays portable. */
 export interface Database {
@@ -103,3 +103,6 @@ export interface Database {
     read_at: string | null;
   };
 }
+
+/** What every repository queries through: the database, or a transaction on it. */
+export type Db = Kysely<Database> | Transaction<Database>;

@@ -2,12 +2,13 @@ import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { Kysely, Migrator, SqliteDialect } from "kysely";
-import { type OwnerRow, createKyselyStore, ownerByHashQuery, toKeyOwner } from "./kyselyStore";
+import { createKyselyStore } from "./kysely";
+import { type OwnerRow, ownerByHashQuery, toKeyOwner } from "./kysely/apiKeys";
 import { migrationProvider } from "./migrations";
 import type { Database } from "./schema";
 import type { KeyOwner, Store } from "./types";
 
-export { createKyselyStore } from "./kyselyStore";
+export { createKyselyStore } from "./kysely";
 
 /**
  * The database holds every agent's signing secret, so only its owner may read it. A new database file is created

@@ -1,0 +1,120 @@
+import { sql } from "kysely";
+import type { Database, Db } from "../schema";
+import type { Conversation, ConversationType, MemberType, Store, Visibility } from "../types";
+
+function toConversation(row: Omit<Database["conversations"], "dm_key">): Conversation {
+  return {
+    id: row.id,
+    workspace_id: row.workspace_id,
+    type: row.type as ConversationType,
+    name: row.name,
+    visibility: row.visibility as Visibility | null,
+    created_by: row.created_by,
+    created_at: row.created_at,
+  };
+}
+
+const CONVERSATION_COLUMNS = ["c.id", "c.workspace_id", "c.type", "c.name", "c.visibility", "c.created_by", "c.created_at"] as const;
+
+export function conversationsStore(db: Db): Store["conversations"] {
+  return {
+    async create(input) {
+      await db.insertInto("conversations").values(input).execute();
+      return toConversation(input);
+    },
+    async get(workspaceId, type, id) {
+      const row = await db
+        .selectFrom("conversations as c")
+        .select(CONVERSATION_COLUMNS)
+        .where("c.workspace_id", "=", workspaceId)
+        .where("c.type", "=", type)
+        .where("c.id", "=", id)
+        .executeTakeFirst();
+      return row && toConversation(row);
+    },
+    async byId(workspaceId, id) {
+      const row = await db.selectFrom("conversations as c").select(CONVERSATION_COLUMNS).where("c.workspace_id", "=", workspaceId).where("c.id", "=", id).executeTakeFirst();
+      return row && toConversation(row);
+    },
+    async findDm(workspaceId, dmKey) {
+      const row = await db
+        .selectFrom("conversations as c")
+        .select(CONVERSATION_COLUMNS)
+        .where("c.workspace_id", "=", workspaceId)
+        .where("c.dm_key", "=", dmKey)
+        .executeTakeFirst();
+      return row && toConversation(row);
+    },
+    async findChannel(workspaceId, name) {
+      const row = await db
+        .selectFrom("conversations as c")
+        .select(CONVERSATION_COLUMNS)
+        .where("c.workspace_id", "=", workspaceId)
+        .where("c.type", "=", "channel")
+        .where("c.name", "=", name)
+        .executeTakeFirst();
+      return row && toConversation(row);
+    },
+    async listVisible(workspaceId, memberId, withPublic) {
+      const rows = await db
+        .selectFrom("conversations as c")
+        .leftJoin("conversation_members as m", (join) => join.onRef("m.conversation_id", "=", "c.id").on("m.member_id", "=", memberId))
+        .select([...CONVERSATION_COLUMNS, "m.member_id"])
+        .where("c.workspace_id", "=", workspaceId)
+        .where((eb) =>
+          withPublic
+            ? eb.or([eb("m.member_id", "is not", null), eb.and([eb("c.type", "=", "channel"), eb("c.visibility", "=", "public")])])
+            : eb("m.member_id", "is not", null),
+        )
+        .orderBy("c.type")
+        .orderBy("c.name")
+        .orderBy("c.created_at")
+        .orderBy("c.id")
+        .execute();
+      return rows.map(({ member_id, ...row }) => ({ ...toConversation(row), is_member: member_id !== null }));
+    },
+    async addMember(conversationId, member, at) {
+      const result = await db
+        .insertInto("conversation_members")
+        .values({ conversation_id: conversationId, member_id: member.id, member_type: member.type, joined_at: at })
+        .onConflict((oc) => oc.columns(["conversation_id", "member_id"]).doNothing())
+        .executeTakeFirst();
+      return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+    },
+    async isMember(conversationId, memberId) {
+      const row = await db
+        .selectFrom("conversation_members")
+        .select("member_id")
+        .where("conversation_id", "=", conversationId)
+        .where("member_id", "=", memberId)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+    async directory(workspaceId) {
+      const rows = await db
+        .selectFrom("users")
+        .select(["id", "name", sql.lit("user").as("type")])
+        .where("workspace_id", "=", workspaceId)
+        .where("removed_at", "is", null)
+        .unionAll(
+          db.selectFrom("agents").select(["id", "name", sql.lit("agent").as("type")]).where("workspace_id", "=", workspaceId).where("removed_at", "is", null),
+        )
+        .execute();
+      return rows.map((row) => ({ id: row.id, name: row.name, type: row.type as MemberType }));
+    },
+    async directoryVersion(workspaceId) {
+      const row = await db.selectFrom("workspaces").select("directory_version").where("id", "=", workspaceId).executeTakeFirst();
+      return Number(row?.directory_version ?? 0);
+    },
+    async members(conversationId) {
+      const rows = await db
+        .selectFrom("conversation_members")
+        .select(["member_id", "member_type"])
+        .where("conversation_id", "=", conversationId)
+        .orderBy("joined_at")
+        .orderBy("member_id")
+        .execute();
+      return rows.map((row) => ({ id: row.member_id, type: row.member_type as MemberType }));
+    },
+  };
+}
