@@ -81,6 +81,25 @@ describe("local engine: predicting from the document", () => {
   });
 });
 
+describe("local engine: weighing the places that look like the cursor", () => {
+  it("suggests what equally good places agree on, up to where they part ways", () => {
+    const before = "const a = load(config, options.alpha);\nconst b = load(config, options.beta);\nconst c = load(";
+    assert.equal(predictContinuation(context(before), 100), "config, options.");
+  });
+
+  it("prefers the document to another file's snippet that matches as much visible text", () => {
+    // The snippet's match runs over more indentation, so it is longer, but it saw no more code.
+    const surrounding = formatSnippets([{ path: "src/other.ts", text: "a\n  const total = sum(rows);" }]);
+    const before = "let y = 2; const total = sum(values);\nlet x = 1;\n  const total = sum(";
+    assert.equal(predictContinuation(context(before, { surrounding_context: surrounding, file_path: "src/app.ts" }), 100), "values);");
+  });
+
+  it("does not go on with deeper indentation at the end of a line's indentation", () => {
+    const before = "function a() {\n  call();\n    more();\n  done();\n}\nfunction b() {\n  call();\n  ";
+    assert.equal(predictContinuation(context(before), 100), "");
+  });
+});
+
 describe("local engine: where a suggestion stops", () => {
   const earlier = "Meeting notes: we agreed to ship on Friday\nand to review the plan.\n\nNext topic.\n\n";
 

@@ -26,6 +26,15 @@ let z = new Int32Array(0);
  * (ending before the cursor), in `after`, or in `surrounding`. Ties go to the text before the cursor, then the
  * text after it, then the surrounding context; within each, the occurrence nearest the cursor wins (the last one
  * in `before`, the first in `after`, the last in `surrounding`).
+ */
+export function findLongestEarlierMatch(texts: MatchTexts, minLength: number): EarlierMatch | undefined {
+  return findEarlierMatches(texts, minLength, 1)[0];
+}
+
+/**
+ * The `limit` longest earlier occurrences of suffixes of `before` (each at least `minLength` chars, at most one per
+ * position), longest first; among equally long ones in the order `findLongestEarlierMatch` breaks ties. Several
+ * occurrences let the caller see whether the places that look like the cursor's agree on what comes next.
  *
  * Method: reverse everything, so "suffix of `before` ending at position e" becomes "prefix of reversed `before`
  * starting at a position", and compute the Z-array of reversed(before) · reversed(after) · reversed(surrounding)
@@ -33,10 +42,10 @@ let z = new Int32Array(0);
  * text ending at the corresponding position. That is O(total length) in every case; substring searches with
  * growing patterns are faster on average but quadratic on repetitive text (long runs, generated tables).
  */
-export function findLongestEarlierMatch(texts: MatchTexts, minLength: number): EarlierMatch | undefined {
+export function findEarlierMatches(texts: MatchTexts, minLength: number, limit: number): EarlierMatch[] {
   const { before, after, surrounding } = texts;
   const n = before.length;
-  if (n === 0) return undefined;
+  if (n === 0 || limit <= 0) return [];
   const afterStart = n + 1;
   const surroundingStart = afterStart + after.length + 1;
   const total = surroundingStart + surrounding.length;
@@ -51,32 +60,32 @@ export function findLongestEarlierMatch(texts: MatchTexts, minLength: number): E
   fillReversed(codes, surroundingStart, surrounding);
   computeZ(codes, z, total);
 
-  let best: EarlierMatch | undefined;
-  let bestLength = Math.max(1, minLength) - 1;
+  const best = new TopMatches(limit, Math.max(1, minLength));
   // In reversed `before`, position k is the occurrence ending k chars before the cursor: smaller k is nearer.
-  for (let k = 1; k < n; k++) {
-    const length = z[k] ?? 0;
-    if (length > bestLength) {
-      bestLength = length;
-      best = { source: "before", length, continuationStart: n - k };
-    }
-  }
+  for (let k = 1; k < n; k++) best.offer(z[k] ?? 0, "before", n - k);
   // In reversed `after`, larger positions are nearer the cursor, so walk them backwards for "first wins".
-  for (let k = after.length - 1; k >= 0; k--) {
-    const length = z[afterStart + k] ?? 0;
-    if (length > bestLength) {
-      bestLength = length;
-      best = { source: "after", length, continuationStart: after.length - k };
-    }
+  for (let k = after.length - 1; k >= 0; k--) best.offer(z[afterStart + k] ?? 0, "after", after.length - k);
+  for (let k = 0; k < surrounding.length; k++) best.offer(z[surroundingStart + k] ?? 0, "surrounding", surrounding.length - k);
+  return best.matches;
+}
+
+/** The longest matches offered so far, longest first; an equally long later offer never displaces an earlier one. */
+class TopMatches {
+  readonly matches: EarlierMatch[] = [];
+  constructor(
+    private readonly limit: number,
+    private readonly minLength: number,
+  ) {}
+
+  offer(length: number, source: EarlierMatch["source"], continuationStart: number): void {
+    const { matches } = this;
+    if (length < this.minLength) return;
+    if (matches.length === this.limit && length <= (matches[matches.length - 1]?.length ?? 0)) return;
+    let at = matches.length;
+    while (at > 0 && (matches[at - 1]?.length ?? 0) < length) at--;
+    matches.splice(at, 0, { source, length, continuationStart });
+    if (matches.length > this.limit) matches.pop();
   }
-  for (let k = 0; k < surrounding.length; k++) {
-    const length = z[surroundingStart + k] ?? 0;
-    if (length > bestLength) {
-      bestLength = length;
-      best = { source: "surrounding", length, continuationStart: surrounding.length - k };
-    }
-  }
-  return best;
 }
 
 function fillReversed(target: Int32Array, offset: number, text: string): void {
