@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { buildRequestBody, parseRetryAfter, requestCompletion, type RelayRequest, type RequestOutcome } from "./request";
+import { buildRequestBody, requestCompletion, type RelayRequest, type RequestOutcome } from "./request";
 import { DEFAULT_SETTINGS } from "./settings";
 import { FakeClock, FakeFetch, type FetchStep } from "./testing";
 
@@ -130,11 +130,3 @@ test("a connection failure means the relay is unreachable", async () => {
   assert.deepEqual(result(), { kind: "unreachable", message: "fetch failed: connect ECONNREFUSED 127.0.0.1:8787", durationMs: 0 });
 });
 
-test("Retry-After may be seconds or an HTTP date", () => {
-  const now = Date.parse("2025-01-01T00:00:00Z");
-  assert.equal(parseRetryAfter("120", now), 120_000);
-  assert.equal(parseRetryAfter("Wed, 01 Jan 2025 00:00:30 GMT", now), 30_000);
-  assert.equal(parseRetryAfter("Tue, 31 Dec 2024 00:00:00 GMT", now), 0);
-  assert.equal(parseRetryAfter("soon", now), undefined);
-  assert.equal(parseRetryAfter(null, now), undefined);
-});

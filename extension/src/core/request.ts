@@ -4,6 +4,7 @@ import {
   RelayError,
   TAB_COMPLETIONS_PATH,
   codeForStatus,
+  parseRetryAfterMs,
   readCompletionStream,
   type CompletionRequest,
   type TabContext,
@@ -155,22 +156,13 @@ async function failure(response: Response, clock: Clock, elapsed: () => number):
     status: response.status,
     code,
     message,
-    retryAfterMs: parseRetryAfter(response.headers.get("retry-after"), clock.now()),
+    retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after"), clock.now()),
     durationMs: elapsed(),
   };
 }
 
 function failed(status: number, code: string, message: string, durationMs: number): RequestOutcome {
   return { kind: "failed", status: status === 0 ? undefined : status, code, message, retryAfterMs: undefined, durationMs };
-}
-
-/** `Retry-After` is either delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
-export function parseRetryAfter(value: string | null, now: number): number | undefined {
-  if (value === null || value.trim() === "") return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 function describe(error: unknown): string {

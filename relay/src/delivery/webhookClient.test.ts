@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { createGuardedLookup, createWebhookClient, parseRetryAfter, type ResolveAll, type WebhookClient } from "./webhookClient";
+import { createGuardedLookup, createWebhookClient, type ResolveAll, type WebhookClient } from "./webhookClient";
 
 interface Seen {
   path: string;
@@ -204,18 +204,6 @@ test("a Retry-After date in the past means retry now, and an unreadable one is i
   assert.equal(past?.retryAfterMs, 0);
   assert.equal(garbage?.status, 503);
   assert.equal(garbage?.retryAfterMs, undefined);
-});
-
-test("parseRetryAfter accepts delay-seconds and the three HTTP-date forms only", () => {
-  const now = Date.UTC(1994, 10, 6, 8, 49, 0);
-  assert.equal(parseRetryAfter("120", now), 120_000);
-  assert.equal(parseRetryAfter(" 0 ", now), 0);
-  assert.equal(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now), 37_000);
-  assert.equal(parseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now), 37_000);
-  assert.equal(parseRetryAfter("Sun Nov  6 08:49:37 1994", now) !== undefined, true);
-  for (const value of [undefined, "", "-5", "1.5", "soon", "2030-01-01", "Sun, 99 Foo 1994 08:49:37 GMT"]) {
-    assert.equal(parseRetryAfter(value, now), undefined, String(value));
-  }
 });
 
 test("a server that does not answer in time gives a timeout error and the request is dropped", async () => {

@@ -3,6 +3,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { performance } from "node:perf_hooks";
+import { parseRetryAfterMs } from "@tab-relay/shared";
 import { isBlockedAddress } from "./addresses";
 
 export interface WebhookRequest {
@@ -95,20 +96,6 @@ export function createGuardedLookup(allowPrivate: boolean, resolveAll: ResolveAl
   };
 }
 
-/**
- * Reads a Retry-After value: delay-seconds, or an HTTP-date measured against `nowMs` (a date in the past means now).
- * @returns milliseconds, or undefined when the value is neither form
- */
-export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // HTTP-dates start with a day name; anything else Date.parse happens to accept is not one.
-  if (!/^[A-Za-z]{3,9},? /.test(text)) return undefined;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
-}
-
 function describeError(error: unknown): string {
   if (error instanceof AggregateError && error.message === "") {
     // Happy-eyeballs connects report one error per address tried, and an empty message of their own.
@@ -190,7 +177,7 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
       // An answer whose headers arrived counts by its status, even if its body is cut short by the timeout or the cap.
       const finishWithResponse = (res: IncomingMessage) => {
         const status = res.statusCode ?? 0;
-        const retryAfterMs = parseRetryAfter(res.headers["retry-after"], now());
+        const retryAfterMs = parseRetryAfterMs(res.headers["retry-after"], now());
         finish({
           ok: status >= 200 && status < 300,
           status,
