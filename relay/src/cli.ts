@@ -4,7 +4,9 @@ import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
 import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, secretFlagWarnings } from "./config";
 import { runDoctor } from "./doctor";
-import { databasePath, openStore, startRelay } from "./main";
+import { DATABASE_FILE, databasePath, openStore, startRelay } from "./main";
+import { looseModeWarnings } from "./dataFolder";
+import { BackupError, backupDatabase, describeSummary, restoreDatabase } from "./store/backup";
 import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
 import { initWorkspace } from "./workspace/init";
@@ -26,6 +28,11 @@ Usage:
                    relay's own code, and the environment lines for serve (the API key from TAB_RELAY_UPSTREAM_API_KEY,
                    never printed); exit 0 when the round trip works, 1 when the server answered but it failed, 2 when
                    nothing answered
+  tab-relay backup --data DIR --to FILE [--force]   a consistent copy of the SQLite database while the relay
+                   serves (SQLite's online backup), written 0600; --force replaces an existing FILE (PostgreSQL:
+                   pg_dump, see docs/operating.md)
+  tab-relay restore --from FILE --data DIR [--force]   put a backup in place as DIR's database (DIR 0700, relay.db
+                   0600); refuses a folder a relay is serving, and one holding a database unless --force
   tab-relay help | --version
 
 Options (each also readable from its environment variable):
@@ -51,6 +58,13 @@ const KEYS_OPTIONS = {
   scopes: { type: "string" as const },
   name: { type: "string" as const },
   json: { type: "boolean" as const },
+};
+
+/** `backup` and `restore` read the data folder alone; `--database` is known only to say what to use instead. */
+const BACKUP_OPTIONS = {
+  data: { type: "string" as const },
+  database: { type: "string" as const },
+  force: { type: "boolean" as const },
 };
 
 function fail(message: string): never {
@@ -172,6 +186,44 @@ async function keysCreate(values: Record<string, unknown>): Promise<void> {
   if (problem !== undefined) fail(problem);
 }
 
+/** The data folder of `backup` and `restore`: --data, else TAB_RELAY_DATA; PostgreSQL is pg_dump's work. */
+function backupDataDir(command: string, values: Record<string, unknown>): string {
+  const dataDir = typeof values["data"] === "string" && values["data"] !== "" ? values["data"] : process.env[SETTINGS.dataDir.env]?.trim();
+  if (dataDir) return dataDir;
+  const postgres = typeof values["database"] === "string" || Boolean(process.env[SETTINGS.databaseUrl.env]?.trim());
+  if (postgres) fail(`${command}: --data: ${command} works on a SQLite data folder; for PostgreSQL use pg_dump and pg_restore (docs/operating.md, Backups and upgrades)`);
+  fail(`${command}: --data: give the data folder (--data DIR or ${SETTINGS.dataDir.env})`);
+}
+
+const backupDeps = { progress: (line: string) => process.stdout.write(`${line}\n`), now: () => performance.now() };
+
+/** `backup`: see relay/src/store/backup.ts. Mistakes and refusals exit 2 with one line. */
+async function backup(values: Record<string, unknown>): Promise<void> {
+  const dataDir = backupDataDir("backup", values);
+  const to = typeof values["to"] === "string" && values["to"] !== "" ? values["to"] : fail("backup: --to: give the file to write (--to FILE)");
+  try {
+    const result = await backupDatabase({ database: databasePath(dataDir), to, force: values["force"] === true }, backupDeps);
+    process.stdout.write(`Backed up to ${result.path} in ${result.ms} ms: ${describeSummary(result.summary)}\n`);
+  } catch (error) {
+    fail(`backup: ${error instanceof BackupError ? error.message : error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** `restore`: see relay/src/store/backup.ts. Mistakes and refusals exit 2 with one line. */
+async function restore(values: Record<string, unknown>): Promise<void> {
+  const dataDir = backupDataDir("restore", values);
+  const from = typeof values["from"] === "string" && values["from"] !== "" ? values["from"] : fail("restore: --from: give the backup file to restore (--from FILE)");
+  try {
+    const result = await restoreDatabase({ from, dataDir, databaseFile: DATABASE_FILE, force: values["force"] === true }, backupDeps);
+    for (const removed of result.removed) process.stdout.write(`Removed ${removed} (it belonged to the database replaced)\n`);
+    for (const warning of looseModeWarnings(dataDir, DATABASE_FILE)) process.stdout.write(`Warning: ${warning}\n`);
+    const pending = result.summary.pending.length > 0 ? ` \`tab-relay serve\` (or \`tab-relay migrate\`) applies ${result.summary.pending.join(", ")}.` : "";
+    process.stdout.write(`Restored ${result.path}.${pending} Start the relay with: tab-relay serve --data ${dataDir}\n`);
+  } catch (error) {
+    fail(`restore: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 /** Checks the model server; the exit code says how it went (see USAGE). */
 async function doctor(values: Record<string, unknown>): Promise<void> {
   let config;
@@ -229,7 +281,11 @@ async function main(): Promise<void> {
         ? KEYS_OPTIONS
         : command === "doctor"
           ? DOCTOR_OPTIONS
-          : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
+          : command === "backup"
+            ? { ...BACKUP_OPTIONS, to: { type: "string" } }
+            : command === "restore"
+              ? { ...BACKUP_OPTIONS, from: { type: "string" } }
+              : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
       strict: true,
     });
   } catch (error) {
@@ -248,6 +304,10 @@ async function main(): Promise<void> {
       return keysCreate(values);
     case "doctor":
       return doctor(values);
+    case "backup":
+      return backup(values);
+    case "restore":
+      return restore(values);
     case "start": {
       const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;
