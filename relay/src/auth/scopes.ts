@@ -1,20 +1,10 @@
-/** The scope catalogue. A key holds the scopes it was created with, intersected with its user's role. */
-export const SCOPES = [
-  "workspace.read",
-  "apps.read",
-  "files.read",
-  "tab.complete",
-  "messages.read",
-  "messages.write",
-  "agents.read",
-  "agents.write",
-  "users.write",
-  "keys.write",
-] as const;
-export type Scope = (typeof SCOPES)[number];
+import { ROLES, SCOPES, type Role, type Scope } from "@tab-relay/shared";
 
-export const ROLES = ["owner", "admin", "member", "guest"] as const;
-export type Role = (typeof ROLES)[number];
+/**
+ * The scope catalogue and the roles belong to the API (shared/src/protocol/api.ts); what each role may hold is the
+ * relay's. A key holds the scopes it was created with, intersected with its user's role.
+ */
+export { ROLES, SCOPES, type Role, type Scope };
 
 const ALL: readonly Scope[] = SCOPES;
 
