@@ -1,3 +1,4 @@
+import type { Api } from "@tab-relay/shared";
 import type { WebSocket } from "ws";
 import type { Scope } from "../auth/scopes";
 import { presentMessage } from "../conversations/present";
@@ -79,7 +80,7 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
   }, deps.checkMs ?? LIVE_CHECK_MS);
   check.unref();
 
-  function send(client: LiveClient, frame: unknown): void {
+  function send(client: LiveClient, frame: Api.LiveEvent): void {
     if (client.socket.readyState === client.socket.OPEN) client.socket.send(JSON.stringify(frame));
   }
 
@@ -114,7 +115,7 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
       if (audience.length === 0) return;
       const members = new Set((await deps.store.conversations.members(conversation.id)).map((member) => member.id));
       const open = conversation.type === "channel" && conversation.visibility === "public";
-      const frame = {
+      const frame: Api.LiveEvent = {
         type: "message.created",
         conversation: { type: conversation.type, id: conversation.id },
         message: presentMessage(message, conversation, deps.links, { kind: "person" }),

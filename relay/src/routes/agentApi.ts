@@ -1,8 +1,9 @@
+import type { Api } from "@tab-relay/shared";
 import { Router } from "express";
 import type { Clock } from "../clock";
 import type { RateLimits } from "../config";
 import { conversationForAgent, membersOfEach } from "../conversations/access";
-import { presentConversation, presentMessage } from "../conversations/present";
+import { presentAgentApiConversation, presentMessage } from "../conversations/present";
 import { ConversationParams, MessagesQuery, PostMessageBody } from "../conversations/schemas";
 import type { ConversationService } from "../conversations/service";
 import { createAuthenticateAgent } from "../http/authenticateAgent";
@@ -21,6 +22,13 @@ import type { Store } from "../store/types";
 export const AGENT_API_MAX_BODY_BYTES = 64 * 1024;
 
 const READ_METHODS = new Set(["GET", "HEAD"]);
+
+function presentMe({ agent, workspace }: AgentCaller): Api.AgentApiMe {
+  return {
+    agent: { id: agent.id, name: agent.name, description: agent.description, state: agent.state, created_at: agent.created_at },
+    workspace: { slug: workspace.slug, name: workspace.name },
+  };
+}
 
 /** The Agent API (`/api/v1/agent-api`): agents read and write the conversations they are in, with their token. */
 export function createAgentApiRouter(deps: {
@@ -56,20 +64,14 @@ export function createAgentApiRouter(deps: {
   );
 
   router.get("/me", named("/me"), (req, res) => {
-    const { agent, workspace } = req.agentCaller as AgentCaller;
-    res.json({
-      data: {
-        agent: { id: agent.id, name: agent.name, description: agent.description, state: agent.state, created_at: agent.created_at },
-        workspace: { slug: workspace.slug, name: workspace.name },
-      },
-    });
+    res.json({ data: presentMe(req.agentCaller as AgentCaller) });
   });
 
   router.get("/conversations", named("/conversations"), async (req, res) => {
     const { agent, workspace } = req.agentCaller as AgentCaller;
     const list = await store.conversations.listVisible(workspace.id, agent.id, false);
     const members = await membersOfEach(store, workspace.id, list.filter((c) => c.type === "dm").map((c) => c.id));
-    const data = list.map((c) => presentConversation(c, c.type === "dm" ? { members: members.get(c.id) ?? [] } : {}));
+    const data = list.map((c) => presentAgentApiConversation(c, c.type === "dm" ? (members.get(c.id) ?? []) : undefined));
     res.json({ data });
   });
 

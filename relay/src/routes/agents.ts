@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { type Api, RelayError } from "@tab-relay/shared";
 import { Router, type Request } from "express";
 import { z } from "zod";
 import { type AgentService, type Delivery, canConnectAgents, canManageAgent } from "../agents/service";
@@ -34,9 +34,8 @@ const Name = z.string().trim().min(1).max(80);
 const Description = z.string().trim().max(500);
 
 /** The agent as people see it; only those who may change it see where it is connected and how delivery goes. */
-function present(agent: Agent, viewer: User, socketConnected: boolean, last?: DeliveryAttempt | undefined) {
-  const manage = canManageAgent(viewer, agent);
-  return {
+function present(agent: Agent, viewer: User, socketConnected: boolean, last?: DeliveryAttempt | undefined): Api.Agent {
+  const fields: Api.AgentFields = {
     id: agent.id,
     name: agent.name,
     description: agent.description,
@@ -44,19 +43,19 @@ function present(agent: Agent, viewer: User, socketConnected: boolean, last?: De
     owner_user_id: agent.owner_user_id,
     created_at: agent.created_at,
     updated_at: agent.updated_at,
-    can_manage: manage,
-    ...(manage
-      ? {
-          webhook_url: agent.webhook_url,
-          connection: { webhook_url: agent.webhook_url, socket: socketConnected ? "connected" : "disconnected" },
-          token_hint: agent.token_hint,
-          last_delivery: last ? presentAttempt(last) : null,
-        }
-      : {}),
+  };
+  if (!canManageAgent(viewer, agent)) return { ...fields, can_manage: false };
+  return {
+    ...fields,
+    can_manage: true,
+    webhook_url: agent.webhook_url,
+    connection: { webhook_url: agent.webhook_url, socket: socketConnected ? "connected" : "disconnected" },
+    token_hint: agent.token_hint,
+    last_delivery: last ? presentAttempt(last) : null,
   };
 }
 
-function presentAttempt(attempt: DeliveryAttempt) {
+function presentAttempt(attempt: DeliveryAttempt): Api.DeliveryAttempt {
   return {
     id: attempt.id,
     attempt: attempt.attempt,
@@ -72,7 +71,7 @@ function presentAttempt(attempt: DeliveryAttempt) {
   };
 }
 
-function presentDelivery({ event, attempts }: Delivery) {
+function presentDelivery({ event, attempts }: Delivery): Api.Delivery {
   return {
     id: event.id,
     event_type: event.type,
@@ -121,7 +120,8 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
       description: body.description,
       webhookUrl: body.webhook_url ?? null,
     });
-    res.status(201).json({ data: { agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret } });
+    const answer: Api.AgentCreated = { agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret };
+    res.status(201).json({ data: answer });
   });
 
   router.get("/agents", named("/agents"), requireScope("agents.read"), async (req, res) => {
@@ -162,13 +162,15 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
   router.post("/agents/:id/token", named("/agents/:id/token"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
     const rotated = await deps.agents.rotateToken(agent);
-    res.json({ data: { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), token: rotated.token } });
+    const answer: Api.AgentTokenRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), token: rotated.token };
+    res.json({ data: answer });
   });
 
   router.post("/agents/:id/signing-secret", named("/agents/:id/signing-secret"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
     const rotated = await deps.agents.rotateSigningSecret(agent);
-    res.json({ data: { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret } });
+    const answer: Api.AgentSigningSecretRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret };
+    res.json({ data: answer });
   });
 
   router.post("/agents/:id/test-event", named("/agents/:id/test-event"), requireScope("agents.write"), async (req, res) => {
@@ -180,7 +182,8 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
   router.delete("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
     const { agent } = await agentFor(req, "manage");
     await deps.agents.remove(agent);
-    res.json({ data: { id: agent.id, removed: true } });
+    const answer: Api.AgentRemoved = { id: agent.id, removed: true };
+    res.json({ data: answer });
   });
 
   router.get("/agents/:id/deliveries", named("/agents/:id/deliveries"), requireScope("agents.read"), async (req, res) => {

@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { z } from "zod";
 import { createApiKey } from "../auth/apiKeys";
@@ -18,7 +18,7 @@ export const CreateApiKeyBody = z.object({
 const KeyIdParams = z.object({ id: z.string().min(1).max(64) });
 
 /** The key as the API shows it: never the secret, never the hash. */
-function present(key: ApiKey) {
+function present(key: ApiKey): Api.ApiKey {
   return { id: key.id, name: key.name, hint: key.hint, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
 }
 
@@ -38,7 +38,8 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
       name: body.name,
       scopes: body.scopes as Scope[],
     });
-    res.status(201).json({ data: { ...present(key), secret } });
+    const answer: Api.ApiKeyCreated = { ...present(key), secret };
+    res.status(201).json({ data: answer });
   });
 
   router.get("/api-keys", named("/api-keys"), requireScope("keys.write"), async (req, res) => {

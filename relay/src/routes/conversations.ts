@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import type { Clock } from "../clock";
 import { conversationForPerson, membersOf, membersOfEach } from "../conversations/access";
@@ -75,7 +75,8 @@ export function createConversationsRouter(deps: { store: Store; clock: Clock; id
     }
     const added = await store.conversations.addMember(conversation.id, ref, iso());
     const members = await membersOf(store, caller.workspace.id, conversation.id);
-    res.status(added ? 201 : 200).json({ data: { ...presentConversation(conversation, { is_member: true, members }), added } });
+    const answer: Api.ChannelMemberAdded = { ...presentConversation(conversation, { is_member: true, members }), added };
+    res.status(added ? 201 : 200).json({ data: answer });
   });
 
   router.post("/dms", named("/dms"), requireScope("messages.write"), async (req, res) => {
@@ -114,7 +115,7 @@ export function createConversationsRouter(deps: { store: Store; clock: Clock; id
     const caller = req.caller as Caller;
     const list = await store.conversations.listVisible(caller.workspace.id, caller.user.id, caller.user.role !== "guest");
     const members = await membersOfEach(store, caller.workspace.id, list.filter((c) => c.type === "dm").map((c) => c.id));
-    const data = list.map((c) => presentConversation(c, { is_member: c.is_member, ...(c.type === "dm" ? { members: members.get(c.id) ?? [] } : {}) }));
+    const data = list.map((c) => presentConversation(c, { is_member: c.is_member, members: c.type === "dm" ? (members.get(c.id) ?? []) : undefined }));
     res.json({ data });
   });
 

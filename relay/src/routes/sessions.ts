@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { type Api, RelayError } from "@tab-relay/shared";
 import { type RequestHandler, type Response, Router } from "express";
 import { z } from "zod";
 import { effectiveScopes } from "../auth/apiKeys";
@@ -15,7 +15,7 @@ import type { KeyOwner, Store } from "../store/types";
 
 const SignInBody = z.object({ api_key: z.string().min(1).max(200) });
 
-function present(owner: KeyOwner, sessionToken: string) {
+function present(owner: KeyOwner, sessionToken: string): Api.Session {
   return {
     user: { id: owner.user.id, name: owner.user.name, role: owner.user.role },
     workspace: { id: owner.workspace.id, slug: owner.workspace.slug, name: owner.workspace.name },
@@ -90,7 +90,8 @@ export function createSessionsRouter(deps: { store: Store; clock: Clock; links: 
     const session = current(req);
     await deps.store.sessions.end(session.id, new Date(deps.clock.now()).toISOString());
     res.setHeader("Set-Cookie", cookie(deps.links, "", 0));
-    res.json({ data: { ended: true } });
+    const answer: Api.SessionEnded = { ended: true };
+    res.json({ data: answer });
   });
 
   return router;

@@ -1,4 +1,4 @@
-import { RelayError } from "@tab-relay/shared";
+import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { z } from "zod";
 import { createApiKey } from "../auth/apiKeys";
@@ -15,7 +15,7 @@ import type { Store, User } from "../store/types";
 const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
 const UserParams = z.object({ id: z.string().min(1).max(64) });
 
-function present(user: User) {
+function present(user: User): Api.User {
   return { id: user.id, name: user.name, role: user.role, created_at: user.created_at };
 }
 
@@ -48,7 +48,8 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
       const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes });
       return { user, ...created };
     });
-    res.status(201).json({ data: { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } } });
+    const answer: Api.UserCreated = { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } };
+    res.status(201).json({ data: answer });
   });
 
   router.delete("/users/:id", named("/users/:id"), requireScope("users.write"), async (req, res) => {
@@ -59,7 +60,8 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
     if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
     if (user.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
     const { paused } = await deps.agents.removeUser(user);
-    res.json({ data: { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) } });
+    const answer: Api.UserRemoved = { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) };
+    res.json({ data: answer });
   });
 
   return router;
