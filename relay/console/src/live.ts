@@ -1,5 +1,5 @@
 /** The live connection: one WebSocket to /api/v1/live, reopened with jittered exponential backoff. */
-import type { LiveEvent } from "./types";
+import type { LiveEvent } from "@tab-relay/shared/api";
 
 export type LiveState = "connecting" | "connected" | "disconnected";
 

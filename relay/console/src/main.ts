@@ -4,7 +4,7 @@ import { busy, byId, clearError, describeError, errorSlot, h, showError } from "
 import { type LiveState, createLive } from "./live";
 import { type Route, currentPath, currentRoute, navigate, startRouter } from "./router";
 import { app, forgetDirectory } from "./state";
-import type { LiveEvent, Session } from "./types";
+import type { LiveEvent, Session } from "@tab-relay/shared/api";
 import { agentView, agentsView } from "./views/agents";
 import { conversationView, homeView, isOwnMessage } from "./views/conversations";
 import { keysView } from "./views/keys";

@@ -1,6 +1,6 @@
 /** @mention completion for a textarea: a listbox under it, filtered by what follows "@", driven by the keyboard. */
 import { announce, h } from "./dom";
-import type { MemberRef } from "./types";
+import type { Member } from "@tab-relay/shared/api";
 
 const MAX_OPTIONS = 8;
 // "@" at the start or after a non-word character (x@ada.com mentions nobody), then up to 40 characters of a name.
@@ -21,7 +21,7 @@ export function mentionAt(text: string, caret: number): MentionQuery | null {
 }
 
 /** Names starting with the query, or with a word of them starting with it ("love" finds Ada Lovelace). */
-export function matchCandidates(candidates: MemberRef[], query: string): MemberRef[] {
+export function matchCandidates(candidates: Member[], query: string): Member[] {
   const q = query.toLowerCase();
   if (q.trim() === "" && q !== "") return [];
   const starts = candidates.filter((c) => c.name.toLowerCase().startsWith(q));
@@ -36,11 +36,11 @@ export interface MentionBox {
   close(): void;
 }
 
-export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => MemberRef[]): MentionBox {
+export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => Member[]): MentionBox {
   const listbox = h("ul", { class: "mention-list", role: "listbox", id: `${textarea.id}-mentions`, "aria-label": "Mention suggestions", "data-testid": "mention-listbox", hidden: true });
   textarea.setAttribute("aria-autocomplete", "list");
   textarea.setAttribute("aria-controls", listbox.id);
-  let options: MemberRef[] = [];
+  let options: Member[] = [];
   let active = 0;
   let current: MentionQuery | null = null;
   let wasOpen = false;

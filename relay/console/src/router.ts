@@ -1,5 +1,5 @@
 /** History-API routes: every console page has a real URL, so links from webhook payloads open the right view. */
-import type { ConversationType } from "./types";
+import type { ConversationType } from "@tab-relay/shared/api";
 
 export type Route =
   | { name: "home" }

@@ -1,11 +1,11 @@
 /** What the signed-in console knows: the session and a cached directory of people and agents. */
 import { api } from "./api";
 import type { LiveState } from "./live";
-import type { Agent, MemberRef, Session, User } from "./types";
+import type { Agent, Member, Scope, Session, User } from "@tab-relay/shared/api";
 
 export const app: { session: Session | null; live: LiveState } = { session: null, live: "disconnected" };
 
-export function hasScope(scope: string): boolean {
+export function hasScope(scope: Scope): boolean {
   return app.session?.scopes.includes(scope) ?? false;
 }
 
@@ -35,10 +35,10 @@ export function forgetDirectory(): void {
   directory = null;
 }
 
-export function mentionCandidates(dir: Directory): MemberRef[] {
+export function mentionCandidates(dir: Directory): Member[] {
   const self = me()?.id;
   return [
-    ...dir.users.filter((u) => u.id !== self).map((u): MemberRef => ({ id: u.id, type: "user", name: u.name })),
-    ...dir.agents.map((a): MemberRef => ({ id: a.id, type: "agent", name: a.name })),
+    ...dir.users.filter((u) => u.id !== self).map((u): Member => ({ id: u.id, type: "user", name: u.name })),
+    ...dir.agents.map((a): Member => ({ id: a.id, type: "agent", name: a.name })),
   ].sort((a, b) => a.name.localeCompare(b.name));
 }

@@ -18,7 +18,16 @@ import {
 } from "../dom";
 import { navigate } from "../router";
 import { app, forgetDirectory, hasScope, loadDirectory } from "../state";
-import type { Agent, Attempt, Delivery, LiveEvent, User } from "../types";
+import type {
+  Agent,
+  AgentCreated,
+  AgentSigningSecretRotated,
+  AgentTokenRotated,
+  Delivery,
+  DeliveryAttempt,
+  LiveEvent,
+  User,
+} from "@tab-relay/shared/api";
 import type { View } from "./view";
 
 const DELIVERY_LIMIT = 20;
@@ -151,7 +160,7 @@ function createAgentForm(created: () => void): HTMLElement {
     if (!name.value.trim()) throw new InputError("Give the agent a name.");
     const body: Record<string, string> = { name: name.value.trim(), description: description.value.trim() };
     if (webhook.value.trim()) body.webhook_url = webhook.value.trim();
-    const result = await api<{ agent: Agent; token: string; signing_secret: string }>("POST", "/agents", { body });
+    const result = await api<AgentCreated>("POST", "/agents", { body });
     form.reset();
     forgetDirectory();
     secrets.replaceChildren(
@@ -269,14 +278,14 @@ export function agentView(agentId: string): View {
       });
     }
     control(tokenButton, async () => {
-      const result = await api<{ agent: Agent; token: string }>("POST", `${base}/token`);
+      const result = await api<AgentTokenRotated>("POST", `${base}/token`);
       secrets.replaceChildren(
         secretsPanel(`New token for ${result.agent.name}`, [{ key: "token", label: "Token", value: result.token }], h("p", null, "The old token stopped working. Give this one to the agent.")),
       );
       refresh.soon();
     });
     control(secretButton, async () => {
-      const result = await api<{ agent: Agent; signing_secret: string }>("POST", `${base}/signing-secret`);
+      const result = await api<AgentSigningSecretRotated>("POST", `${base}/signing-secret`);
       secrets.replaceChildren(
         secretsPanel(
           `New signing secret for ${result.agent.name}`,
@@ -342,7 +351,7 @@ export function agentView(agentId: string): View {
     const deliveryList = h("ol", { class: "deliveries", "data-testid": "delivery-list" });
     const deliveryErrors = new Map<string, unknown>();
 
-    function attemptRow(attempt: Attempt): HTMLTableRowElement {
+    function attemptRow(attempt: DeliveryAttempt): HTMLTableRowElement {
       const excerpt = attempt.response_excerpt;
       return h(
         "tr",

@@ -5,7 +5,7 @@ import { InputError, announce, clearError, errorSlot, field, h, headed, onSubmit
 import { attachMentions } from "../mentions";
 import { type Route, navigate } from "../router";
 import { app, hasScope, loadDirectory, me, mentionCandidates } from "../state";
-import type { Conversation, LiveEvent, MemberRef, Message } from "../types";
+import type { Conversation, LiveEvent, Member, Message } from "@tab-relay/shared/api";
 import { conversationLabel, conversationPath, conversations, findConversation, loadConversations, onConversationsChanged } from "./sidebar";
 import type { View } from "./view";
 
@@ -106,7 +106,7 @@ interface Composer {
   setLabel(label: string): void;
 }
 
-let candidateCache: MemberRef[] = [];
+let candidateCache: Member[] = [];
 
 function createComposer(options: { testid: string; label: string; send: (text: string) => Promise<void> }): Composer {
   const textarea = h("textarea", { id: uid("composer"), rows: "2", maxlength: "8000", placeholder: options.label, "data-testid": "composer-input" });

@@ -3,7 +3,7 @@ import { api } from "../api";
 import { byId, clearError, errorSlot, h, replaceKeepingFocus, showError } from "../dom";
 import type { Route } from "../router";
 import { app, me } from "../state";
-import type { Conversation, ConversationType } from "../types";
+import type { Conversation, ConversationType } from "@tab-relay/shared/api";
 
 const store = {
   list: [] as Conversation[],

@@ -1,7 +1,7 @@
 /** Sign-in: an API key is exchanged once for a session cookie; the key itself is never kept. */
 import { api } from "../api";
 import { InputError, errorSlot, field, h, onSubmit } from "../dom";
-import type { Session } from "../types";
+import type { Session } from "@tab-relay/shared/api";
 import type { View } from "./view";
 
 export function signinView(notice: string | null, signedIn: (session: Session) => void): View {

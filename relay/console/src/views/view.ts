@@ -1,5 +1,5 @@
 import type { Route } from "../router";
-import type { LiveEvent } from "../types";
+import type { LiveEvent } from "@tab-relay/shared/api";
 
 /** A page in <main>. The shell mounts one at a time and forwards live events to it. */
 export interface View {
