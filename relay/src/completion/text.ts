@@ -6,18 +6,9 @@ export const SINGLE_LINE_SURFACES: ReadonlySet<string> = new Set(["messages", "t
 export const OPENERS = "([{";
 export const CLOSERS = ")]}";
 
-/** One word character anywhere in a string: `WORD_CHAR.test(text)`. */
-export const WORD_CHAR = /[\p{L}\p{N}_$]/u;
-
-/** Letters, digits, `_` and `$` (identifier characters in most languages, and word characters in prose). */
-export function isWordChar(char: string | undefined): boolean {
-  if (char === undefined || char === "") return false;
-  const code = char.charCodeAt(0);
-  if (code < 128) {
-    return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 || code === 36;
-  }
-  return WORD_CHAR.test(char);
-}
+// Word characters are one rule for the relay and the extension (shared/src/protocol/text.ts); the local engine
+// imports them from here.
+export { WORD_CHAR, isWordChar } from "@tab-relay/shared";
 
 /** How many spaces and tabs `line` starts with. */
 export function indentation(line: string): number {

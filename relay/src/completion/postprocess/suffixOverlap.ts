@@ -1,4 +1,5 @@
-import { CLOSERS, OPENERS, isWordChar } from "../text";
+import { isWordChar } from "@tab-relay/shared";
+import { CLOSERS, OPENERS } from "../text";
 import type { Stage } from "./stage";
 
 // Text that is already after the cursor: stop before the output restates it.

@@ -19,6 +19,20 @@ describe("postprocess: repeats of what was already typed", () => {
     assert.equal(whole(context("first();\n"), "first();").text, "first();");
   });
 
+  it("drops a restatement that starts at a word after a bracket or a dot, not only after a space", () => {
+    assert.equal(whole(context("items.map(item => "), "item => item.id)").text, "item.id)");
+    assert.equal(whole(context("  return this.cach"), "cache.get(key);").text, "e.get(key);");
+  });
+
+  it("keeps what follows the cursor's indentation, which may be the model nesting deeper", () => {
+    assert.equal(whole(context("if (x) {\n    "), "    return 1;").text, "    return 1;");
+  });
+
+  it("drops a restatement made twice, so a client applying the same rule afterwards finds nothing to drop", () => {
+    assert.equal(whole(context("  go"), "  go  go();").text, "();");
+    assert.equal(whole(context("x = ab"), "ababc").text, "c");
+  });
+
   it("holds the start back only while it could still be a repeat", () => {
     const post = createPostprocessor({ context: context(ADD_BEFORE), maxTokens: 100, countTokens: countWords });
     assert.equal(post.push("ret"), "");
