@@ -16,13 +16,21 @@ test("strips a restart of the current line", () => {
   assert.equal(at("function f() {\n  const tot█", "const total = 0;"), "al = 0;");
 });
 
-test("strips repeated indentation when the cursor sits after it", () => {
-  assert.equal(at("if (x) {\n    █", "    return 1;"), "return 1;");
+test("keeps indentation after the cursor's indentation, which may be the model nesting deeper (the relay's rule)", () => {
+  assert.equal(at("if (x) {\n    █", "    return 1;"), "    return 1;");
 });
 
-test("strips words repeated from before the cursor, even across lines", () => {
-  assert.equal(at("def f():\n    █", "def f():\n    return 1"), "return 1");
+test("strips a restatement that starts at a word after a bracket", () => {
   assert.equal(at("items.map(item => █", "item => item.id)"), "item.id)");
+});
+
+test("strips a 2-character restatement of the word at the cursor (the relay's minimum)", () => {
+  assert.equal(at("const fruit = ba█", "banana;"), "nana;");
+});
+
+test("keeps text that repeats lines above the cursor line, which is as often real code (the relay's rule)", () => {
+  assert.equal(at("def f():\n    █", "def f():\n    return 1"), "def f():\n    return 1");
+  assert.equal(at("x++;\n█", "x++;\ny++;"), "x++;\ny++;");
 });
 
 test("keeps the continuation of repetitive text that merely ends like what was typed", () => {

@@ -1,5 +1,5 @@
+import { typedRepeatLength } from "@tab-relay/shared";
 import { lineSuffix, linePrefix } from "./context";
-import { WORD_CHAR } from "./prefilter";
 
 export interface PostprocessContext {
   /** Text before the cursor (with the selected IntelliSense item applied). */
@@ -12,7 +12,7 @@ export interface PostprocessContext {
 }
 
 const OPENERS: Readonly<Record<string, string>> = { ")": "(", "]": "[", "}": "{" };
-/** How far back to look for text the model repeated; the request never sends more than this anyway. */
+/** The longest repeat of the text after the cursor looked for; the request never sends more than this anyway. */
 const MAX_OVERLAP = 16_384;
 
 /** Turns the relay's raw text into what is shown, or undefined when nothing worth showing is left. */
@@ -28,27 +28,13 @@ export function postprocess(raw: string, ctx: PostprocessContext): string | unde
 }
 
 /**
- * Models often restart the current line or repeat the last words before the cursor. Removes the longest start of
- * `text` that the text before the cursor ends with, when that overlap is clearly a repeat: the whole current line
- * (indentation included), the line without its indentation, or at least 3 characters that are not all blank and
- * start where a restatement would (not right after a letter or digit; and, if it runs over lines, at a line's
- * start). Anything else is more likely the real continuation of repetitive text (`, 1, 2, 3` after `1, 2, 3`,
- * ` ok` after `ok ok`), or a short one (`"` after `"`), so it stays.
+ * Models often restart the current line or repeat the word at the cursor. Removes that repeat by the relay's rule
+ * (`typedRepeatLength` in shared/src/protocol/text.ts): the relay has already applied it to its answer, and since
+ * the rule is idempotent this removes nothing more of it, but a server that passes the model's text through gets
+ * the same result.
  */
 export function stripTypedPrefix(text: string, before: string): string {
-  const line = linePrefix(before);
-  const lineText = line.trimStart();
-  for (let k = Math.min(text.length, before.length, MAX_OVERLAP); k > 0; k--) {
-    const overlap = text.slice(0, k);
-    if (!before.endsWith(overlap)) continue;
-    if (overlap === line || (lineText !== "" && overlap === lineText)) return text.slice(k);
-    if (k < 3 || overlap.trim() === "") continue;
-    const start = before.length - k;
-    if (start > 0 && WORD_CHAR.test(before.charAt(start - 1))) continue;
-    const startsLine = /^[ \t]*$/.test(before.slice(before.lastIndexOf("\n", start - 1) + 1, start));
-    if (!overlap.includes("\n") || startsLine) return text.slice(k);
-  }
-  return text;
+  return text.slice(typedRepeatLength(before, text));
 }
 
 /**

@@ -26,6 +26,12 @@ test("skips the middle of a word, where ghost text cannot fit", () => {
   assert.equal(prefilter(inputAt("const █x"), settings, undefined), "inside a word");
 });
 
+test("takes $ and combining marks for word characters, as the relay does", () => {
+  assert.equal(prefilter(inputAt("const el = █$scope"), settings, undefined), "inside a word");
+  assert.equal(prefilter(inputAt("const cafe█\u0301 = 1"), settings, undefined), "inside a word");
+  assert.equal(prefilter(inputAt("const el = █ $scope"), settings, undefined), undefined);
+});
+
 test("skips an empty document", () => {
   assert.equal(prefilter(inputAt("  █\n"), settings, undefined), "empty document");
 });

@@ -1,11 +1,9 @@
+import { isWordChar } from "@tab-relay/shared";
 import { PathMatcher } from "./globs";
 import { isLanguageEnabled, type Settings } from "./settings";
 import type { CompletionInput } from "./types";
 
 export type SkipReason = "disabled" | "snoozed" | "language disabled" | "excluded file" | "inside a word" | "empty document";
-
-/** Letters, digits and `_`: characters that continue a word. */
-export const WORD_CHAR = /[\p{L}\p{N}_]/u;
 
 /**
  * Decides, before any waiting or network, whether this cursor position should get a suggestion at all.
@@ -20,7 +18,7 @@ export function prefilter(input: CompletionInput, settings: Settings, pause: "di
   if (!/\S/.test(input.text) && input.selected === undefined) return "empty document";
   // Completing in the middle of a word would have to rewrite the word's tail, which ghost text cannot show.
   const next = input.text.charAt(input.offset);
-  if (next !== "" && WORD_CHAR.test(next) && input.selected === undefined) return "inside a word";
+  if (isWordChar(next) && input.selected === undefined) return "inside a word";
   return undefined;
 }
 
