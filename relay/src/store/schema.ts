@@ -1,107 +1,179 @@
 import type { Generated, Kysely, Transaction } from "kysely";
+import type { Role } from "../auth/scopes";
 
-/** Table shapes as Kysely sees them. Timestamps are ISO-8601 UTC text so the SQL stays portable. */
+/*
+ * Table shapes as Kysely sees them: the one declaration of each row. `types.ts` derives the domain rows from these
+ * where a row is what callers get, and declares its own only where the store changes what it reads (see there).
+ * Timestamps are ISO-8601 UTC text so the SQL stays portable. A text column that only ever holds one of a few values
+ * is typed as those values: SQL checks nothing, but every write goes through these types, so what is read back is
+ * one of them.
+ */
+
+export type AgentState = "active" | "paused";
+export type ConversationType = "channel" | "dm";
+export type Visibility = "public" | "private";
+export type MemberType = "user" | "agent";
+export type EventStatus = "pending" | "delivered" | "failed" | "cancelled";
+export type DeliveryTrigger = "scheduled" | "manual" | "test";
+export type AttemptOutcome = "success" | "failed";
+
+export interface WorkspacesTable {
+  id: string;
+  slug: string;
+  name: string;
+  created_at: string;
+  /** Bumped whenever a user or agent joins, leaves or is renamed, so mention lookups can cache the directory. */
+  directory_version: Generated<number>;
+}
+
+export interface UsersTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  role: Role;
+  created_at: string;
+  removed_at: string | null;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  name: string;
+  /** A JSON array of scopes. */
+  scopes: string;
+  secret_hash: string;
+  hint: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface AgentSocketsTable {
+  agent_id: string;
+  relay_id: string;
+  connected_until: string;
+}
+
+export interface SessionsTable {
+  id: string;
+  api_key_id: string;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  ended_at: string | null;
+}
+
+// From migration 0002 on: conversations and agents. Booleans are 0/1 integers so both engines agree.
+export interface AgentsTable {
+  id: string;
+  workspace_id: string;
+  owner_user_id: string;
+  name: string;
+  description: string;
+  webhook_url: string | null;
+  state: AgentState;
+  token_hash: string;
+  token_hint: string;
+  signing_secret: string;
+  created_at: string;
+  updated_at: string;
+  removed_at: string | null;
+}
+
+export interface ConversationsTable {
+  id: string;
+  workspace_id: string;
+  type: ConversationType;
+  /** The channel's name without `#`; null for a DM. */
+  name: string | null;
+  visibility: Visibility | null;
+  /** The DM's member ids, sorted and joined, so asking for the same DM again finds it; null for a channel. */
+  dm_key: string | null;
+  created_by: string;
+  created_at: string;
+}
+
+export interface ConversationMembersTable {
+  conversation_id: string;
+  member_id: string;
+  member_type: MemberType;
+  joined_at: string;
+}
+
+export interface MessagesTable {
+  id: string;
+  workspace_id: string;
+  conversation_id: string;
+  thread_id: string | null;
+  author_id: string;
+  author_type: MemberType;
+  author_name: string;
+  text: string;
+  aside: number;
+  /** A JSON array of members. */
+  mentions: string;
+  created_at: string;
+}
+
+export interface EventsTable {
+  id: string;
+  workspace_id: string;
+  agent_id: string;
+  type: string;
+  /** The exact JSON body every attempt sends and signs. */
+  payload: string;
+  status: EventStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  next_trigger: DeliveryTrigger;
+  /** Whether a failed attempt is followed by the retry schedule (0 for test pings and redeliveries of finished events). */
+  retries: number;
+  /** An attempt is under way; see `next_attempt_at` in types.ts's StoredEvent. */
+  claimed: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeliveryAttemptsTable {
+  id: string;
+  event_id: string;
+  agent_id: string;
+  attempt: number;
+  trigger: DeliveryTrigger;
+  url: string;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+  response_excerpt: string;
+  outcome: AttemptOutcome;
+  next_attempt_at: string | null;
+}
+
+export interface NotificationsTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  type: string;
+  conversation_id: string;
+  message_id: string;
+  created_at: string;
+  read_at: string | null;
+}
+
 export interface Database {
-  workspaces: { id: string; slug: string; name: string; created_at: string; directory_version: Generated<number> };
-  users: { id: string; workspace_id: string; name: string; role: string; created_at: string; removed_at: string | null };
-  api_keys: {
-    id: string;
-    workspace_id: string;
-    user_id: string;
-    name: string;
-    scopes: string;
-    secret_hash: string;
-    hint: string;
-    created_at: string;
-    revoked_at: string | null;
-  };
-  agent_sockets: { agent_id: string; relay_id: string; connected_until: string };
-  sessions: { id: string; api_key_id: string; token_hash: string; created_at: string; expires_at: string; ended_at: string | null };
-  // From migration 0002 on: conversations and agents. Booleans are 0/1 integers so both engines agree.
-  agents: {
-    id: string;
-    workspace_id: string;
-    owner_user_id: string;
-    name: string;
-    description: string;
-    webhook_url: string | null;
-    state: string;
-    token_hash: string;
-    token_hint: string;
-    signing_secret: string;
-    created_at: string;
-    updated_at: string;
-    removed_at: string | null;
-  };
-  conversations: {
-    id: string;
-    workspace_id: string;
-    type: string;
-    name: string | null;
-    visibility: string | null;
-    dm_key: string | null;
-    created_by: string;
-    created_at: string;
-  };
-  conversation_members: {
-    conversation_id: string;
-    member_id: string;
-    member_type: string;
-    joined_at: string;
-  };
-  messages: {
-    id: string;
-    workspace_id: string;
-    conversation_id: string;
-    thread_id: string | null;
-    author_id: string;
-    author_type: string;
-    author_name: string;
-    text: string;
-    aside: number;
-    mentions: string;
-    created_at: string;
-  };
-  events: {
-    id: string;
-    workspace_id: string;
-    agent_id: string;
-    type: string;
-    payload: string;
-    status: string;
-    attempts: number;
-    next_attempt_at: string | null;
-    next_trigger: string;
-    retries: number;
-    claimed: number;
-    created_at: string;
-    updated_at: string;
-  };
-  delivery_attempts: {
-    id: string;
-    event_id: string;
-    agent_id: string;
-    attempt: number;
-    trigger: string;
-    url: string;
-    started_at: string;
-    duration_ms: number;
-    status_code: number | null;
-    error: string | null;
-    response_excerpt: string;
-    outcome: string;
-    next_attempt_at: string | null;
-  };
-  notifications: {
-    id: string;
-    workspace_id: string;
-    user_id: string;
-    type: string;
-    conversation_id: string;
-    message_id: string;
-    created_at: string;
-    read_at: string | null;
-  };
+  workspaces: WorkspacesTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  agent_sockets: AgentSocketsTable;
+  sessions: SessionsTable;
+  agents: AgentsTable;
+  conversations: ConversationsTable;
+  conversation_members: ConversationMembersTable;
+  messages: MessagesTable;
+  events: EventsTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  notifications: NotificationsTable;
 }
 
 /** What every repository queries through: the database, or a transaction on it. */

@@ -1,32 +1,40 @@
+import type { Selectable } from "kysely";
 import type { Role, Scope } from "../auth/scopes";
+import type {
+  AgentsTable,
+  ApiKeysTable,
+  ConversationType,
+  ConversationsTable,
+  DeliveryAttemptsTable,
+  EventsTable,
+  MemberType,
+  NotificationsTable,
+  SessionsTable,
+  UsersTable,
+  WorkspacesTable,
+} from "./schema";
 
-export interface Workspace {
-  id: string;
-  slug: string;
-  name: string;
-  created_at: string;
-}
+export type { AgentState, AttemptOutcome, ConversationType, DeliveryTrigger, EventStatus, MemberType, Visibility } from "./schema";
 
-export interface User {
-  id: string;
-  workspace_id: string;
-  name: string;
-  role: Role;
-  created_at: string;
-  removed_at: string | null;
-}
+/*
+ * Each row callers get is its table's row (schema.ts), less any column the store keeps to itself. Where the store
+ * turns a column into something else on the way out, the type says which and why: a key's scopes (JSON text), an
+ * event's claim (a 0/1 integer); a message is reshaped enough that it is declared whole.
+ */
 
-/** An API key as stored: never the secret, only its SHA-256 and a short hint for people to recognise it. */
-export interface ApiKey {
-  id: string;
-  workspace_id: string;
-  user_id: string;
-  name: string;
+/** Less the directory's change counter, which only `conversations.directoryVersion` reads. */
+export type Workspace = Omit<Selectable<WorkspacesTable>, "directory_version">;
+
+export type User = Selectable<UsersTable>;
+
+/**
+ * An API key without its secret: the store keeps only the secret's SHA-256 and never hands that out, and a short hint
+ * lets people recognise the key.
+ */
+export type ApiKey = Omit<Selectable<ApiKeysTable>, "secret_hash" | "scopes"> & {
+  /** Parsed from the row's JSON text. */
   scopes: Scope[];
-  hint: string;
-  created_at: string;
-  revoked_at: string | null;
-}
+};
 
 /** Everything a request needs to know about the key it came with. */
 export interface KeyOwner {
@@ -46,21 +54,8 @@ export interface NewApiKey {
   createdAt: string;
 }
 
-export type AgentState = "active" | "paused";
-
 /** An agent as routes see it: never the token (only its hash is kept) and never the signing secret. */
-export interface Agent {
-  id: string;
-  workspace_id: string;
-  owner_user_id: string;
-  name: string;
-  description: string;
-  webhook_url: string | null;
-  state: AgentState;
-  token_hint: string;
-  created_at: string;
-  updated_at: string;
-}
+export type Agent = Omit<Selectable<AgentsTable>, "token_hash" | "signing_secret" | "removed_at">;
 
 export interface NewAgent {
   id: string;
@@ -75,30 +70,11 @@ export interface NewAgent {
   createdAt: string;
 }
 
-export type AgentPatch = Partial<{
-  name: string;
-  description: string;
-  webhook_url: string | null;
-  state: AgentState;
-  token_hash: string;
-  token_hint: string;
-  signing_secret: string;
-}>;
+/** What an update may change: never the ids, the owner or the timestamps. */
+export type AgentPatch = Partial<Pick<AgentsTable, "name" | "description" | "webhook_url" | "state" | "token_hash" | "token_hint" | "signing_secret">>;
 
-export type ConversationType = "channel" | "dm";
-export type Visibility = "public" | "private";
-export type MemberType = "user" | "agent";
-
-export interface Conversation {
-  id: string;
-  workspace_id: string;
-  type: ConversationType;
-  /** The channel's name without `#`; null for a DM. */
-  name: string | null;
-  visibility: Visibility | null;
-  created_by: string;
-  created_at: string;
-}
+/** Less the DM's key, which only finds a DM again. */
+export type Conversation = Omit<Selectable<ConversationsTable>, "dm_key">;
 
 export interface MemberRef {
   id: string;
@@ -110,6 +86,10 @@ export interface Member extends MemberRef {
   name: string;
 }
 
+/**
+ * Declared whole, since little of it is the row as stored: the author is three columns made one member, `aside` is
+ * a 0/1 integer made a boolean, and the mentions are a JSON array in a text column, parsed here.
+ */
 export interface Message {
   id: string;
   workspace_id: string;
@@ -130,28 +110,14 @@ export interface MessageQuery {
   includeAsides: boolean;
 }
 
-export type EventStatus = "pending" | "delivered" | "failed" | "cancelled";
-export type DeliveryTrigger = "scheduled" | "manual" | "test";
-
-/** One event for one agent: the outbox row its deliveries are made from. */
-export interface StoredEvent {
-  id: string;
-  workspace_id: string;
-  agent_id: string;
-  type: string;
-  /** The exact JSON body every attempt sends and signs. */
-  payload: string;
-  status: EventStatus;
-  attempts: number;
-  next_attempt_at: string | null;
-  next_trigger: DeliveryTrigger;
-  /** Whether a failed attempt is followed by the retry schedule (0 for test pings and redeliveries of finished events). */
-  retries: number;
-  /** An attempt is under way. */
+/**
+ * One event for one agent: the outbox row its deliveries are made from. While an event is claimed, its row's
+ * `next_attempt_at` holds when the claim lapses, which is no planned attempt: callers read null there.
+ */
+export type StoredEvent = Omit<Selectable<EventsTable>, "claimed"> & {
+  /** An attempt is under way: the row's 0/1 `claimed`. */
   sending: boolean;
-  created_at: string;
-  updated_at: string;
-}
+};
 
 /** A pending event ready to go, with what its attempt needs from the agent. */
 export interface DueEvent {
@@ -161,41 +127,12 @@ export interface DueEvent {
   signingSecret: string;
 }
 
-export interface DeliveryAttempt {
-  id: string;
-  event_id: string;
-  agent_id: string;
-  attempt: number;
-  trigger: DeliveryTrigger;
-  url: string;
-  started_at: string;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-  response_excerpt: string;
-  outcome: "success" | "failed";
-  next_attempt_at: string | null;
-}
+export type DeliveryAttempt = Selectable<DeliveryAttemptsTable>;
 
-export interface Notification {
-  id: string;
-  workspace_id: string;
-  user_id: string;
-  type: string;
-  conversation_id: string;
-  message_id: string;
-  created_at: string;
-  read_at: string | null;
-}
+export type Notification = Selectable<NotificationsTable>;
 
-/** A console sign-in: it acts with the API key it was made from, and ends when that key is revoked. */
-export interface Session {
-  id: string;
-  api_key_id: string;
-  created_at: string;
-  expires_at: string;
-  ended_at: string | null;
-}
+/** A console sign-in: it acts with the API key it was made from, and ends when that key is revoked. Never the cookie token's hash. */
+export type Session = Omit<Selectable<SessionsTable>, "token_hash">;
 
 /** The relay's data layer. Routes use only this; SQLite and PostgreSQL implement it. */
 export interface Store {

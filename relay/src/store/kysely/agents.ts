@@ -1,19 +1,15 @@
-import type { Database, Db } from "../schema";
-import type { Agent, AgentState, Store } from "../types";
+import type { AgentsTable, Db } from "../schema";
+import type { Store } from "../types";
 import { bumpDirectory } from "./workspaces";
 
 const AGENT_COLUMNS = [
   "id", "workspace_id", "owner_user_id", "name", "description", "webhook_url", "state", "token_hint", "created_at", "updated_at",
 ] as const;
 
-function toAgent(row: Pick<Database["agents"], (typeof AGENT_COLUMNS)[number]>): Agent {
-  return { ...row, state: row.state as AgentState };
-}
-
 export function agentsStore(db: Db): Store["agents"] {
   return {
     async create(input) {
-      const row = {
+      const row: AgentsTable = {
         id: input.id,
         workspace_id: input.workspaceId,
         owner_user_id: input.ownerUserId,
@@ -32,20 +28,19 @@ export function agentsStore(db: Db): Store["agents"] {
       await bumpDirectory(db, input.workspaceId);
       // What is returned is what `get` would answer: never the token's hash or the signing secret.
       const { token_hash: _hash, signing_secret: _secret, removed_at: _removed, ...agent } = row;
-      return toAgent(agent);
+      return agent;
     },
     async get(workspaceId, id) {
-      const row = await db
+      return db
         .selectFrom("agents")
         .select(AGENT_COLUMNS)
         .where("workspace_id", "=", workspaceId)
         .where("id", "=", id)
         .where("removed_at", "is", null)
         .executeTakeFirst();
-      return row && toAgent(row);
     },
     async list(workspaceId) {
-      const rows = await db
+      return db
         .selectFrom("agents")
         .select(AGENT_COLUMNS)
         .where("workspace_id", "=", workspaceId)
@@ -53,7 +48,6 @@ export function agentsStore(db: Db): Store["agents"] {
         .orderBy("created_at")
         .orderBy("id")
         .execute();
-      return rows.map(toAgent);
     },
     async findByTokenHash(tokenHash) {
       const row = await db
@@ -68,7 +62,7 @@ export function agentsStore(db: Db): Store["agents"] {
         .executeTakeFirst();
       if (!row) return undefined;
       const { w_slug, w_name, w_created_at, ...agent } = row;
-      return { agent: toAgent(agent), workspace: { id: agent.workspace_id, slug: w_slug, name: w_name, created_at: w_created_at } };
+      return { agent, workspace: { id: agent.workspace_id, slug: w_slug, name: w_name, created_at: w_created_at } };
     },
     async update(workspaceId, id, patch, at) {
       const result = await db

@@ -1,7 +1,6 @@
 import type { Scope } from "../../auth/scopes";
-import type { Database, Db } from "../schema";
+import type { ApiKeysTable, Db } from "../schema";
 import type { ApiKey, KeyOwner, Store } from "../types";
-import { toUser } from "./users";
 
 /** The key lookup every API request makes: the key, its user and its workspace, by the secret's hash. */
 export function ownerByHashQuery(db: Db, secretHash: string) {
@@ -26,10 +25,10 @@ export function toKeyOwner(row: OwnerRow): KeyOwner {
       id: row.k_id, workspace_id: row.k_workspace_id, user_id: row.k_user_id, name: row.k_name,
       scopes: parseScopes(row.k_scopes), hint: row.k_hint, created_at: row.k_created_at, revoked_at: row.k_revoked_at,
     },
-    user: toUser({
+    user: {
       id: row.k_user_id, workspace_id: row.k_workspace_id, name: row.u_name, role: row.u_role,
       created_at: row.u_created_at, removed_at: row.u_removed_at,
-    }),
+    },
     workspace: { id: row.k_workspace_id, slug: row.w_slug, name: row.w_name, created_at: row.w_created_at },
   };
 }
@@ -98,7 +97,7 @@ export function apiKeysStore(db: Db, ownerByHash?: OwnerLookup): Store["apiKeys"
   };
 }
 
-function toApiKey(row: Database["api_keys"]): ApiKey {
+function toApiKey(row: ApiKeysTable): ApiKey {
   return {
     id: row.id,
     workspace_id: row.workspace_id,

@@ -1,18 +1,6 @@
 import { sql } from "kysely";
-import type { Database, Db } from "../schema";
-import type { Conversation, ConversationType, MemberType, Store, Visibility } from "../types";
-
-function toConversation(row: Omit<Database["conversations"], "dm_key">): Conversation {
-  return {
-    id: row.id,
-    workspace_id: row.workspace_id,
-    type: row.type as ConversationType,
-    name: row.name,
-    visibility: row.visibility as Visibility | null,
-    created_by: row.created_by,
-    created_at: row.created_at,
-  };
-}
+import type { Db } from "../schema";
+import type { MemberType, Store } from "../types";
 
 const CONVERSATION_COLUMNS = ["c.id", "c.workspace_id", "c.type", "c.name", "c.visibility", "c.created_by", "c.created_at"] as const;
 
@@ -20,40 +8,37 @@ export function conversationsStore(db: Db): Store["conversations"] {
   return {
     async create(input) {
       await db.insertInto("conversations").values(input).execute();
-      return toConversation(input);
+      const { dm_key: _dmKey, ...conversation } = input;
+      return conversation;
     },
     async get(workspaceId, type, id) {
-      const row = await db
+      return db
         .selectFrom("conversations as c")
         .select(CONVERSATION_COLUMNS)
         .where("c.workspace_id", "=", workspaceId)
         .where("c.type", "=", type)
         .where("c.id", "=", id)
         .executeTakeFirst();
-      return row && toConversation(row);
     },
     async byId(workspaceId, id) {
-      const row = await db.selectFrom("conversations as c").select(CONVERSATION_COLUMNS).where("c.workspace_id", "=", workspaceId).where("c.id", "=", id).executeTakeFirst();
-      return row && toConversation(row);
+      return db.selectFrom("conversations as c").select(CONVERSATION_COLUMNS).where("c.workspace_id", "=", workspaceId).where("c.id", "=", id).executeTakeFirst();
     },
     async findDm(workspaceId, dmKey) {
-      const row = await db
+      return db
         .selectFrom("conversations as c")
         .select(CONVERSATION_COLUMNS)
         .where("c.workspace_id", "=", workspaceId)
         .where("c.dm_key", "=", dmKey)
         .executeTakeFirst();
-      return row && toConversation(row);
     },
     async findChannel(workspaceId, name) {
-      const row = await db
+      return db
         .selectFrom("conversations as c")
         .select(CONVERSATION_COLUMNS)
         .where("c.workspace_id", "=", workspaceId)
         .where("c.type", "=", "channel")
         .where("c.name", "=", name)
         .executeTakeFirst();
-      return row && toConversation(row);
     },
     async listVisible(workspaceId, memberId, withPublic) {
       const rows = await db
@@ -71,7 +56,7 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .orderBy("c.created_at")
         .orderBy("c.id")
         .execute();
-      return rows.map(({ member_id, ...row }) => ({ ...toConversation(row), is_member: member_id !== null }));
+      return rows.map(({ member_id, ...row }) => ({ ...row, is_member: member_id !== null }));
     },
     async addMember(conversationId, member, at) {
       const result = await db
@@ -114,7 +99,7 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .orderBy("joined_at")
         .orderBy("member_id")
         .execute();
-      return rows.map((row) => ({ id: row.member_id, type: row.member_type as MemberType }));
+      return rows.map((row) => ({ id: row.member_id, type: row.member_type }));
     },
   };
 }

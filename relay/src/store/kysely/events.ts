@@ -1,19 +1,13 @@
-import type { Database, Db } from "../schema";
-import type { DeliveryAttempt, DeliveryTrigger, EventStatus, Store, StoredEvent } from "../types";
+import type { Db, EventsTable } from "../schema";
+import type { Store, StoredEvent } from "../types";
 
-function toEvent({ claimed, ...row }: Database["events"]): StoredEvent {
+function toEvent({ claimed, ...row }: EventsTable): StoredEvent {
   // While claimed, next_attempt_at holds when the claim lapses, not a planned attempt.
   return {
     ...row,
-    status: row.status as EventStatus,
-    next_trigger: row.next_trigger as DeliveryTrigger,
     sending: claimed === 1,
     next_attempt_at: claimed === 1 ? null : row.next_attempt_at,
   };
-}
-
-function toAttempt(row: Database["delivery_attempts"]): DeliveryAttempt {
-  return { ...row, trigger: row.trigger as DeliveryTrigger, outcome: row.outcome as DeliveryAttempt["outcome"] };
 }
 
 export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["events"] {
@@ -121,12 +115,10 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
     },
     async attempts(eventIds) {
       if (eventIds.length === 0) return [];
-      const rows = await db.selectFrom("delivery_attempts").selectAll().where("event_id", "in", [...eventIds]).orderBy("event_id").orderBy("attempt").execute();
-      return rows.map(toAttempt);
+      return db.selectFrom("delivery_attempts").selectAll().where("event_id", "in", [...eventIds]).orderBy("event_id").orderBy("attempt").execute();
     },
     async lastAttempt(agentId) {
-      const row = await db.selectFrom("delivery_attempts").selectAll().where("agent_id", "=", agentId).orderBy("started_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
-      return row && toAttempt(row);
+      return db.selectFrom("delivery_attempts").selectAll().where("agent_id", "=", agentId).orderBy("started_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
     },
     async schedule(id, update, at, claim) {
       let query = db.updateTable("events").set({ ...update, claimed: 0, updated_at: at }).where("id", "=", id);

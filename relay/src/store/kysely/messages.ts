@@ -1,13 +1,13 @@
-import type { Database, Db } from "../schema";
-import type { Member, MemberType, Message, Store } from "../types";
+import type { Db, MessagesTable } from "../schema";
+import type { Member, Message, Store } from "../types";
 
-function toMessage(row: Database["messages"]): Message {
+function toMessage(row: MessagesTable): Message {
   return {
     id: row.id,
     workspace_id: row.workspace_id,
     conversation_id: row.conversation_id,
     thread_id: row.thread_id,
-    author: { id: row.author_id, type: row.author_type as MemberType, name: row.author_name },
+    author: { id: row.author_id, type: row.author_type, name: row.author_name },
     text: row.text,
     aside: row.aside === 1,
     mentions: JSON.parse(row.mentions) as Member[],

@@ -1,5 +1,5 @@
 import type { Db } from "../schema";
-import type { Notification, Store } from "../types";
+import type { Store } from "../types";
 
 export function notificationsStore(db: Db): Store["notifications"] {
   return {
@@ -9,8 +9,7 @@ export function notificationsStore(db: Db): Store["notifications"] {
     async listForUser(userId, query) {
       let q = db.selectFrom("notifications").selectAll().where("user_id", "=", userId);
       if (query.before !== undefined) q = q.where("id", "<", query.before);
-      const rows: Notification[] = await q.orderBy("id", "desc").limit(query.limit).execute();
-      return rows;
+      return q.orderBy("id", "desc").limit(query.limit).execute();
     },
   };
 }

@@ -1,6 +1,5 @@
-import type { Role } from "../../auth/scopes";
-import type { Database, Db } from "../schema";
-import type { Store, User } from "../types";
+import type { Db } from "../schema";
+import type { Store } from "../types";
 import { bumpDirectory } from "./workspaces";
 
 export function usersStore(db: Db): Store["users"] {
@@ -12,8 +11,7 @@ export function usersStore(db: Db): Store["users"] {
       return row;
     },
     async get(workspaceId, id) {
-      const row = await db.selectFrom("users").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", id).executeTakeFirst();
-      return row && toUser(row);
+      return db.selectFrom("users").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", id).executeTakeFirst();
     },
     async remove(workspaceId, id, at) {
       const result = await db
@@ -28,7 +26,7 @@ export function usersStore(db: Db): Store["users"] {
       return removed;
     },
     async list(workspaceId) {
-      const rows = await db
+      return db
         .selectFrom("users")
         .selectAll()
         .where("workspace_id", "=", workspaceId)
@@ -36,11 +34,6 @@ export function usersStore(db: Db): Store["users"] {
         .orderBy("created_at")
         .orderBy("id")
         .execute();
-      return rows.map(toUser);
     },
   };
-}
-
-export function toUser(row: Database["users"]): User {
-  return { ...row, role: row.role as Role };
 }
