@@ -12,4 +12,5 @@ export * from "./sse/sseEncoder";
 export * from "./sse/sseDecoder";
 export * from "./secrets";
 export * from "./retryAfter";
+export * from "./clock";
 export * from "./webhooks";

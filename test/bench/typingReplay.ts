@@ -30,6 +30,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { DEFAULT_SETTINGS } from "../../extension/src/core/settings";
 import { TypingRhythm } from "../../extension/src/core/debounce";
+import { systemClock } from "../../relay/src/clock";
 import { startTestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn } from "../support/upstreamStandIn";
 import { ReplayClock } from "./typingClock";
@@ -213,7 +214,7 @@ function printRun(title: string, figures: TypingFigures): void {
  */
 async function startRelayOnReplayTime(env: Record<string, string> = {}) {
   let clock = new ReplayClock(Date.now());
-  const started = await startTestRelay({ env, clock: { now: () => clock.now() } });
+  const started = await startTestRelay({ env, clock: { ...systemClock, now: () => clock.now() } });
   return {
     ...started,
     startRun(): ReplayClock {

@@ -4,6 +4,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { systemClock } from "../../relay/src/clock";
 import { loadConfig } from "../../relay/src/config";
 import { silentLogger } from "../../relay/src/logger";
 import { type RunningRelay, openStore, startRelay } from "../../relay/src/main";
@@ -42,7 +43,7 @@ describe("a path with a broken %-escape", () => {
     writeFileSync(join(consoleDir, "assets", "app.js"), "export {};");
     const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent" });
     const store = await openStore(config);
-    const clock = { now: () => Date.now() };
+    const clock = systemClock;
     const init = await initWorkspace(store, clock, { slug: "acme", ownerName: "Olive Owner" });
     ownerKey = init.apiKey;
     relay = await startRelay(config, { store, clock, logger: silentLogger, consoleDir });

@@ -4,6 +4,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { systemClock } from "../../relay/src/clock";
 import { loadConfig } from "../../relay/src/config";
 import { silentLogger } from "../../relay/src/logger";
 import { type RunningRelay, type StartOptions, openStore, startRelay } from "../../relay/src/main";
@@ -127,7 +128,7 @@ async function relayOn(options: Pick<StartOptions, "httpTimeouts"> & { env?: Rec
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-malformed-"));
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", TAB_RELAY_CACHE_ENTRIES: "0", ...options.env });
   const store = await openStore(config);
-  const clock = { now: () => Date.now() };
+  const clock = systemClock;
   const init = await initWorkspace(store, clock, { slug: "acme", ownerName: "Olive Owner" });
   const relay = await startRelay(config, { store, clock, logger: silentLogger, consoleDir: null, ...(options.httpTimeouts ? { httpTimeouts: options.httpTimeouts } : {}) });
   return {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Clock } from "../../relay/src/clock";
+import { type Clock, systemClock } from "../../relay/src/clock";
 import { type Config, loadConfig } from "../../relay/src/config";
 import { silentLogger, type Logger } from "../../relay/src/logger";
 import { type RunningRelay, type StartOptions, openStore, startRelay } from "../../relay/src/main";
@@ -37,7 +37,7 @@ export async function startTestRelay(
   const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
   const store = await openStore(config);
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? systemClock;
   const init: InitializedWorkspace = options.reuse
     ? { workspace: options.reuse.workspace, user: options.reuse.user, apiKey: options.reuse.apiKey }
     : await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
@@ -94,10 +94,14 @@ export function completionBody(context: Record<string, unknown> = {}, extra: Rec
   };
 }
 
-/** A clock the test moves by hand. */
+/**
+ * A time the test moves by hand, for what the relay decides by the time (rate-limit windows, expiry). Its timers are
+ * the system's: what the relay waits for (retries, heartbeats) still waits in real time, measured against this time.
+ */
 export function fakeClock(start: number): Clock & { advance(ms: number): void; set(ms: number): void } {
   let now = start;
   return {
+    ...systemClock,
     now: () => now,
     advance(ms) {
       now += ms;

@@ -1,9 +1,5 @@
-/** Time, as the pipeline sees it; the extension passes the system clock, tests a FakeClock. */
-export interface Clock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+/** Time, as the pipeline sees it: the repository's one clock interface. The extension passes the system clock, tests a FakeClock. */
+export type { Clock } from "@tab-relay/shared";
 
 export interface Logger {
   info(message: string): void;

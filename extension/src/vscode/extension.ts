@@ -1,7 +1,8 @@
 // The composition root: the only place that builds real effects (clock, fetch, environment) and wires the core
 // pipeline to VS Code.
+import { systemClock } from "@tab-relay/shared";
 import * as vscode from "vscode";
-import { CompletionSession, RecentFiles, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Clock, type Settings } from "../core";
+import { CompletionSession, RecentFiles, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Settings } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
 import { registerCommands } from "./commands";
 import { createInlineCompletionProvider } from "./inlineCompletionProvider";
@@ -12,12 +13,6 @@ import { StatusBar, showNotice } from "./statusBar";
 /** Where the learned typing rhythm is remembered, so adaptive debounce works from the first keystroke after a restart. */
 const RHYTHM_KEY = "tabRelay.typingGaps";
 const RHYTHM_SAVE_MS = 60_000;
-
-const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel("Tab", { log: true });

@@ -1,5 +1,5 @@
 import { RelayError } from "@tab-relay/shared";
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { ApiKey, Store, User } from "../store/types";
 import { ROLE_SCOPES, type Scope } from "./scopes";
 import { hashSecret, newApiKeySecret, newId, secretHint } from "./secrets";
@@ -13,7 +13,7 @@ export interface CreatedApiKey {
 /** Creates a key for `user`; the secret is returned once and only its hash is stored. */
 export async function createApiKey(
   store: Store,
-  clock: Clock,
+  clock: WallClock,
   input: { workspaceId: string; user: User; name: string; scopes: readonly Scope[] },
 ): Promise<CreatedApiKey> {
   const allowed = ROLE_SCOPES[input.user.role];

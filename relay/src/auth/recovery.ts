@@ -1,4 +1,4 @@
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { ApiKey, Store, User, Workspace } from "../store/types";
 import { createApiKey } from "./apiKeys";
 import { ROLE_SCOPES, SCOPES, type Scope, isScope } from "./scopes";
@@ -34,7 +34,7 @@ export class RecoveryKeyError extends Error {
  * only keys it has already looked up (relay/src/store/sqlite.ts), so the new key is read from the file on its first
  * use, and on PostgreSQL every request reads its key anyway.
  */
-export async function createRecoveryKey(store: Store, clock: Clock, request: RecoveryKeyRequest): Promise<RecoveryKey> {
+export async function createRecoveryKey(store: Store, clock: WallClock, request: RecoveryKeyRequest): Promise<RecoveryKey> {
   const name = (request.name ?? DEFAULT_RECOVERY_KEY_NAME).trim();
   if (name === "" || name.length > 100) throw new RecoveryKeyError("--name: must be 1-100 characters");
   const named = request.scopes && parseScopes(request.scopes);

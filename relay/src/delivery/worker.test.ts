@@ -1,15 +1,53 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { RelayError, newSigningSecret, verifyWebhook } from "@tab-relay/shared";
+import { FakeClock } from "@tab-relay/shared/testing";
 import { silentLogger } from "../logger";
 import { newEvent } from "../conversations/service";
 import { createSortableIds } from "../store/sortableIds";
 import { openSqliteStore } from "../store/sqlite";
-import type { Store } from "../store/types";
+import type { Store, StoredEvent } from "../store/types";
 import type { WebhookClient, WebhookOutcome, WebhookRequest } from "./webhookClient";
 import { createDeliveryWorker } from "./worker";
 
 const HANG = Symbol("hang");
+
+/** How long a test waits for something the worker does at once (nothing here waits for time to pass). */
+const AT_ONCE_MS = 3000;
+
+/**
+ * Resolves once `count()` reaches `n`, re-checked whenever `wake` is called; fails after AT_ONCE_MS. The deadline
+ * only bounds a wait for an event: time passes for the worker only when the test advances its FakeClock.
+ */
+function counter(what: string) {
+  let count = 0;
+  const waiters = new Set<() => void>();
+  return {
+    get count() {
+      return count;
+    },
+    add(): void {
+      count++;
+      for (const wake of waiters) wake();
+    },
+    async waitFor(n: number, total: () => number = () => count): Promise<void> {
+      if (total() >= n) return;
+      await new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (total() < n) return;
+          waiters.delete(check);
+          clearTimeout(deadline);
+          resolve();
+        };
+        const deadline = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`expected ${n} ${what}, got ${total()}`));
+        }, AT_ONCE_MS);
+        waiters.add(check);
+      });
+    },
+  };
+}
 
 /**
  * A client whose answers the test scripts per request. HANG is an agent that never answers; like the real client,
@@ -17,46 +55,45 @@ const HANG = Symbol("hang");
  */
 function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | typeof HANG) {
   const requests: WebhookRequest[] = [];
-  const waiters: (() => void)[] = [];
+  const sends = counter("requests");
   const hung: ((outcome: WebhookOutcome) => void)[] = [];
-  const client: WebhookClient & { requests: WebhookRequest[]; waitFor(n: number): Promise<void> } = {
+  const client: WebhookClient & { requests: WebhookRequest[]; waitFor(n: number): Promise<void>; sent(eventId: string): Promise<void> } = {
     requests,
     async send(request) {
       requests.push(request);
-      for (const wake of waiters.splice(0)) wake();
       const result = answer(request);
+      sends.add();
       return result === HANG ? new Promise<WebhookOutcome>((resolve) => hung.push(resolve)) : result;
     },
     close() {
       for (const end of hung.splice(0)) end({ ok: false, error: "socket closed", durationMs: 1, excerpt: "" });
     },
-    async waitFor(n) {
-      const deadline = performance.now() + 3000;
-      while (requests.length < n) {
-        if (performance.now() > deadline) throw new Error(`expected ${n} requests, got ${requests.length}`);
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 20);
-        });
-      }
-    },
+    waitFor: (n) => sends.waitFor(n, () => requests.length),
+    /** Waits until the event with this id has been sent (events left by an earlier test may go first). */
+    sent: (eventId) => sends.waitFor(1, () => requests.filter((r) => r.headers["webhook-id"] === eventId).length),
   };
   return client;
+}
+
+/** Stops a worker whose attempts may hang: the grace period passes on its clock. */
+async function stopWithin(worker: ReturnType<typeof createDeliveryWorker>, clock: FakeClock, graceMs: number): Promise<void> {
+  const stopping = worker.stop(graceMs);
+  await clock.advance(graceMs);
+  await stopping;
 }
 
 const outcome = (status: number, extra: Partial<WebhookOutcome> = {}): WebhookOutcome => ({ ok: status >= 200 && status < 300, status, durationMs: 1, excerpt: "", ...extra });
 
 describe("the delivery worker", () => {
   let store: Store;
-  let now = Date.parse("2026-11-21T12:00:00.000Z");
-  const clock = { now: () => now };
+  const clock = new FakeClock(Date.parse("2026-11-21T12:00:00.000Z"));
   const ids = createSortableIds(clock);
   const secret = newSigningSecret();
   let workspaceId = "";
 
   before(async () => {
     store = await openSqliteStore(":memory:");
-    const at = new Date(now).toISOString();
+    const at = new Date(clock.now()).toISOString();
     const ws = await store.workspaces.create({ id: "ws_1", slug: "acme", name: "Acme", createdAt: at });
     workspaceId = ws.id;
     await store.users.create({ id: "usr_1", workspaceId, name: "Olive", role: "owner", createdAt: at });
@@ -64,7 +101,7 @@ describe("the delivery worker", () => {
   after(() => store.close());
 
   async function agentWithEvents(name: string, count: number, retries = 1): Promise<{ agentId: string; eventIds: string[] }> {
-    const at = new Date(now).toISOString();
+    const at = new Date(clock.now()).toISOString();
     const agent = await store.agents.create({
       id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
       tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: secret, createdAt: at,
@@ -89,10 +126,10 @@ describe("the delivery worker", () => {
     const [event] = await store.events.listForAgent(agentId, 10);
     assert.equal(event?.status, "pending");
     assert.equal(event?.attempts, 1);
-    assert.equal(event?.next_attempt_at, new Date(now + 12_000).toISOString());
+    assert.equal(event?.next_attempt_at, new Date(clock.now() + 12_000).toISOString());
     const request = client.requests[0] as WebhookRequest;
     assert.equal(request.headers["webhook-id"], eventIds[0]);
-    await verifyWebhook(secret, request.headers, request.body, { nowSeconds: Math.floor(now / 1000) });
+    await verifyWebhook(secret, request.headers, request.body, { nowSeconds: Math.floor(clock.now() / 1000) });
     const [attempt] = await store.events.attempts(eventIds);
     assert.equal(attempt?.status_code, 500);
     assert.equal(attempt?.response_excerpt, "boom");
@@ -107,7 +144,7 @@ describe("the delivery worker", () => {
     await client.waitFor(1);
     await worker.stop(1000);
     const [event] = await store.events.listForAgent(agentId, 1);
-    assert.equal(event?.next_attempt_at, new Date(now + 120_000).toISOString());
+    assert.equal(event?.next_attempt_at, new Date(clock.now() + 120_000).toISOString());
   });
 
   for (const status of [410, 413]) {
@@ -140,14 +177,15 @@ describe("the delivery worker", () => {
   });
 
   test("an agent that hangs holds only its own share: another agent's events go out meanwhile", async () => {
-    now += 3600_000;
+    await clock.advance(3600_000);
     const slow = await agentWithEvents("slow", 20);
     const fast = await agentWithEvents("fast", 5);
     const client = scriptedClient((request) => (request.url.endsWith("/slow") ? HANG : outcome(204)));
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], maxPerAgent: 3, maxInFlight: 10 });
     await worker.start();
     await client.waitFor(8);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // 50 ms on the worker's clock: a fair pass put off while the slow agent is at its share (20 ms) has come.
+    await clock.advance(50);
     const slowSent = client.requests.filter((r) => r.url.endsWith("/slow")).length;
     const fastSent = client.requests.filter((r) => r.url.endsWith("/fast")).length;
     assert.equal(slowSent, 3, "the slow agent has exactly its share in flight");
@@ -155,52 +193,53 @@ describe("the delivery worker", () => {
     const fastEvents = await store.events.listForAgent(fast.agentId, 10);
     assert.ok(fastEvents.every((event) => event.status === "delivered"));
     // Attempts still under way when the relay stops are abandoned, not recorded: the events stay pending.
-    await worker.stop(10);
+    await stopWithin(worker, clock, 10);
     const slowEvents = await store.events.listForAgent(slow.agentId, 30);
     assert.equal(slowEvents.filter((event) => event.status === "pending").length, 20);
     assert.equal((await store.events.attempts(slow.eventIds)).length, 0);
   });
 
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
-    now += 3600_000;
+    await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);
-    const dueNow = async () => (await store.events.due(new Date(now).toISOString(), { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).length;
+    const dueNow = async () => (await store.events.due(new Date(clock.now()).toISOString(), { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).length;
     // Events left by earlier tests go out at once; only this agent's hangs.
     const answer = (request: WebhookRequest) => (request.url.endsWith("/stalled") ? HANG : outcome(204));
-    const sent = async (client: ReturnType<typeof scriptedClient>) => {
-      for (let n = 1; !client.requests.some((r) => r.headers["webhook-id"] === eventIds[0]); n++) await client.waitFor(n);
+    const recorded = counter("recorded attempts");
+    const onAttempt = (event: StoredEvent) => {
+      if (event.id === eventIds[0]) recorded.add();
     };
     // Relay A's attempt hangs past its one-second lease.
     const clientA = scriptedClient(answer);
-    const relayA = createDeliveryWorker({ store, clock, logger: silentLogger, client: clientA, ids, retryScheduleMs: [1000], leaseMs: 1000 });
+    const relayA = createDeliveryWorker({ store, clock, logger: silentLogger, client: clientA, ids, retryScheduleMs: [1000], leaseMs: 1000, onAttempt });
     await relayA.start();
-    await sent(clientA);
-    now += 5000;
+    await clientA.sent(eventIds[0] as string);
+    await clock.advance(5000);
     // Relay B, sharing the database, finds the lapsed claim and attempts the event itself.
     const clientB = scriptedClient(answer);
-    const relayB = createDeliveryWorker({ store: { ...store, exclusive: false }, clock, logger: silentLogger, client: clientB, ids, retryScheduleMs: [1000], leaseMs: 60_000 });
+    const relayB = createDeliveryWorker({ store: { ...store, exclusive: false }, clock, logger: silentLogger, client: clientB, ids, retryScheduleMs: [1000], leaseMs: 60_000, onAttempt });
     await relayB.start();
-    await sent(clientB);
+    await clientB.sent(eventIds[0] as string);
 
     // A's attempt finally fails: it is logged, but B's claim stands, so nobody else starts the event meanwhile.
     clientA.close();
-    for (let i = 0; i < 100 && (await store.events.attempts(eventIds)).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await recorded.waitFor(1);
     const [stale] = await store.events.attempts(eventIds);
     assert.equal(stale?.outcome, "failed");
     assert.equal(stale?.next_attempt_at, null, "no retry is promised by the relay that lost the claim");
     const [held] = await store.events.listForAgent(agentId, 10);
     assert.equal(held?.sending, true);
-    now += 30_000;
+    await clock.advance(30_000);
     assert.equal(await dueNow(), 0, "not due again while B's attempt is under way");
 
     clientB.close();
-    for (let i = 0; i < 100 && (await store.events.attempts(eventIds)).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await recorded.waitFor(2);
     const [event] = await store.events.listForAgent(agentId, 10);
     assert.equal(event?.sending, false);
     assert.equal(event?.status, "pending", "B's failure schedules the retry");
     assert.notEqual(event?.next_attempt_at, null);
-    await relayA.stop(10);
-    await relayB.stop(10);
+    await stopWithin(relayA, clock, 10);
+    await stopWithin(relayB, clock, 10);
   });
 });
 
@@ -222,14 +261,14 @@ function storeWithOutages(inner: Store, exclusive: boolean) {
 
 describe("the delivery worker while its database is away", () => {
   let inner: Store;
-  const clock = { now: () => Date.now() };
+  const clock = new FakeClock(Date.parse("2026-11-22T12:00:00.000Z"));
   const ids = createSortableIds(clock);
   const workspaceId = "ws_1";
   let agentCount = 0;
 
   before(async () => {
     inner = await openSqliteStore(":memory:");
-    const at = new Date().toISOString();
+    const at = new Date(clock.now()).toISOString();
     await inner.workspaces.create({ id: workspaceId, slug: "acme", name: "Acme", createdAt: at });
     await inner.users.create({ id: "usr_1", workspaceId, name: "Olive", role: "owner", createdAt: at });
   });
@@ -239,7 +278,7 @@ describe("the delivery worker while its database is away", () => {
     const name = `agent${++agentCount}`;
     const agent = await inner.agents.create({
       id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
-      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: newSigningSecret(), createdAt: new Date().toISOString(),
+      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: newSigningSecret(), createdAt: new Date(clock.now()).toISOString(),
     });
     return agent.id;
   }
@@ -247,14 +286,8 @@ describe("the delivery worker while its database is away", () => {
   /** An event written straight to the database, as another relay would: nobody wakes this worker for it. */
   async function queue(agentId: string): Promise<string> {
     const id = ids("evt");
-    await inner.events.create(newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), new Date().toISOString(), 1, "scheduled"));
+    await inner.events.create(newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), new Date(clock.now()).toISOString(), 1, "scheduled"));
     return id;
-  }
-
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  /** Waits until the event with this id has been sent (events left by an earlier test may go first). */
-  async function sent(client: ReturnType<typeof scriptedClient>, eventId: string): Promise<void> {
-    for (let n = 1; !client.requests.some((r) => r.headers["webhook-id"] === eventId); n++) await client.waitFor(n);
   }
 
   test("a read of the outbox that failed is tried again: events due meanwhile go out once the database answers, unprompted", async () => {
@@ -267,11 +300,15 @@ describe("the delivery worker while its database is away", () => {
     const eventId = await queue(agentId);
     // Woken for the new event while the database is away, the worker's read fails.
     worker.wake();
-    await sleep(100);
+    await clock.advance(100);
     assert.equal(client.requests.length, 0);
     state.down = false;
-    // Nothing wakes it again; the idle poll (30 s alone on a database) is far off.
-    await sent(client, eventId);
+    // Nothing wakes it again; the idle poll (30 s alone on a database) is far off. The read is tried again 250 ms
+    // after it failed.
+    await clock.advance(149);
+    assert.equal(client.requests.length, 0);
+    await clock.advance(1);
+    await client.sent(eventId);
     await worker.stop(1000);
   });
 
@@ -282,10 +319,14 @@ describe("the delivery worker while its database is away", () => {
     const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 10_000 });
     await worker.start();
     state.pollDown = true;
-    await sleep(2_300);
+    // The polls at 1 s and 2 s fail.
+    await clock.advance(2_300);
     state.pollDown = false;
     const eventId = await queue(await newAgent());
-    await sent(client, eventId);
+    assert.equal(client.requests.length, 0, "nobody woke the worker for the event");
+    // The poll at 3 s finds it.
+    await clock.advance(700);
+    await client.sent(eventId);
     await worker.stop(1000);
   });
 
@@ -296,17 +337,19 @@ describe("the delivery worker while its database is away", () => {
     // The agent answers 204, but by then the database is gone for 600 ms.
     const client = scriptedClient(() => {
       state.down = true;
-      setTimeout(() => (state.down = false), 600);
+      clock.setTimeout(() => (state.down = false), 600);
       return outcome(204);
     });
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 60_000 });
+    const recorded = counter("recorded attempts");
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 60_000, onAttempt: () => recorded.add() });
     await worker.start();
     await client.waitFor(1);
-    let event: Awaited<ReturnType<Store["events"]["listForAgent"]>>[number] | undefined;
-    for (let i = 0; i < 60 && event?.status !== "delivered"; i++) {
-      await sleep(50);
-      [event] = await inner.events.listForAgent(agentId, 1);
-    }
+    // Tries to record at once, after 250 ms and after 750 ms: the database is back at 600 ms.
+    await clock.advance(749);
+    assert.equal(recorded.count, 0);
+    await clock.advance(1);
+    await recorded.waitFor(1);
+    const [event] = await inner.events.listForAgent(agentId, 1);
     assert.equal(event?.status, "delivered", "recorded as delivered well within the claim's lease");
     assert.equal(event?.sending, false);
     assert.deepEqual((await inner.events.attempts([eventId])).map((a) => a.outcome), ["success"]);

@@ -1,16 +1,12 @@
-import { RelayError, WEBHOOK_HEADERS, signWebhook } from "@tab-relay/shared";
+import { RelayError, WEBHOOK_HEADERS, signWebhook, sleepOn } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
 import type { DeliveryAttempt, DueEvent, Store, StoredEvent } from "../store/types";
 import type { AgentSockets } from "../live/agentSockets";
+import { nextAttempt } from "./retryPolicy";
 import type { WebhookClient, WebhookOutcome } from "./webhookClient";
 
-/** Answers that end a delivery at once: the spec's 410 (gone) and 413 (too large, so a retry cannot help). */
-const FINAL_STATUSES: ReadonlySet<number> = new Set([410, 413]);
-const JITTER = 0.2;
-/** A Retry-After longer than this is not honoured beyond it: the agent may not hold events back for days. */
-const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** Even with nothing due the worker looks again this often, in case another process queued events. */
 const IDLE_POLL_MS = 30_000;
 const BATCH = 32;
@@ -24,6 +20,7 @@ export const SOCKET_URL = "socket";
 
 export interface DeliveryWorkerOptions {
   store: Store;
+  /** The outbox's due times, the retry timer, the idle poll and every other wait of the worker run on it. */
   clock: Clock;
   logger: Logger;
   client: WebhookClient;
@@ -53,6 +50,34 @@ export interface DeliveryWorker {
   readonly inFlight: number;
 }
 
+/** What the worker knows between passes over the outbox, beyond what the database holds. */
+interface WorkerState {
+  /** `stopped` before start() and after stop(): only a running worker reads the outbox, starts attempts or arms timers. */
+  phase: "running" | "stopped";
+  /** A pass over the outbox is under way; another waits for it to end. */
+  pumping: boolean;
+  /** A pass over every agent is wanted: new events, a retry falling due, a redelivery. */
+  wantAll: boolean;
+  /** Due events were left waiting for room when the outbox was last read. */
+  backlog: boolean;
+  /** When the last pass over everything ran while some agent was at its share (FAIR_PASS_MS apart). */
+  lastFairPass: number;
+  /** The wait before reading the outbox again after a read failed; doubles up to RETRY_MAX_MS. */
+  readRetryMs: number;
+}
+
+/** The worker's timers on its clock; each is undefined while not armed. */
+interface WorkerTimers {
+  /** The earliest retry this worker scheduled itself. */
+  due: { handle: unknown; at: number } | undefined;
+  /** The idle poll for events another process queued. */
+  poll: unknown;
+  /** The next pass over everything while some agent is at its share. */
+  fair: unknown;
+  /** The next read of the outbox after a failed one. */
+  readRetry: unknown;
+}
+
 /**
  * Delivers the outbox: every pending event that is due is signed afresh (new timestamp, same `webhook-id`) and
  * POSTed to its agent; the outcome is recorded as an attempt and the event is finished or rescheduled with
@@ -63,32 +88,22 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const { store, clock, logger, client } = options;
   const maxInFlight = options.maxInFlight ?? 256;
   const maxPerAgent = options.maxPerAgent ?? 8;
-  const random = options.random ?? Math.random;
+  const policy = { scheduleMs: options.retryScheduleMs, random: options.random ?? Math.random };
   const leaseMs = options.leaseMs ?? 120_000;
   // Sharing a database, another relay's claims lapse without a word; a look every tenth of a lease (one small query)
   // finds a dead relay's work soon after its lease.
   const idlePollMs = store.exclusive ? IDLE_POLL_MS : Math.min(IDLE_POLL_MS, Math.max(1000, leaseMs / 10));
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
-  let running = false;
-  /** Whether due events were left waiting for room when the outbox was last read. */
-  let backlog = false;
-  let stopped = true;
-  let pumping = false;
-  let wantAll = false;
   const agentsWanted = new Set<string>();
-  let lastFairPass = -Infinity;
-  let fairTimer: NodeJS.Timeout | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let timerAt = Infinity;
-  let pollTimer: NodeJS.Timeout | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let retryMs = RETRY_FIRST_MS;
+  const state: WorkerState = { phase: "stopped", pumping: false, wantAll: false, backlog: false, lastFairPass: -Infinity, readRetryMs: RETRY_FIRST_MS };
+  const timers: WorkerTimers = { due: undefined, poll: undefined, fair: undefined, readRetry: undefined };
+  const stopped = () => state.phase === "stopped";
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** Asks for a look at the whole outbox (new events, a retry falling due, a redelivery). */
   function wake(): void {
-    wantAll = true;
+    state.wantAll = true;
     drain();
   }
 
@@ -98,40 +113,39 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * is backed up such passes run at most every FAIR_PASS_MS instead of after every event.
    */
   function drain(): void {
-    if (stopped || pumping) return;
+    if (stopped() || state.pumping) return;
     const now = clock.now();
     let pass: Promise<void> | undefined;
     const [agentId] = agentsWanted;
     if (agentId !== undefined) {
       agentsWanted.delete(agentId);
       pass = pump(agentId);
-    } else if (wantAll) {
+    } else if (state.wantAll) {
       const blocked = [...perAgent.values()].some((n) => n >= maxPerAgent);
-      if (blocked && now - lastFairPass < FAIR_PASS_MS) {
-        clearTimeout(fairTimer);
-        fairTimer = setTimeout(drain, FAIR_PASS_MS - (now - lastFairPass));
-        fairTimer.unref();
+      if (blocked && now - state.lastFairPass < FAIR_PASS_MS) {
+        clock.clearTimeout(timers.fair);
+        timers.fair = clock.setTimeout(drain, FAIR_PASS_MS - (now - state.lastFairPass));
         return;
       }
-      wantAll = false;
-      if (blocked) lastFairPass = now;
+      state.wantAll = false;
+      if (blocked) state.lastFairPass = now;
       pass = pump(undefined);
     }
     if (pass === undefined) return;
-    pumping = true;
+    state.pumping = true;
     void pass
       .then(
         () => {
-          retryMs = RETRY_FIRST_MS;
+          state.readRetryMs = RETRY_FIRST_MS;
         },
         (error: unknown) => {
           // The pass was asked for because something is due; it must happen once the database answers again.
-          logger.error("delivery worker failed to read the outbox", { error, retry_in_ms: retryMs });
+          logger.error("delivery worker failed to read the outbox", { error, retry_in_ms: state.readRetryMs });
           retryLater();
         },
       )
       .finally(() => {
-        pumping = false;
+        state.pumping = false;
         drain();
       });
   }
@@ -139,9 +153,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   async function pump(onlyAgent: string | undefined): Promise<void> {
     for (;;) {
       const room = maxInFlight - inFlight.size;
-      if (stopped) return;
+      if (stopped()) return;
       if (room <= 0) {
-        backlog = true;
+        state.backlog = true;
         return;
       }
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
@@ -162,7 +176,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           for (const item of due) {
             const count = perAgent.get(item.event.agent_id) ?? 0;
             // A redelivery asked for while the event's attempt is still under way waits for that attempt.
-            if (count >= maxPerAgent || inFlight.has(item.event.id) || stopped) {
+            if (count >= maxPerAgent || inFlight.has(item.event.id) || stopped()) {
               skipped++;
               continue;
             }
@@ -176,7 +190,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         for (const item of starting) release(item.event.agent_id);
         throw error;
       }
-      if (stopped) {
+      if (stopped()) {
         // Claimed but never started: let them go now rather than when the claim lapses.
         for (const item of starting) {
           release(item.event.agent_id);
@@ -188,8 +202,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const started = starting.length;
       // Due events left behind wait for a free share, so finishing attempts must look again.
       const left = skipped > 0 || due.length === limit;
-      if (left) backlog = true;
-      else if (onlyAgent === undefined && saturated.size === 0) backlog = false;
+      if (left) state.backlog = true;
+      else if (onlyAgent === undefined && saturated.size === 0) state.backlog = false;
       // Look again at once when the batch was full or held events of agents that just filled up, as long as it moved.
       if (onlyAgent !== undefined || started === 0 || !left) break;
     }
@@ -197,14 +211,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** A look at the whole outbox after a pause: it covers whatever the failed pass was for. */
   function retryLater(): void {
-    if (stopped) return;
-    clearTimeout(retryTimer);
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
+    if (stopped()) return;
+    clock.clearTimeout(timers.readRetry);
+    timers.readRetry = clock.setTimeout(() => {
+      timers.readRetry = undefined;
       wake();
-    }, retryMs);
-    retryTimer.unref();
-    retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+    }, state.readRetryMs);
+    state.readRetryMs = Math.min(state.readRetryMs * 2, RETRY_MAX_MS);
   }
 
   /**
@@ -213,34 +226,31 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * directly, so the database is asked only at start and on the idle poll.
    */
   function armTimer(dueMs: number): void {
-    if (stopped || (timer !== undefined && timerAt <= dueMs)) return;
-    clearTimeout(timer);
-    timerAt = dueMs;
-    timer = setTimeout(function fire() {
-      // Timers run on a monotonic clock and can fire a millisecond before the wall clock reaches the due time;
-      // reading the outbox then would miss the event and the poll below would look past it.
-      const early = timerAt - clock.now();
+    if (stopped() || (timers.due !== undefined && timers.due.at <= dueMs)) return;
+    clock.clearTimeout(timers.due?.handle);
+    const fire = (): void => {
+      const due = timers.due as NonNullable<WorkerTimers["due"]>;
+      // System timers run on a monotonic clock and can fire a millisecond before the wall clock reaches the due
+      // time; reading the outbox then would miss the event and the poll below would look past it.
+      const early = due.at - clock.now();
       if (early > 0) {
-        timer = setTimeout(fire, early);
-        timer.unref();
+        due.handle = clock.setTimeout(fire, early);
         return;
       }
-      timer = undefined;
-      timerAt = Infinity;
+      timers.due = undefined;
       wake();
       // Only the earliest retry had the timer; the next one is read back from the outbox.
       void poll().catch((error: unknown) => logger.error("delivery worker failed to poll", { error }));
-    }, Math.max(0, Math.min(idlePollMs, dueMs - clock.now())));
-    timer.unref();
+    };
+    timers.due = { at: dueMs, handle: clock.setTimeout(fire, Math.max(0, Math.min(idlePollMs, dueMs - clock.now()))) };
   }
 
   async function poll(): Promise<void> {
-    if (stopped) return;
-    clearTimeout(pollTimer);
+    if (stopped()) return;
+    clock.clearTimeout(timers.poll);
     // Another process sharing the database (or a clock step) can make events due without telling this one. Armed
     // before asking the database, so a poll that fails (the database away) does not end the polling.
-    pollTimer = setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
-    pollTimer.unref();
+    timers.poll = clock.setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
     const now = clock.now();
     const next = await store.events.nextDueAt(iso(now));
     armTimer(next === undefined ? now + idlePollMs : Date.parse(next));
@@ -277,7 +287,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         : await client.send({ url: due.webhookUrl as string, headers, body: event.payload });
       // An attempt cut short by shutdown is not the agent's failure: no attempt is recorded, and the claim is given
       // back so another relay (or this one, restarted) sends the event at once.
-      if (stopped && !outcome.ok && outcome.status === undefined) return await giveBack(event, lease);
+      if (stopped() && !outcome.ok && outcome.status === undefined) return await giveBack(event, lease);
       await recordWhileHeld(due, lease, startedMs, outcome, viaSocket ? SOCKET_URL : (due.webhookUrl ?? SOCKET_URL));
     } catch (error) {
       logger.error("delivery attempt failed", { event_id: event.id, agent_id: event.agent_id, error });
@@ -285,10 +295,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       inFlight.delete(event.id);
       release(event.agent_id);
       // Without a backlog nothing is waiting for this share: new events, redeliveries and retries wake the worker themselves.
-      if (backlog) {
+      if (state.backlog) {
         agentsWanted.add(event.agent_id);
         // Room freed overall may let another agent's waiting events go too.
-        if (inFlight.size === maxInFlight - 1) wantAll = true;
+        if (inFlight.size === maxInFlight - 1) state.wantAll = true;
         drain();
       }
     }
@@ -306,9 +316,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         return await record(due, lease, startedMs, outcome, url);
       } catch (error) {
         const unavailable = error instanceof RelayError && error.code === "SERVICE_UNAVAILABLE";
-        if (!unavailable || stopped || clock.now() + waitMs >= Date.parse(lease)) throw error;
+        if (!unavailable || stopped() || clock.now() + waitMs >= Date.parse(lease)) throw error;
         logger.warn("could not record a delivery attempt; retrying", { event_id: due.event.id, error, retry_in_ms: waitMs });
-        await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
+        await sleepOn(clock, waitMs);
         waitMs = Math.min(waitMs * 2, RETRY_MAX_MS);
       }
     }
@@ -354,24 +364,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   function nextState(event: StoredEvent, number: number, outcome: WebhookOutcome, now: number) {
-    const done = { next_attempt_at: null, next_trigger: event.next_trigger, retries: event.retries };
-    if (outcome.ok) return { ...done, status: "delivered" as const };
-    const exhausted = number > options.retryScheduleMs.length;
-    if (event.retries === 0 || exhausted || (outcome.status !== undefined && FINAL_STATUSES.has(outcome.status))) {
-      return { ...done, status: "failed" as const };
-    }
-    const scheduled = options.retryScheduleMs[number - 1] as number;
-    let delay = scheduled * (1 + JITTER * (2 * random() - 1));
-    if (outcome.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(outcome.retryAfterMs, MAX_RETRY_AFTER_MS));
-    return { status: "pending" as const, next_attempt_at: iso(now + Math.round(delay)), next_trigger: "scheduled" as const, retries: event.retries };
+    const next = nextAttempt({ number, retries: event.retries, outcome }, policy);
+    if (next.kind === "retry") return { status: "pending" as const, next_attempt_at: iso(now + next.delayMs), next_trigger: "scheduled" as const, retries: event.retries };
+    return { status: next.kind, next_attempt_at: null, next_trigger: event.next_trigger, retries: event.retries };
   }
 
   return {
     wake,
     async start() {
-      if (running) return;
-      running = true;
-      stopped = false;
+      if (state.phase === "running") return;
+      state.phase = "running";
       // Alone on its database, a starting relay knows claims left behind (a crash, SIGKILL) are void: those events go
       // out now. Sharing one, claims of others may be live; a dead relay's lapse after the lease instead.
       if (store.exclusive) {
@@ -382,16 +384,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       await poll();
     },
     async stop(graceMs) {
-      stopped = true;
-      running = false;
-      clearTimeout(timer);
-      clearTimeout(pollTimer);
-      clearTimeout(fairTimer);
-      clearTimeout(retryTimer);
+      state.phase = "stopped";
+      for (const handle of [timers.due?.handle, timers.poll, timers.fair, timers.readRetry]) clock.clearTimeout(handle);
+      timers.due = undefined;
       const settled = Promise.allSettled([...inFlight.values()]);
-      let graceTimer: NodeJS.Timeout | undefined;
-      await Promise.race([settled, new Promise((resolve) => (graceTimer = setTimeout(resolve, graceMs)))]);
-      clearTimeout(graceTimer);
+      let graceTimer: unknown;
+      await Promise.race([settled, new Promise((resolve) => (graceTimer = clock.setTimeout(() => resolve(undefined), graceMs)))]);
+      clock.clearTimeout(graceTimer);
       client.close();
       await settled;
     },

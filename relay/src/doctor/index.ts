@@ -1,4 +1,4 @@
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { DoctorConfig } from "../config";
 import { createHttpPost } from "../providers/httpPost";
 import { type ExitCode, jsonReport, runChecks, textReport } from "./checks";
@@ -11,7 +11,7 @@ export interface DoctorOutput {
   /** One JSON object instead of the text report and its progress lines. */
   json: boolean;
   write(text: string): void;
-  clock: Clock;
+  clock: WallClock;
 }
 
 /**

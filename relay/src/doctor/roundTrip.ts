@@ -1,5 +1,5 @@
 import { TAB_DEFAULTS, type TabContext } from "@tab-relay/shared";
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { Logger } from "../logger";
 import type { HttpPost } from "../providers/httpPost";
 import { type UpstreamApi, createUpstreamProvider, upstreamMode } from "../providers/upstream";
@@ -50,7 +50,7 @@ export interface RoundTrip {
  * One completion through the relay's own provider (the same mode, request body, stream reading and hints as
  * `tab-relay serve`), timed from the request to the first fragment and to the end.
  */
-export async function sendTestCompletion(settings: RoundTripSettings, deps: { post: HttpPost; clock: Clock }): Promise<RoundTrip> {
+export async function sendTestCompletion(settings: RoundTripSettings, deps: { post: HttpPost; clock: WallClock }): Promise<RoundTrip> {
   const mode = upstreamMode({ api: settings.api, baseUrl: settings.url, model: settings.model, fimTemplate: settings.fimTemplate, infillMaxPredictMs: settings.infillMaxPredictMs });
   const hints: string[] = [];
   let status: number | undefined;

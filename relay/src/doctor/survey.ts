@@ -1,4 +1,4 @@
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import { field } from "../providers/upstream/json";
 import { type ProbeClient, ProbeFailure } from "./http";
 import {
@@ -69,7 +69,7 @@ export interface SurveyOptions {
 
 export interface SurveyDeps {
   probe: ProbeClient;
-  clock: Clock;
+  clock: WallClock;
   /** Called with each probe as it finishes, for the progress lines. */
   progress?: (line: ProbeLine) => void;
 }

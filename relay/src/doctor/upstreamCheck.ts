@@ -1,4 +1,4 @@
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { DoctorConfig } from "../config";
 import type { HttpPost } from "../providers/httpPost";
 import { type UpstreamApi, DEFAULT_INFILL_MAX_PREDICT_MS, familyForModel } from "../providers/upstream";
@@ -15,7 +15,7 @@ export interface UpstreamCheckDeps {
   probe: ProbeClient;
   /** The relay's own upstream transport, for the test completion. */
   post: HttpPost;
-  clock: Clock;
+  clock: WallClock;
 }
 
 interface Tried {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 
 // Crockford's base32 is in ASCII order, so fixed-width ids compare like the times they encode.
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -18,7 +18,7 @@ function encode(value: number, width: number): string {
  * the millisecond + 6 random characters. Messages list newest first and page with `before` by comparing ids,
  * which needs no counter column and stays portable. Never goes backwards in one process, even if the clock does.
  */
-export function createSortableIds(clock: Clock): (prefix: string) => string {
+export function createSortableIds(clock: WallClock): (prefix: string) => string {
   let lastMs = 0;
   let sequence = 0;
   return (prefix) => {

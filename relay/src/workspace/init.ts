@@ -3,7 +3,7 @@ import { z } from "zod";
 import { createApiKey } from "../auth/apiKeys";
 import { SCOPES } from "../auth/scopes";
 import { newId } from "../auth/secrets";
-import type { Clock } from "../clock";
+import type { WallClock } from "../clock";
 import type { Store, User, Workspace } from "../store/types";
 
 export const WorkspaceSlug = z
@@ -19,7 +19,7 @@ export interface InitializedWorkspace {
 /** Creates a workspace, its owner, and an owner key with every scope, all in one transaction. */
 export async function initWorkspace(
   store: Store,
-  clock: Clock,
+  clock: WallClock,
   input: { slug: string; name?: string | undefined; ownerName: string },
 ): Promise<InitializedWorkspace> {
   const slug = WorkspaceSlug.safeParse(input.slug);
