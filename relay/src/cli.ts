@@ -9,6 +9,7 @@ import { looseModeWarnings } from "./dataFolder";
 import { BackupError, backupDatabase, describeSummary, restoreDatabase } from "./store/backup";
 import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
+import { migrateSqlite } from "./store/sqlite";
 import { initWorkspace } from "./workspace/init";
 
 const USAGE = `tab-relay: the self-hostable relay behind the Tab inline-completion extension
@@ -133,6 +134,10 @@ async function migrate(values: Record<string, unknown>): Promise<void> {
     if (config.databaseUrl) {
       const applied = await migratePostgres(config.databaseUrl);
       process.stdout.write(applied.length > 0 ? `Applied ${applied.join(", ")}\n` : "The database is up to date\n");
+    } else if (existsSync(databasePath(config.dataDir))) {
+      const applied = await migrateSqlite(databasePath(config.dataDir));
+      const where = resolve(databasePath(config.dataDir));
+      process.stdout.write(applied.length > 0 ? `Applied ${applied.join(", ")} to ${where}\n` : `${where} is up to date\n`);
     } else {
       await (await openStore(config)).close();
       process.stdout.write(`${resolve(databasePath(config.dataDir))} is up to date\n`);

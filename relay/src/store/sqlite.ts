@@ -65,6 +65,25 @@ export async function openSqliteStore(path: string): Promise<Store> {
   return createKyselyStore(db, async () => db.destroy(), { ownerByHash });
 }
 
+/**
+ * `tab-relay migrate` on an existing SQLite database: applies pending migrations, as opening the store does, and
+ * returns the names of those this call applied (none when it was up to date).
+ */
+export async function migrateSqlite(path: string): Promise<string[]> {
+  const sqlite = new SqliteDatabase(path, { fileMustExist: true });
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("foreign_keys = ON");
+  sqlite.pragma("busy_timeout = 5000");
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  try {
+    const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((result) => result.status === "Success").map((result) => result.migrationName);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** Prepared statements kept per SQL text; enough for every query the relay makes, with room for `in (...)` variants. */
 const STATEMENT_CACHE_SIZE = 500;
 /** Key owners remembered between writes; far more keys than one relay sees in active use. */
