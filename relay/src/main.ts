@@ -137,6 +137,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
   const agentSockets = createAgentSockets({
     logger,
+    clock,
     ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
     onChange(agent, connected) {
       // At shutdown the relay's records are dropped at once (unmarkRelay); sockets closing then need nothing.
@@ -157,7 +158,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
         );
     },
   });
-  const live = createLiveHub({ store, links, logger, ...(options.liveCheckMs === undefined ? {} : { checkMs: options.liveCheckMs }) });
+  const live = createLiveHub({ store, links, logger, clock, ...(options.liveCheckMs === undefined ? {} : { checkMs: options.liveCheckMs }) });
   // This relay's sockets are renewed in the database while they last, so a dead relay's lapse within a minute.
   const presence = setInterval(() => {
     const until = new Date(clock.now() + SOCKET_PRESENCE_MS).toISOString();

@@ -1,4 +1,6 @@
+import { SOCKET_MODE_CLOSE_CODES } from "@tab-relay/shared";
 import type { WebSocket } from "ws";
+import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { WebhookOutcome } from "../delivery/webhookClient";
 
@@ -9,12 +11,12 @@ export const HEARTBEAT_MS = 15_000;
 /** Open Socket Mode connections per agent on one relay; more is a runaway reconnect loop or an abuse of the token. */
 export const MAX_SOCKETS_PER_AGENT = 10;
 
-/** Close codes agents see (4000-4999 are the application's). */
+/** Why the relay closes an agent's sockets, by the change that closes them; the codes are the protocol's one table. */
 export const CLOSE = {
-  paused: { code: 4003, reason: "agent paused" },
-  token: { code: 4001, reason: "token replaced" },
-  removed: { code: 4004, reason: "agent removed" },
-  shutdown: { code: 1001, reason: "relay shutting down" },
+  paused: SOCKET_MODE_CLOSE_CODES.paused,
+  token: SOCKET_MODE_CLOSE_CODES.tokenReplaced,
+  removed: SOCKET_MODE_CLOSE_CODES.removed,
+  shutdown: SOCKET_MODE_CLOSE_CODES.shutdown,
 } as const;
 
 export interface AgentRef {
@@ -70,18 +72,22 @@ export function ackedEnvelope(text: string): string | undefined {
 
 export function createAgentSockets(deps: {
   logger: Logger;
+  /** The ack timeout, the heartbeat and the attempts' durations run on it. */
+  clock: Clock;
   /** An agent's first socket opened or its last one closed. */
   onChange(agent: AgentRef, connected: boolean): void;
   ackTimeoutMs?: number;
   heartbeatMs?: number;
 }): AgentSockets {
+  const { clock } = deps;
   const ackTimeoutMs = deps.ackTimeoutMs ?? ACK_TIMEOUT_MS;
+  const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
   const sockets = new Map<string, Set<WebSocket>>();
   const pending = new Map<string, Pending>();
   const ids = new Set<string>();
   let turn = 0;
 
-  const heartbeat = setInterval(() => {
+  let heartbeat = clock.setTimeout(function beat() {
     for (const set of sockets.values()) {
       for (const socket of set) {
         const alive = socket as WebSocket & { alive?: boolean };
@@ -93,14 +99,14 @@ export function createAgentSockets(deps: {
         socket.ping();
       }
     }
-  }, deps.heartbeatMs ?? HEARTBEAT_MS);
-  heartbeat.unref();
+    heartbeat = clock.setTimeout(beat, heartbeatMs);
+  }, heartbeatMs);
 
   function settle(envelopeId: string, outcome: Omit<WebhookOutcome, "durationMs" | "excerpt"> & { excerpt?: string }): void {
     const waiting = pending.get(envelopeId);
     if (!waiting) return;
     pending.delete(envelopeId);
-    waiting.resolve({ excerpt: "", ...outcome, durationMs: performance.now() - waiting.started });
+    waiting.resolve({ excerpt: "", ...outcome, durationMs: clock.now() - waiting.started });
   }
 
   return {
@@ -143,14 +149,13 @@ export function createAgentSockets(deps: {
       return new Promise<WebhookOutcome>((resolve) => {
         // A repeat of an envelope still waiting (a redelivery) supersedes the earlier wait.
         settle(envelope.id, { ok: false, error: "superseded by a redelivery" });
-        pending.set(envelope.id, { resolve, started: performance.now(), socket });
-        const timer = setTimeout(() => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }), ackTimeoutMs);
-        timer.unref();
+        pending.set(envelope.id, { resolve, started: clock.now(), socket });
+        const timer = clock.setTimeout(() => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }), ackTimeoutMs);
         const onClose = () => settle(envelope.id, { ok: false, error: "socket closed before the acknowledgement" });
         socket.once("close", onClose);
         const done = pending.get(envelope.id) as Pending;
         done.resolve = (outcome) => {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           socket.off("close", onClose);
           resolve(outcome);
         };
@@ -163,7 +168,7 @@ export function createAgentSockets(deps: {
       for (const socket of sockets.get(agentId) ?? []) socket.close(why.code, why.reason);
     },
     close() {
-      clearInterval(heartbeat);
+      clock.clearTimeout(heartbeat);
       for (const set of sockets.values()) for (const socket of set) socket.close(CLOSE.shutdown.code, CLOSE.shutdown.reason);
       for (const id of [...pending.keys()]) settle(id, { ok: false, error: "relay shutting down" });
       deps.logger.debug("agent sockets closed");

@@ -1,6 +1,7 @@
 import type { Api } from "@tab-relay/shared";
 import type { WebSocket } from "ws";
 import type { Scope } from "../auth/scopes";
+import type { Clock } from "../clock";
 import { presentMessage } from "../conversations/present";
 import type { Links } from "../links";
 import type { Logger } from "../logger";
@@ -53,10 +54,11 @@ interface Held {
  * workspace but guests) whose session holds `messages.read`; agent changes go to those holding `agents.read`.
  * Nothing else about a conversation leaves the relay this way.
  */
-export function createLiveHub(deps: { store: Store; links: Links; logger: Logger; checkMs?: number }) {
+export function createLiveHub(deps: { store: Store; links: Links; logger: Logger; clock: Clock; checkMs?: number }) {
   const held = new Set<Held>();
+  const checkMs = deps.checkMs ?? LIVE_CHECK_MS;
 
-  const check = setInterval(() => {
+  let check = deps.clock.setTimeout(function recheck() {
     for (const entry of held) {
       const { client } = entry;
       if (!entry.alive) {
@@ -77,8 +79,8 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
         (error: unknown) => deps.logger.warn("could not recheck a live session", { error }),
       );
     }
-  }, deps.checkMs ?? LIVE_CHECK_MS);
-  check.unref();
+    check = deps.clock.setTimeout(recheck, checkMs);
+  }, checkMs);
 
   function send(client: LiveClient, frame: Api.LiveEvent): void {
     if (client.socket.readyState === client.socket.OPEN) client.socket.send(JSON.stringify(frame));
@@ -134,7 +136,7 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
     },
 
     close(): void {
-      clearInterval(check);
+      deps.clock.clearTimeout(check);
       for (const { client } of held) client.socket.close(LIVE_CLOSE.shutdown.code, LIVE_CLOSE.shutdown.reason);
       deps.logger.debug("live connections closed");
     },

@@ -1,25 +1,54 @@
 import assert from "node:assert/strict";
-import { once } from "node:events";
+import { EventEmitter, once } from "node:events";
 import type { IncomingMessage } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, afterEach, before, describe, test } from "node:test";
 import { WebSocket, WebSocketServer } from "ws";
+import { FakeClock } from "../testing";
 import type { PingEvent, WebhookEvent } from "./events";
 import { WEBHOOK_HEADERS } from "./events";
 import { newSigningSecret, signWebhook } from "./signing";
 import type { SocketModeClient, SocketModeClientOptions, SocketModeLogEntry } from "./socketMode";
-import { SocketModeError, agentSocketUrl, createSocketModeClient } from "./socketMode";
+import { SOCKET_MODE_CLOSE_CODES, SocketModeError, agentSocketUrl, createSocketModeClient } from "./socketMode";
 
 const SECRET = newSigningSecret();
 const TOKEN = "svc_agent_test";
+/** The clients' time: envelopes are signed at it, and reconnect delays pass only when a test advances it. */
+const NOW_MS = Date.UTC(2025, 5, 15, 15, 6, 40);
+/** How long a test waits for something that happens at once over a real socket (nothing here waits for time to pass). */
+const AT_ONCE_MS = 2000;
+
+/**
+ * Something happened that a test may be waiting for: a frame or a connection at the fake relay, a log entry, an
+ * event or a close at the client. `until` re-checks its condition on each.
+ */
+const happened = new EventEmitter();
+const notify = () => happened.emit("change");
+
+async function until(condition: () => boolean, what: string, timeoutMs = AT_ONCE_MS): Promise<void> {
+  if (condition()) return;
+  await new Promise<void>((resolve, reject) => {
+    const check = () => {
+      if (!condition()) return;
+      happened.off("change", check);
+      clearTimeout(deadline);
+      resolve();
+    };
+    const deadline = setTimeout(() => {
+      happened.off("change", check);
+      reject(new Error(`timed out waiting for ${what}`));
+    }, timeoutMs);
+    happened.on("change", check);
+  });
+}
 
 function ping(id: string): PingEvent {
   return { id, type: "ping", created_at: "2025-06-15T15:06:40.000Z", workspace: { slug: "acme", name: "Acme" }, agent: { id: "agt_1", name: "Echo" } };
 }
 
 async function envelope(id: string, body = JSON.stringify(ping(id)), secret = SECRET) {
-  const timestamp = Math.floor(Date.now() / 1000);
+  const timestamp = Math.floor(NOW_MS / 1000);
   return {
     type: "event",
     envelope_id: id,
@@ -36,8 +65,11 @@ interface Connection {
   frame(match: (frame: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
-/** A scripted stand-in for the relay: each upgrade is refused with `refuseWith()`'s status or accepted and greeted. */
-async function startFakeRelay() {
+/**
+ * A scripted stand-in for the relay: each upgrade is refused with `refuseWith()`'s status or accepted and greeted.
+ * `attempts` are the times of the upgrade requests on the clock `now` reads.
+ */
+async function startFakeRelay(now: () => number) {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
   const connections: Connection[] = [];
@@ -46,7 +78,8 @@ async function startFakeRelay() {
   let refuse: number | undefined;
   let greet = true;
   server.on("upgrade", (request: IncomingMessage, raw, head) => {
-    attempts.push(performance.now());
+    attempts.push(now());
+    notify();
     if (refuse !== undefined) {
       raw.end(`HTTP/1.1 ${refuse} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       for (const wake of connectionWaiters.splice(0)) wake();
@@ -58,6 +91,7 @@ async function startFakeRelay() {
       socket.on("message", (data) => {
         frames.push(JSON.parse(String(data)) as Record<string, unknown>);
         for (const wake of waiters.splice(0)) wake();
+        notify();
       });
       const connection: Connection = {
         socket,
@@ -83,6 +117,7 @@ async function startFakeRelay() {
       connections.push(connection);
       if (greet) socket.send(JSON.stringify({ type: "hello", agent_id: "agt_1", ack_timeout_ms: 10_000 }));
       for (const wake of connectionWaiters.splice(0)) wake();
+      notify();
     });
   });
   server.listen(0, "127.0.0.1");
@@ -126,10 +161,11 @@ type FakeRelay = Awaited<ReturnType<typeof startFakeRelay>>;
 
 describe("createSocketModeClient", () => {
   let relay: FakeRelay;
+  let clock = new FakeClock(NOW_MS);
   const clients: SocketModeClient[] = [];
 
   before(async () => {
-    relay = await startFakeRelay();
+    relay = await startFakeRelay(() => clock.now());
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
@@ -137,6 +173,7 @@ describe("createSocketModeClient", () => {
     relay.attempts.splice(0);
     relay.refuseWith(undefined);
     relay.greet(true);
+    clock = new FakeClock(NOW_MS);
   });
   after(() => relay.close());
 
@@ -149,22 +186,35 @@ describe("createSocketModeClient", () => {
       token: TOKEN,
       signingSecret: SECRET,
       WebSocket,
-      onEvent: (event, envelopeId) => void events.push({ event, envelopeId }),
-      onClosed: (code, reason) => void closed.push({ code, reason }),
-      log: (entry) => void logs.push(entry),
+      onClosed: (code, reason) => {
+        closed.push({ code, reason });
+        notify();
+      },
+      log: (entry) => {
+        logs.push(entry);
+        notify();
+      },
       reconnect: { minMs: 20, maxMs: 80 },
+      clock,
       ...overrides,
+      onEvent: async (event, envelopeId) => {
+        try {
+          if (overrides.onEvent) await overrides.onEvent(event, envelopeId);
+          else events.push({ event, envelopeId });
+        } finally {
+          notify();
+        }
+      },
     });
     clients.push(created);
     return { client: created, events, logs, closed };
   }
 
-  async function until(condition: () => boolean, what: string, timeoutMs = 2000): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (!condition()) {
-      if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+  /** The delay of the client's `n`th reconnect, once it has scheduled it (before, nothing would come of advancing). */
+  async function reconnectDelay(logs: SocketModeLogEntry[], n: number): Promise<number> {
+    const reconnects = () => logs.filter((entry) => entry.kind === "reconnecting");
+    await until(() => reconnects().length >= n, `reconnect ${n} to be scheduled`);
+    return reconnects()[n - 1]?.in_ms as number;
   }
 
   test("resolves start on the relay's hello after connecting with the agent token as a bearer header", async () => {
@@ -222,7 +272,7 @@ describe("createSocketModeClient", () => {
     const forged = await envelope("evt_forged", JSON.stringify(ping("evt_forged")), newSigningSecret());
     const tampered = { ...(await envelope("evt_tampered")), body: JSON.stringify({ ...ping("evt_tampered"), type: "message.created" }) };
     const stale = await envelope("evt_stale");
-    const oldTimestamp = Math.floor(Date.now() / 1000) - 3600;
+    const oldTimestamp = Math.floor(NOW_MS / 1000) - 3600;
     stale.headers[WEBHOOK_HEADERS.timestamp] = String(oldTimestamp);
     stale.headers[WEBHOOK_HEADERS.signature] = await signWebhook(SECRET, "evt_stale", oldTimestamp, stale.body);
     const mismatched = { ...(await envelope("evt_real")), envelope_id: "evt_other" };
@@ -262,9 +312,10 @@ describe("createSocketModeClient", () => {
   });
 
   test("reconnects after the relay goes away and handles envelopes on the new connection", async () => {
-    const { client: agent, events, closed } = client();
+    const { client: agent, events, closed, logs } = client();
     await agent.start();
-    (relay.connections[0] as Connection).socket.close(1001, "relay shutting down");
+    (relay.connections[0] as Connection).socket.close(SOCKET_MODE_CLOSE_CODES.shutdown.code, SOCKET_MODE_CLOSE_CODES.shutdown.reason);
+    await clock.advance(await reconnectDelay(logs, 1));
     await until(() => relay.connections.length === 2 && agent.connected, "the reconnect");
     const second = relay.connections[1] as Connection;
     second.socket.send(JSON.stringify(await envelope("evt_c")));
@@ -278,17 +329,27 @@ describe("createSocketModeClient", () => {
     await agent.start();
     relay.refuseWith(503);
     (relay.connections[0] as Connection).socket.terminate();
-    await relay.attempted(5);
+    for (let attempt = 2; attempt <= 5; attempt++) {
+      const delay = await reconnectDelay(logs, attempt - 1);
+      // Not a moment early: one millisecond short of the delay, nothing comes.
+      await clock.advance(delay - 1);
+      assert.equal(relay.attempts.length, attempt - 1, `attempt ${attempt} came early`);
+      await clock.advance(1);
+      await relay.attempted(attempt);
+    }
     const delays = logs.filter((entry) => entry.kind === "reconnecting").map((entry) => entry.in_ms);
     assert.deepEqual(delays.slice(0, 4), [40, 80, 160, 160]);
     const expectedGaps = [80, 160, 160];
     for (const [i, expected] of expectedGaps.entries()) {
       const gap = (relay.attempts[i + 2] as number) - (relay.attempts[i + 1] as number);
       assert.ok(gap >= expected - 5, `gap ${i} was ${gap} ms, expected about ${expected}`);
+      assert.equal(gap, expected);
     }
     relay.refuseWith(undefined);
+    await clock.advance(await reconnectDelay(logs, 5));
     await until(() => agent.connected, "the reconnect", 3000);
     (relay.connections[1] as Connection).socket.terminate();
+    await clock.advance(await reconnectDelay(logs, 6));
     await until(() => relay.connections.length === 3, "the next reconnect");
     const afterHello = logs.filter((entry) => entry.kind === "reconnecting").at(-1);
     assert.equal(afterHello?.in_ms, 40);
@@ -299,8 +360,21 @@ describe("createSocketModeClient", () => {
     const { client: agent, logs } = client({ reconnect: { minMs: 100, maxMs: 100 }, random: () => 0 });
     await agent.start();
     (relay.connections[0] as Connection).socket.terminate();
+    await reconnectDelay(logs, 1);
+    await clock.advance(49);
+    assert.equal(relay.connections.length, 1);
+    await clock.advance(1);
     await until(() => relay.connections.length === 2, "the reconnect");
     assert.equal(logs.find((entry) => entry.kind === "reconnecting")?.in_ms, 50);
+  });
+
+  test("the close codes are the protocol's: 4001, 4003 and 4004 are final, 1001 (shutdown) is not", () => {
+    assert.deepEqual(SOCKET_MODE_CLOSE_CODES, {
+      tokenReplaced: { code: 4001, reason: "token replaced", final: true },
+      paused: { code: 4003, reason: "agent paused", final: true },
+      removed: { code: 4004, reason: "agent removed", final: true },
+      shutdown: { code: 1001, reason: "relay shutting down", final: false },
+    });
   });
 
   for (const [code, reason] of [
@@ -315,7 +389,8 @@ describe("createSocketModeClient", () => {
       await until(() => closed.length === 1, "onClosed");
       assert.deepEqual(closed, [{ code, reason }]);
       assert.equal(agent.connected, false);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(clock.pendingTimers, 0, "no reconnect is scheduled");
+      await clock.advance(100);
       assert.equal(relay.attempts.length, 1);
       await assert.rejects(agent.start(), SocketModeError);
     });
@@ -323,13 +398,15 @@ describe("createSocketModeClient", () => {
 
   for (const status of [401, 403]) {
     test(`stops when the relay refuses a reconnect with HTTP ${status}`, async () => {
-      const { client: agent, closed } = client({ reconnect: { minMs: 10, maxMs: 10 } });
+      const { client: agent, closed, logs } = client({ reconnect: { minMs: 10, maxMs: 10 } });
       await agent.start();
       relay.refuseWith(status);
       (relay.connections[0] as Connection).socket.terminate();
+      await clock.advance(await reconnectDelay(logs, 1));
       await until(() => closed.length === 1, "onClosed");
       assert.equal(closed[0]?.code, status);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(clock.pendingTimers, 0, "no reconnect is scheduled");
+      await clock.advance(100);
       assert.equal(relay.attempts.length, 2);
     });
   }
@@ -342,7 +419,8 @@ describe("createSocketModeClient", () => {
     relay.refuseWith(503);
     const other = client({ reconnect: { minMs: 10, maxMs: 10 } }).client;
     await assert.rejects(other.start(), (error: unknown) => error instanceof SocketModeError && error.status === 503);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(clock.pendingTimers, 0, "no reconnect is scheduled");
+    await clock.advance(100);
     assert.equal(relay.attempts.length, 2);
   });
 
@@ -359,9 +437,11 @@ describe("createSocketModeClient", () => {
 
   test("close ends the connection, stops reconnecting and waits for running handlers", async () => {
     let finished = false;
+    let release!: () => void;
+    const slow = new Promise<void>((resolve) => (release = resolve));
     const { client: agent } = client({
       onEvent: async () => {
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await slow;
         finished = true;
       },
     });
@@ -370,12 +450,17 @@ describe("createSocketModeClient", () => {
     const serverSawClose = once(connection.socket, "close");
     connection.socket.send(JSON.stringify(await envelope("evt_slow")));
     await connection.frame((f) => f.type === "ack");
-    await agent.close();
-    assert.equal(finished, true);
-    assert.equal(agent.connected, false);
+    let closeReturned = false;
+    const closing = agent.close().then(() => (closeReturned = true));
     const [code] = (await serverSawClose) as [number];
     assert.equal(code, 1000);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(closeReturned, false, "close waits for the handler still running");
+    release();
+    await closing;
+    assert.equal(finished, true);
+    assert.equal(agent.connected, false);
+    assert.equal(clock.pendingTimers, 0, "no reconnect is scheduled");
+    await clock.advance(100);
     assert.equal(relay.attempts.length, 1);
     await assert.rejects(agent.start(), SocketModeError);
   });

@@ -4,6 +4,7 @@
  * rest of the agent helper: the WebSocket implementation is passed in (the `ws` package in Node, or any
  * constructor that accepts `(url, { headers })`, since the token travels in the Authorization header).
  */
+import { type Clock, systemClock } from "../clock";
 import { createWebhookReceiver } from "./agent";
 import type { WebhookEvent } from "./events";
 import { WEBHOOK_HEADERS } from "./events";
@@ -11,15 +12,28 @@ import { WebhookVerificationError, getWebhookHeader } from "./signing";
 
 export const AGENT_SOCKET_PATH = "/api/v1/agent-api/socket";
 
-/** Close codes with which the relay ends a connection for good; reconnecting cannot succeed. */
+/** How the relay ends a Socket Mode connection, and whether the client may come back. */
+export interface SocketModeClose {
+  readonly code: number;
+  readonly reason: string;
+  /** Reconnecting cannot succeed (the token is replaced, the agent paused or removed): the client stops for good. */
+  readonly final: boolean;
+}
+
+/**
+ * The close codes of Socket Mode, for both ends: the relay closes with these, the client stops on the final ones.
+ * 4000-4999 are the application's (RFC 6455 §7.4.2); 1001 is the standard "going away".
+ */
 export const SOCKET_MODE_CLOSE_CODES = {
-  tokenReplaced: 4001,
-  paused: 4003,
-  removed: 4004,
-} as const;
+  tokenReplaced: { code: 4001, reason: "token replaced", final: true },
+  paused: { code: 4003, reason: "agent paused", final: true },
+  removed: { code: 4004, reason: "agent removed", final: true },
+  shutdown: { code: 1001, reason: "relay shutting down", final: false },
+} as const satisfies Record<string, SocketModeClose>;
 
 // Marked pure, like signing.ts's tables, so bundles that never use Socket Mode (the extension) drop them.
-const FINAL_CLOSE_CODES: ReadonlySet<number> = /* @__PURE__ */ new Set([4001, 4003, 4004]);
+const FINAL_CLOSE_CODES: ReadonlySet<number> = /* @__PURE__ */ (() =>
+  new Set(Object.values(SOCKET_MODE_CLOSE_CODES as Record<string, SocketModeClose>).filter((close) => close.final).map((close) => close.code)))();
 /** Refused reconnects that retrying cannot fix: the token is unknown, replaced or removed (401), the agent is paused (403). */
 const FINAL_HTTP_STATUSES: ReadonlySet<number> = /* @__PURE__ */ new Set([401, 403]);
 const OPEN = 1;
@@ -59,8 +73,8 @@ export interface SocketModeClientOptions {
    */
   onEvent(event: WebhookEvent, envelopeId: string): Promise<void> | void;
   /**
-   * The started client stopped for good: `code` is the relay's close code (4001 token replaced, 4003 paused,
-   * 4004 removed), or the HTTP status (401, 403) with which the relay refused a reconnect.
+   * The started client stopped for good: `code` is the relay's close code (one of SOCKET_MODE_CLOSE_CODES marked
+   * final), or the HTTP status (401, 403) with which the relay refused a reconnect.
    */
   onClosed?: ((code: number, reason: string) => void) | undefined;
   /** Connections, rejected envelopes, handler failures, reconnects; never secrets. */
@@ -71,8 +85,8 @@ export interface SocketModeClientOptions {
   toleranceSeconds?: number | undefined;
   /** How many envelope ids to remember for duplicate detection. Default 10 000. */
   rememberIds?: number | undefined;
-  /** Current time in milliseconds for timestamp checks; defaults to the system clock. */
-  now?: (() => number) | undefined;
+  /** Time and timers: timestamp checks, reconnect delays, the wait for the relay's closing handshake. Defaults to the system clock. */
+  clock?: Clock | undefined;
   /** In [0, 1); spreads reconnects of many agents after a relay restart. Defaults to Math.random. */
   random?: (() => number) | undefined;
 }
@@ -146,12 +160,13 @@ function stringHeaders(value: unknown): Record<string, string> | undefined {
 }
 
 export function createSocketModeClient(options: SocketModeClientOptions): SocketModeClient {
+  const clock = options.clock ?? systemClock;
   // Validates the secret now, so a pasted-wrong secret fails before any connection.
   const receiver = createWebhookReceiver({
     signingSecret: options.signingSecret,
     toleranceSeconds: options.toleranceSeconds,
     rememberIds: options.rememberIds,
-    now: options.now,
+    now: () => clock.now(),
   });
   const url = agentSocketUrl(options.url);
   const minMs = options.reconnect?.minMs ?? 1000;
@@ -164,7 +179,7 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
   let isConnected = false;
   let stopped = false;
   let failures = 0;
-  let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  let reconnectTimer: unknown;
   let starting: Promise<void> | undefined;
   let firstHello: { resolve(): void; reject(error: Error): void } | undefined;
   const closeWaiters: (() => void)[] = [];
@@ -173,7 +188,7 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
   function stop(): void {
     stopped = true;
     isConnected = false;
-    clearTimeout(reconnectTimer);
+    clock.clearTimeout(reconnectTimer);
     reconnectTimer = undefined;
   }
 
@@ -237,7 +252,7 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
     const delay = Math.round(ceiling / 2 + (random() * ceiling) / 2);
     failures++;
     log({ kind: "reconnecting", in_ms: delay, attempt: failures });
-    reconnectTimer = setTimeout(() => {
+    reconnectTimer = clock.setTimeout(() => {
       reconnectTimer = undefined;
       if (!stopped) connect();
     }, delay);
@@ -316,9 +331,9 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
       if (ws !== undefined) {
         const closed = new Promise<void>((resolve) => closeWaiters.push(resolve));
         ws.close(NORMAL_CLOSURE, "agent closing");
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
-        clearTimeout(timer);
+        let timer: unknown;
+        await Promise.race([closed, new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, CLOSE_WAIT_MS)))]);
+        clock.clearTimeout(timer);
         socket = undefined;
       }
       failStart(new SocketModeError("The client was closed before the relay said hello"));
