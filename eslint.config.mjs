@@ -1,6 +1,13 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+const NO_ENV = { object: "process", property: "env", message: "Read configuration in config.ts or main.ts and inject it." };
+const NO_WALL_CLOCK = [{ object: "Date", property: "now", message: "Inject a clock." }];
+const NO_MONOTONIC_CLOCK = [
+  { object: "performance", property: "now", message: "Inject a clock: durations measured on it run on a FakeClock in tests." },
+  { object: "process", property: "hrtime", message: "Inject a clock: durations measured on it run on a FakeClock in tests." },
+];
+
 export default tseslint.config(
   { ignores: ["**/node_modules/**", "**/dist/**", "data/**", "test-output/**", "**/*.vsix"] },
   js.configs.recommended,
@@ -14,16 +21,27 @@ export default tseslint.config(
     },
   },
   {
-    // Only the composition roots and config read the environment; everything else gets config injected.
+    // Only the composition roots and config read the environment; everything else gets config injected. Nor does
+    // anything else read the time, in any of its spellings: code that asks the platform for the time cannot run on
+    // a FakeClock, so its decisions (retries, timeouts, expiry) could only be tested by waiting. The clocks live in
+    // relay/src/clock.ts and shared/src/clock.ts; `new Date(ms)` and `Date.parse` read no clock and stay allowed.
     files: ["relay/src/**/*.ts", "extension/src/**/*.ts", "shared/src/**/*.ts"],
-    ignores: ["relay/src/config.ts", "relay/src/clock.ts", "relay/src/main.ts", "relay/src/cli.ts", "**/*.test.ts", "extension/src/vscode/extension.ts"],
+    ignores: ["relay/src/config.ts", "relay/src/clock.ts", "shared/src/clock.ts", "relay/src/main.ts", "relay/src/cli.ts", "**/*.test.ts", "extension/src/vscode/extension.ts"],
     rules: {
-      "no-restricted-properties": [
+      "no-restricted-properties": ["error", NO_ENV, ...NO_WALL_CLOCK, ...NO_MONOTONIC_CLOCK],
+      "no-restricted-syntax": [
         "error",
-        { object: "process", property: "env", message: "Read configuration in config.ts or main.ts and inject it." },
-        { object: "Date", property: "now", message: "Inject a clock." },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "new Date() reads the wall clock: inject a clock and use new Date(clock.now())." },
+        { selector: "CallExpression[callee.name='Date']", message: "Date() reads the wall clock: inject a clock." },
       ],
     },
+  },
+  {
+    // Adapters that time real I/O against their own real timers and decide nothing by the result: the webhook client
+    // (an attempt's duration on the wire, beside its socket timeout) and the latency histograms of requests and
+    // completions. They may read the monotonic clock; the wall clock stays injected.
+    files: ["relay/src/delivery/webhookClient.ts", "relay/src/http/requestContext.ts", "relay/src/completion/service.ts"],
+    rules: { "no-restricted-properties": ["error", NO_ENV, ...NO_WALL_CLOCK] },
   },
   {
     // Tests run under Node, so only the code itself must stay platform-free.

@@ -199,11 +199,30 @@ describe("replyTo", () => {
   });
 
   test("reads an HTTP-date Retry-After as seconds from now", async () => {
-    answer = { status: 503, headers: { "retry-after": new Date(Date.now() + 120_000).toUTCString() }, body: "" };
-    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t" }), (error: unknown) => {
+    answer = { status: 503, headers: { "retry-after": new Date(NOW_MS + 120_000).toUTCString() }, body: "" };
+    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }), (error: unknown) => {
       assert.ok(error instanceof AgentApiError);
       assert.equal(error.code, "SERVICE_UNAVAILABLE");
       assert.ok(error.retryAfterSeconds !== undefined && error.retryAfterSeconds >= 118 && error.retryAfterSeconds <= 120, String(error.retryAfterSeconds));
+      assert.equal(error.retryAfterSeconds, 120);
+      return true;
+    });
+  });
+
+  test("rounds a Retry-After date up to whole seconds, so waiting that long is never too short", async () => {
+    answer = { status: 503, headers: { "retry-after": new Date(NOW_MS + 120_000).toUTCString() }, body: "" };
+    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS - 400 }), (error: unknown) => {
+      assert.ok(error instanceof AgentApiError);
+      assert.equal(error.retryAfterSeconds, 121);
+      return true;
+    });
+  });
+
+  test("ignores a Retry-After that is neither delay-seconds nor an HTTP-date", async () => {
+    answer = { status: 503, headers: { "retry-after": "1.5" }, body: "" };
+    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }), (error: unknown) => {
+      assert.ok(error instanceof AgentApiError);
+      assert.equal("retryAfterSeconds" in error, false);
       return true;
     });
   });

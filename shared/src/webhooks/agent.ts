@@ -2,7 +2,9 @@
  * What an agent author needs: verify and de-duplicate deliveries, and answer through the Agent API.
  * No dependencies beyond WebCrypto and fetch, so it runs in Node 20, Deno, Bun and workers alike.
  */
+import { systemClock } from "../clock";
 import { codeForStatus } from "../errors";
+import { parseRetryAfterMs } from "../retryAfter";
 import type { MessageCreatedEvent, WebhookEvent } from "./events";
 import { WEBHOOK_HEADERS } from "./events";
 import type { WebhookHeaders } from "./signing";
@@ -50,14 +52,14 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   decodeSigningSecret(options.signingSecret);
   const limit = options.rememberIds ?? DEFAULT_REMEMBERED_WEBHOOK_IDS;
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError("rememberIds must be a non-negative integer");
+  const now = options.now ?? systemClock.now;
   // Insertion order doubles as recency order.
   const seen = new Set<string>();
 
   return {
     async receive(headers, rawBody) {
-      const nowSeconds = options.now === undefined ? undefined : Math.floor(options.now() / 1000);
       const parsed = await verifyWebhook(options.signingSecret, headers, rawBody, {
-        nowSeconds,
+        nowSeconds: Math.floor(now() / 1000),
         toleranceSeconds: options.toleranceSeconds,
       });
       const webhookId = getWebhookHeader(headers, WEBHOOK_HEADERS.id) ?? "";
@@ -100,6 +102,8 @@ export interface ReplyOptions {
   token: string;
   fetch?: typeof fetch | undefined;
   signal?: AbortSignal | undefined;
+  /** Current time in milliseconds, for a Retry-After given as a date; defaults to the system clock. */
+  now?: (() => number) | undefined;
 }
 
 /**
@@ -119,25 +123,17 @@ export async function replyTo(event: MessageCreatedEvent, text: string, options:
   if (options.signal !== undefined) init.signal = options.signal;
   const response = await doFetch(event.reply.url, init);
   const payload = parseJson(await response.text());
-  if (!response.ok) throw toAgentApiError(response, payload);
+  if (!response.ok) throw toAgentApiError(response, payload, (options.now ?? systemClock.now)());
   return isRecord(payload) ? payload.data : undefined;
 }
 
-function toAgentApiError(response: Response, payload: unknown): AgentApiError {
+function toAgentApiError(response: Response, payload: unknown, now: number): AgentApiError {
   const error = isRecord(payload) && isRecord(payload.error) ? payload.error : undefined;
   const code = typeof error?.code === "string" ? error.code : codeForStatus(response.status);
   const message = typeof error?.message === "string" ? error.message : `Agent API answered HTTP ${response.status}`;
-  return new AgentApiError(response.status, code, message, parseRetryAfter(response.headers.get("retry-after")));
-}
-
-/** Retry-After is either delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
-function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null) return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  const at = Date.parse(trimmed);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - new Date().getTime()) / 1000));
+  const retryAfterMs = parseRetryAfterMs(response.headers.get("retry-after"), now);
+  // Whole seconds, rounded up: waiting a fraction less than asked would be answered with another 429.
+  return new AgentApiError(response.status, code, message, retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000));
 }
 
 function parseJson(text: string): unknown {

@@ -3,6 +3,7 @@
  * relay, in agents and in browsers. Wire format: `webhook-signature: v1,<base64 HMAC-SHA256 of "id.ts.body">`,
  * keyed with the base64-decoded part of a `whsec_` secret.
  */
+import { systemClock } from "../clock";
 
 export const SIGNING_SECRET_PREFIX = "whsec_";
 /** The Standard Webhooks minimum; a shorter key usually means a truncated or mistyped secret. */
@@ -231,7 +232,7 @@ export async function verifyWebhook(secret: string, headers: WebhookHeaders, bod
 
   if (!/^\d{1,15}$/.test(timestamp)) throw new WebhookVerificationError("invalid_timestamp");
   const sentAt = Number(timestamp);
-  const now = options.nowSeconds ?? Math.floor(new Date().getTime() / 1000);
+  const now = options.nowSeconds ?? Math.floor(systemClock.now() / 1000);
   const tolerance = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   if (now - sentAt > tolerance) throw new WebhookVerificationError("timestamp_too_old");
   if (sentAt - now > tolerance) throw new WebhookVerificationError("timestamp_too_new");
