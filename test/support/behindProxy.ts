@@ -143,6 +143,9 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
 
     test("a streamed completion's chunks arrive as the model server sends them, not when the stream ends (HTTP/1.1 and HTTP/2)", async () => {
       const body = completionBody({}, { stream: true });
+      // The first completion of a process loads and compiles its path; that time is not the proxy's.
+      upstream.enqueue({ kind: "reply", text: FRAGMENTS });
+      assert.equal((await directStream(`${stack.relay.url}${COMPLETIONS}`, auth(), body)).status, 200);
       const slow = { kind: "reply", text: FRAGMENTS, chunkDelayMs: GAP_MS } as const;
       upstream.enqueue(slow);
       const direct = await directStream(`${stack.relay.url}${COMPLETIONS}`, auth(), body);
@@ -161,10 +164,12 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
         assert.equal(timing.text, FRAGMENTS.join(""), how);
         assert.equal(timing.data.at(-1), "[DONE]", how);
         assert.equal(timing.contentAtMs.length, FRAGMENTS.length, `${how}: one chunk per fragment`);
-        // Timers never fire early, so a gap can only come out shorter if something held chunks back and let them go
-        // together; 40% leaves room for a held-up event loop delivering one chunk late and the next on time.
-        const shortest = Math.min(...gaps(timing));
-        assert.ok(shortest >= 0.6 * GAP_MS, `${how}: chunks ${gaps(timing).map(Math.round).join(", ")} ms apart; the upstream paused ${GAP_MS} ms between them`);
+        // A proxy that buffers lets the chunks go together: every gap near 0 and the first text at the end. A busy
+        // machine can only make a chunk late (timers never fire early), which shortens one gap and lengthens
+        // another, so the median gap and the first text's lead hold with room for that.
+        const sorted = [...gaps(timing)].sort((a, b) => a - b);
+        const median = ((sorted[1] as number) + (sorted[2] as number)) / 2;
+        assert.ok(median >= 0.6 * GAP_MS, `${how}: chunks ${gaps(timing).map(Math.round).join(", ")} ms apart; the upstream paused ${GAP_MS} ms between them`);
         const first = timing.contentAtMs[0] as number;
         assert.ok(timing.endMs - first >= 0.6 * GAP_MS * (FRAGMENTS.length - 1), `${how}: the first text came ${Math.round(first)} ms in, the end ${Math.round(timing.endMs)} ms`);
       }
