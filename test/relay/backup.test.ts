@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,8 +8,10 @@ import { fileURLToPath } from "node:url";
 import SqliteDatabase from "better-sqlite3";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
 import { Webhook } from "standardwebhooks";
+import pg from "pg";
 import { completionBody } from "../support/relayHarness";
 import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
+import { createDatabase, dropDatabases, postgresProblem } from "../support/scaleOutServices";
 import { type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
 
 /**
@@ -41,10 +43,10 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI without blocking this process, whose load must go on while it runs. */
-function cli(args: string[]): Promise<Run> {
+/** Runs a command without blocking this process, whose load must go on while it runs. */
+function run(command: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: relayEnv, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, { cwd: ROOT, env: relayEnv, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -56,6 +58,10 @@ function cli(args: string[]): Promise<Run> {
       resolve({ status, stdout, stderr });
     });
   });
+}
+
+function cli(args: string[]): Promise<Run> {
+  return run(process.execPath, [BIN, ...args]);
 }
 
 /** Exit 2, nothing on stdout and one line on stderr, which is returned. */
@@ -77,10 +83,12 @@ function tempDir(): string {
   return dir;
 }
 
-function serve(dataDir: string): Promise<RelayProcess> {
+/** `target`: a data folder, or `--database URL`. */
+function serve(...target: string[]): Promise<RelayProcess> {
+  const where = target.length === 1 ? ["--data", ...target] : target;
   return spawnRelay({
-    name: `relay on ${dataDir}`,
-    args: [BIN, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"],
+    name: `relay on ${where.join(" ")}`,
+    args: [BIN, "serve", ...where, "--port", "0", "--host", "127.0.0.1"],
     cwd: ROOT,
     env: relayEnv,
     tracked: children,
@@ -141,6 +149,15 @@ function outbox(databaseFile: string): OutboxRow[] {
 }
 
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
+
+/** Why PostgreSQL's client tools cannot run here, if they cannot. */
+function pgToolsProblem(): string | undefined {
+  for (const tool of ["pg_dump", "pg_restore"]) {
+    const version = spawnSync(tool, ["--version"], { encoding: "utf8" });
+    if (version.status !== 0) return `${tool} is not on the PATH (${version.error?.message ?? version.stderr.trim()})`;
+  }
+  return undefined;
+}
 
 describe("tab-relay backup and restore", () => {
   after(async () => {
@@ -252,6 +269,77 @@ describe("tab-relay backup and restore", () => {
     assert.deepEqual([...new Set(delivered.map((event) => event.message.id))].sort(), mentions.map((m) => m.id).sort());
     await until("the outbox to show every event delivered", 10_000, () => (outbox(join(restoredData, "relay.db")).every((event) => event.status === "delivered") ? true : undefined));
     await stop(restored);
+  });
+
+  test("PostgreSQL: pg_dump while a relay serves and posts keep coming, then pg_restore into a new database, serves the same keys and conversation and delivers the pending events", async (t) => {
+    const problem = (await postgresProblem()) ?? pgToolsProblem();
+    if (problem) {
+      console.error(`SKIPPED: ${problem}: the pg_dump and pg_restore test did not run`);
+      return t.skip(problem);
+    }
+    const source = await createDatabase("tab_relay_backup");
+    const target = await createDatabase("tab_relay_restored");
+    try {
+      const receiver = await startWebhookReceiver(answerWith(503, {}, "down for maintenance"));
+      receivers.push(receiver);
+      const init = await cli(["init", "--database", source.url, "--workspace", "acme", "--owner", "Olive", "--json"]);
+      assert.equal(init.status, 0, init.stderr);
+      const ownerKey = (JSON.parse(init.stdout) as { api_key: string }).api_key;
+      const original = await serve("--database", source.url);
+      const agent = await call<{ agent: { id: string }; token: string; signing_secret: string }>(original, ownerKey, "/agents", { method: "POST", json: { name: "Backupbot", webhook_url: receiver.url } });
+      const channel = await call<{ id: string }>(original, ownerKey, "/channels", { method: "POST", json: { name: "ops" } });
+      await call(original, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { agent_id: agent.agent.id } });
+
+      const posted: Message[] = [];
+      let loading = true;
+      const posts = (async () => {
+        for (let n = 0; loading; n++) {
+          posted.push(await call<Message>(original, ownerKey, `/conversations/channel/${channel.id}/messages`, { method: "POST", json: { text: `${n % 3 === 0 ? "@Backupbot " : ""}post ${n}` } }));
+        }
+      })();
+      await until("30 posts", 60_000, () => (posted.length >= 30 ? true : undefined), 20);
+      const dumpFile = join(tempDir(), "tab-relay.dump");
+      const postedBefore = posted.length;
+      // docs/operating.md gives these commands.
+      const dump = await run("pg_dump", ["--format=custom", "--no-owner", "--no-privileges", `--file=${dumpFile}`, `--dbname=${source.url}`]);
+      const postedAfter = posted.length;
+      loading = false;
+      await posts;
+      assert.equal(dump.status, 0, dump.stderr);
+      await stop(original);
+
+      const restore = await run("pg_restore", ["--no-owner", "--no-privileges", "--exit-on-error", `--dbname=${target.url}`, dumpFile]);
+      assert.equal(restore.status, 0, restore.stderr);
+      const client = new pg.Client({ connectionString: target.url });
+      await client.connect();
+      const pending = await client.query<{ id: string; status: string }>("select id, status from events order by id").finally(() => client.end());
+      assert.ok(pending.rows.length > 0 && pending.rows.every((row) => row.status === "pending"), JSON.stringify(pending.rows));
+
+      receiver.answer(answerWith(204));
+      const deliveredFrom = receiver.deliveries.length;
+      const restored = await serve("--database", target.url);
+      assert.equal((await call<{ user: { name: string } }>(restored, ownerKey, "/me")).user.name, "Olive");
+      assert.equal((await call<{ agent: { id: string } }>(restored, agent.token, "/agent-api/me")).agent.id, agent.agent.id);
+      const messages = await channelMessages(restored, ownerKey, channel.id);
+      assert.ok(messages.length >= postedBefore && messages.length <= postedAfter, `${messages.length} messages; ${postedBefore} before the dump began and ${postedAfter} by its end`);
+      assert.deepEqual(
+        messages.map((m) => [m.id, m.text]),
+        posted.slice(0, messages.length).map((m) => [m.id, m.text]),
+      );
+      assert.equal(pending.rows.length, messages.filter((m) => m.text.startsWith("@Backupbot ")).length);
+      // An event the dump caught mid-attempt is claimed until its lease lapses (the webhook timeout plus 10 s).
+      await until("every pending event to be delivered", 60_000, () => {
+        const seen = new Set(receiver.deliveries.slice(deliveredFrom).map((d) => d.headers["webhook-id"]));
+        return pending.rows.every((event) => seen.has(event.id)) || undefined;
+      });
+      const verifier = new Webhook(agent.signing_secret);
+      for (const delivery of receiver.deliveries.slice(deliveredFrom)) {
+        verifier.verify(delivery.body, { "webhook-id": String(delivery.headers["webhook-id"]), "webhook-timestamp": String(delivery.headers["webhook-timestamp"]), "webhook-signature": String(delivery.headers["webhook-signature"]) });
+      }
+      await stop(restored);
+    } finally {
+      await dropDatabases([source.name, target.name]);
+    }
   });
 
   test("mistakes and refusals exit 2 with one line naming the flag", async () => {
