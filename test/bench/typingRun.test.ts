@@ -78,7 +78,7 @@ test("a keystroke that arrives while a slow model is still answering aborts the 
     // The relay learns of each abort over HTTP and drops its own request to the model: the model answers in full
     // only the requests the typist waited for.
     const completed = run.requests.filter((r) => r.outcome === "ok").length;
-    await waitFor(() => upstream.requests.length - upstream.clientDisconnects() === completed);
+    await upstream.until(() => upstream.requests.length - upstream.clientDisconnects() === completed, "the aborted requests' clients to go away");
   } finally {
     await upstream.close();
   }
@@ -115,11 +115,3 @@ test("a RecentFiles fed every change holds the document as typed, and every requ
     assert.ok(parseSnippets(context).some((snippet) => snippet.path === "src/multiply.ts"), context);
   }
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -9,16 +9,16 @@ import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settin
 import { StatusController, initialStatus } from "../../extension/src/core/status";
 import { inputAt } from "../../extension/src/core/testing/fixtures";
 import type { Clock } from "../../extension/src/core/types";
+import { systemClock } from "@tab-relay/shared";
+import { FakeClock } from "@tab-relay/shared/testing";
 import { fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { startUpstreamStandIn, type UpstreamStandIn } from "../support/upstreamStandIn";
 
-const realClock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
-
-function pipeline(relay: TestRelay, apiKey: string, overrides: Partial<Settings> = {}) {
-  const status = new StatusController(realClock, initialStatus(true, []));
+function pipeline(relay: TestRelay, apiKey: string, overrides: Partial<Settings> = {}, clock: Clock = systemClock) {
+  const status = new StatusController(clock, initialStatus(true, []));
   const logs: string[] = [];
   const session = new CompletionSession({
-    clock: realClock,
+    clock,
     fetch: (url, init) => fetch(url, init),
     logger: { info: (m) => logs.push(m), warn: (m) => logs.push(m), error: (m) => logs.push(m) },
     getSettings: () => ({ ...DEFAULT_SETTINGS, relayUrl: relay.url, workspaceSlug: relay.workspace.slug, debounceMs: 5, ...overrides }),
@@ -112,7 +112,7 @@ describe("the extension core against the relay in front of a scripted upstream",
     const index = upstream.requests.length;
     const { session } = pipeline(relay, relay.apiKey);
     const first = session.provide(inputAt("let a = █\n"));
-    while (upstream.requests.length <= index) await new Promise((r) => setTimeout(r, 5));
+    await upstream.until(() => upstream.requests.length > index, "the first request upstream");
     const second = session.provide(inputAt("let a = 1█\n"));
     assert.equal(await first, undefined);
     await upstream.waitForClientDisconnect(index, 2000);
@@ -134,16 +134,23 @@ describe("the extension core against the relay in front of a scripted upstream",
     let spent = 0;
     while ((await relay.request("/api/v1/me", { key: created.data.secret })).status === 200) spent++;
     assert.equal(spent, 1000);
-    const { session, status } = pipeline(relay, created.data.secret);
-    assert.equal(await session.provide(inputAt("x = █\n")), undefined);
+    // The extension's waits (its debounce, its backoff) run on a clock of its own that the test moves.
+    const editorClock = new FakeClock(WINDOW + 59_500);
+    const { session, status } = pipeline(relay, created.data.secret, {}, editorClock);
+    const provide = async (text: string) => {
+      const shown = session.provide(inputAt(text));
+      await editorClock.advance(5);
+      return shown;
+    };
+    assert.equal(await provide("x = █\n"), undefined);
     assert.equal(status.kind, "rateLimited");
-    assert.equal(await session.provide(inputAt("x = █\n")), undefined);
+    assert.equal(await provide("x = █\n"), undefined);
     assert.equal(session.stats.requestsStarted, 1, "no request while backing off");
     clock.set(WINDOW + 60_000);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await editorClock.advance(1_100);
     assert.equal(status.kind, "ready");
     upstream.enqueue({ kind: "reply", text: "42;" });
-    assert.equal((await session.provide(inputAt("x = █\n")))?.insertText, "42;");
+    assert.equal((await provide("x = █\n"))?.insertText, "42;");
     status.dispose();
   });
 });

@@ -421,7 +421,7 @@ describe("Tab completions through an OpenAI-compatible upstream", () => {
     const controller = new AbortController();
     const index = upstream.requests.length;
     const pending = chat.request(PATH, { method: "POST", json: completionBody({ entity_id: "early-abort.ts" }), signal: controller.signal }).catch(() => undefined);
-    while (upstream.requests.length <= index) await new Promise((r) => setTimeout(r, 10));
+    await upstream.until(() => upstream.requests.length > index, "the upstream request");
     controller.abort();
     await pending;
     await upstream.waitForClientDisconnect(index, 1000);

@@ -27,8 +27,6 @@ const RELAY_ENV = {
 const LONG_SCHEDULE_ENV = { ...RELAY_ENV, TAB_RELAY_WEBHOOK_RETRY_SCHEDULE: "60000" };
 /** Far less than the 60 s retry; generous for a loaded machine. */
 const AT_ONCE_MS = 3000;
-/** How long "nothing else arrives" is watched for, once a later frame proved the pipeline is moving. */
-const QUIET_MS = 300;
 
 interface Envelope {
   type: "event";
@@ -131,25 +129,25 @@ async function refusedUpgrade(
   });
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = AT_ONCE_MS): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
+/** Resolves once `condition()` holds, checked now and whenever `source` emits "change"; fails after `timeoutMs`. */
+async function until(source: EventEmitter, condition: () => boolean, what: string, timeoutMs = AT_ONCE_MS): Promise<void> {
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    while (!condition()) await once(source, "change", { signal: deadline });
+  } catch (error) {
+    throw deadline.aborted ? new Error(`timed out waiting for ${what}`) : error;
   }
 }
 
-async function deliveries(relay: TestRelay, agentId: string): Promise<DeliveryLog[]> {
-  const response = await relay.request(`/api/v1/agents/${agentId}/deliveries`);
+async function deliveries(relay: TestRelay, agentId: string, key?: string): Promise<DeliveryLog[]> {
+  const response = await relay.request(`/api/v1/agents/${agentId}/deliveries`, key === undefined ? {} : { key });
   assert.equal(response.status, 200);
   return ((await response.json()) as { data: DeliveryLog[] }).data;
 }
 
-/** Waits until the delivery of `eventId` has the status. */
+/** Waits until the delivery of `eventId` has the status (asked again whenever the relay records an attempt). */
 function deliveryWith(relay: TestRelay, agentId: string, eventId: string, status: string): Promise<DeliveryLog> {
-  return until(async () => (await deliveries(relay, agentId)).find((d) => d.id === eventId && d.status === status), `${eventId} to be ${status}`);
+  return relay.whenHeard(async () => (await deliveries(relay, agentId)).find((d) => d.id === eventId && d.status === status), `${eventId} to be ${status}`, AT_ONCE_MS);
 }
 
 async function connection(relay: TestRelay, agentId: string): Promise<{ webhook_url: string | null; socket: string }> {
@@ -274,7 +272,7 @@ describe("Socket Mode", () => {
 
     socket.ws.close();
     await socket.closed;
-    await until(async () => ((await connection(relay, agent.agent.id)).socket === "disconnected" ? true : undefined), "the socket to be gone");
+    await relay.whenHeard(async () => ((await connection(relay, agent.agent.id)).socket === "disconnected" ? true : undefined), "the socket to be gone", AT_ONCE_MS);
     const second = await postMessage(relay, channel, "@Both second");
     const [webhook] = await receiver.waitFor(1);
     assert.equal((JSON.parse(webhook?.body ?? "{}") as MessageCreatedEvent).message.id, second.id);
@@ -355,7 +353,8 @@ describe("Socket Mode", () => {
     await postMessage(relay, channel, "@Twin only for acme");
     const [envelope] = (await ourSocket.socket.envelopesFor(1)) as [Envelope];
     assert.equal(verified<MessageCreatedEvent>(ours.signing_secret, envelope).workspace.slug, "acme");
-    await sleep(QUIET_MS);
+    // Envelopes come only from the outbox: no event for their agent means none can ever reach their socket.
+    assert.deepEqual(await deliveries(relay, theirs.agent.id, other.apiKey), []);
     assert.deepEqual(theirSocket.socket.envelopes, []);
     // Nor does their secret verify our envelope, so even a leaked frame would be rejected.
     assert.throws(() => verified(theirs.signing_secret, envelope));
@@ -530,8 +529,11 @@ describe("Socket Mode across dropped connections and restarts", () => {
     const texts = resent.map((e) => verified<MessageCreatedEvent>(agent.signing_secret, e).message.text).sort();
     assert.deepEqual(texts, ["@Survivor one", "@Survivor three", "@Survivor two"]);
     for (const envelope of resent) third.socket.ack(envelope.envelope_id);
-    for (const id of ids) await deliveryWith(relay, agent.agent.id, id, "delivered");
-    await sleep(QUIET_MS);
+    const delivered = [];
+    for (const id of ids) delivered.push(await deliveryWith(relay, agent.agent.id, id, "delivered"));
+    // Each event was attempted once on this relay (after one unacknowledged attempt before the restart, or none for
+    // the one posted while the agent was away), and is finished: nothing is left to send it again.
+    assert.deepEqual(delivered.map((d) => d.attempts.filter((a) => a.outcome === "success").length), [1, 1, 1]);
     assert.equal(third.socket.envelopes.length, 3);
   });
 });
@@ -597,13 +599,17 @@ describe("Socket Mode heartbeats", () => {
   });
 });
 
-/** The agent's reply in the thread of `rootId`, once it is there. */
+/** The agent's reply in the thread of `rootId`, once it is there (asked again whenever a message is posted). */
 function replyIn(relay: TestRelay, channelId: string, rootId: string, agentId: string): Promise<{ text: string; author: { id: string } }> {
-  return until(async () => {
-    const response = await relay.request(`/api/v1/conversations/channel/${channelId}/messages?thread_id=${rootId}`);
-    const messages = ((await response.json()) as { data: { text: string; author: { id: string } }[] }).data;
-    return messages.find((message) => message.author.id === agentId);
-  }, "the agent's reply");
+  return relay.whenHeard(
+    async () => {
+      const response = await relay.request(`/api/v1/conversations/channel/${channelId}/messages?thread_id=${rootId}`);
+      const messages = ((await response.json()) as { data: { text: string; author: { id: string } }[] }).data;
+      return messages.find((message) => message.author.id === agentId);
+    },
+    "the agent's reply",
+    AT_ONCE_MS,
+  );
 }
 
 describe("the echo agent in Socket Mode", () => {
@@ -617,12 +623,16 @@ describe("the echo agent in Socket Mode", () => {
     const agent = await createAgent(relay, { name: "Echo" });
     const logs: Record<string, unknown>[] = [];
     const closed: [number, string][] = [];
+    const changed = new EventEmitter();
     const echo = await startEchoSocketAgent({
       relay: relay.url,
       signingSecret: agent.signing_secret,
       token: agent.token,
       log: (entry) => logs.push(entry),
-      onClosed: (code, reason) => closed.push([code, reason]),
+      onClosed: (code, reason) => {
+        closed.push([code, reason]);
+        changed.emit("change");
+      },
       reconnect: { minMs: 20, maxMs: 100 },
     });
     try {
@@ -636,7 +646,7 @@ describe("the echo agent in Socket Mode", () => {
       assert.ok(logs.some((entry) => entry.kind === "replied"));
 
       await relay.request(`/api/v1/agents/${agent.agent.id}/pause`, { method: "POST" });
-      await until(async () => (closed.length > 0 ? true : undefined), "onClosed");
+      await until(changed, () => closed.length > 0, "onClosed");
       assert.deepEqual(closed, [[4003, "agent paused"]]);
       assert.equal(echo.connected, false);
     } finally {
@@ -651,6 +661,7 @@ describe("the echo agent in Socket Mode", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     const lines: Record<string, unknown>[] = [];
+    const printed = new EventEmitter();
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     let buffered = "";
@@ -659,10 +670,13 @@ describe("the echo agent in Socket Mode", () => {
       const complete = buffered.split("\n");
       buffered = complete.pop() ?? "";
       for (const line of complete) if (line.trim() !== "") lines.push(JSON.parse(line) as Record<string, unknown>);
+      printed.emit("change");
     });
     const exited = once(child, "exit");
     try {
-      await until(async () => (lines.some((line) => line.kind === "connected") ? true : undefined), `the CLI to connect (stderr: ${stderr})`, 15_000);
+      await until(printed, () => lines.some((line) => line.kind === "connected"), "the CLI to connect", 15_000).catch((error: unknown) => {
+        throw new Error(`${String(error)} (stderr: ${stderr})`);
+      });
       const created = lines.find((line) => line.kind === "created");
       assert.equal(typeof created?.agent, "string");
       assert.equal(created?.socket, true);

@@ -47,12 +47,11 @@ describe("webhook deliveries to a name that resolves to a private address", () =
     const created = await createAgent(relay, { name: "Rebinder", webhook_url: `https://${loopbackName}:${port}/hook` });
     const sent = await relay.request(`/api/v1/agents/${created.agent.id}/test-event`, { method: "POST" });
     assert.equal(sent.status, 202);
-    let log: Log | undefined;
-    for (let i = 0; i < 100 && !(log && log.attempts.length > 0); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    const log = await relay.whenHeard(async () => {
       const response = await relay.request(`/api/v1/agents/${created.agent.id}/deliveries`);
-      [log] = ((await response.json()) as { data: Log[] }).data;
-    }
+      const [entry] = ((await response.json()) as { data: Log[] }).data;
+      return entry && entry.attempts.length > 0 ? entry : undefined;
+    }, "the attempt to be recorded");
     const attempt = log?.attempts[0];
     assert.equal(log?.status, "failed");
     assert.equal(attempt?.status_code, null);

@@ -1,6 +1,8 @@
+import { EventEmitter } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createLocalBus } from "../../relay/src/bus/types";
 import { type Clock, systemClock } from "../../relay/src/clock";
 import { type Config, loadConfig } from "../../relay/src/config";
 import { silentLogger, type Logger } from "../../relay/src/logger";
@@ -15,6 +17,12 @@ export interface TestRelay extends InitializedWorkspace {
   relay: RunningRelay;
   /** Calls the relay with the owner key unless `key` is given (`null` sends no Authorization header). */
   request(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<Response>;
+  /**
+   * Resolves with the first value of `probe` other than undefined, asked now and again after each message the relay
+   * puts on its bus (an attempt recorded, an agent changed, connected or gone, a message posted, events queued);
+   * fails after `timeoutMs`. What the relay does by itself is awaited as the event it is, not polled for.
+   */
+  whenHeard<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs?: number): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -38,6 +46,14 @@ export async function startTestRelay(
   const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
   const store = await openStore(config);
   const clock = options.clock ?? systemClock;
+  // A relay alone on its database talks to itself over a local bus; the test listens in on it.
+  const bus = config.databaseUrl === undefined ? createLocalBus() : undefined;
+  const hearing = new EventEmitter();
+  let heard = 0;
+  bus?.subscribe(() => {
+    heard++;
+    hearing.emit("message");
+  });
   const init: InitializedWorkspace = options.reuse
     ? { workspace: options.reuse.workspace, user: options.reuse.user, apiKey: options.reuse.apiKey }
     : await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
@@ -45,6 +61,7 @@ export async function startTestRelay(
     store,
     clock,
     logger: options.logger ?? silentLogger,
+    ...(bus === undefined ? {} : { bus }),
     ...options.timings,
   });
   const request: TestRelay["request"] = (path, init_ = {}) => {
@@ -55,6 +72,29 @@ export async function startTestRelay(
     if (json !== undefined) h.set("Content-Type", "application/json");
     return fetch(relay.url + path, { ...rest, headers: h, ...(json !== undefined ? { body: JSON.stringify(json) } : {}) });
   };
+  const nextMessage = (timeoutMs: number, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      const onMessage = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        hearing.off("message", onMessage);
+        reject(new Error(`timed out waiting for ${what}`));
+      }, Math.max(0, timeoutMs));
+      hearing.once("message", onMessage);
+    });
+  const whenHeard: TestRelay["whenHeard"] = async (probe, what, timeoutMs = 5000) => {
+    if (bus === undefined) throw new Error("whenHeard needs a relay alone on its database (a local bus)");
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const before = heard;
+      const value = await probe();
+      if (value !== undefined) return value;
+      // A message heard while the probe ran may be the one it waited for: ask again at once.
+      if (heard === before) await nextMessage(deadline - performance.now(), what);
+    }
+  };
   return {
     ...init,
     url: relay.url,
@@ -62,6 +102,7 @@ export async function startTestRelay(
     config,
     relay,
     request,
+    whenHeard,
     async close() {
       await relay.close(0);
       rmSync(dataDir, { recursive: true, force: true });

@@ -92,7 +92,7 @@ describe("upstream stand-in", () => {
     const seen = upstream.requests.length;
     const controller = new AbortController();
     const pending = post(`${upstream.url}/completions`, { stream: true }, controller.signal);
-    await waitFor(() => upstream.requests.length > seen);
+    await upstream.until(() => upstream.requests.length > seen, "the request");
     const disconnectsBefore = upstream.clientDisconnects();
     controller.abort();
     await assert.rejects(pending);
@@ -165,11 +165,3 @@ test("serves many concurrent zero-delay streams, and record: false keeps none of
     await upstream.close();
   }
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 1000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -61,6 +62,11 @@ export interface UpstreamStandIn {
   openSockets(): number;
   /** Resolves when the request at `index` (default: the latest) is abandoned by its client; rejects after `timeoutMs`. */
   waitForClientDisconnect(index?: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Resolves once `condition()` holds, checked now and again after each request the stand-in records and each client
+   * that goes away; rejects after `timeoutMs`.
+   */
+  until(condition: () => boolean, what?: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,6 +89,8 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
   let disconnects = 0;
   let sequence = 0;
   let closing = false;
+  const changed = new EventEmitter();
+  changed.setMaxListeners(0);
 
   const server = createServer((req, res) => {
     const bodyParts: Buffer[] = [];
@@ -106,16 +114,19 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
         recorded.clientAborted = true;
         disconnects++;
         resolveGone();
+        changed.emit("change");
       });
       if (record) requests.push(recorded);
       try {
         body = raw === "" ? undefined : JSON.parse(raw);
       } catch {
         sendJson(res, 400, { error: { message: "Request body is not valid JSON", type: "invalid_request_error" } });
+        changed.emit("change");
         return;
       }
       recorded.body = body;
       route(recorded, exchange);
+      changed.emit("change");
     });
   });
 
@@ -249,6 +260,22 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
         timer = setTimeout(() => reject(new Error(`upstream stand-in: client of request #${index} still connected after ${timeoutMs} ms`)), timeoutMs);
       });
       return Promise.race([request.clientGone, timeout]).finally(() => clearTimeout(timer));
+    },
+    until(condition, what = "the condition", timeoutMs = 2000) {
+      if (condition()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!condition()) return;
+          changed.off("change", check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          changed.off("change", check);
+          reject(new Error(`upstream stand-in: timed out after ${timeoutMs} ms waiting for ${what}`));
+        }, timeoutMs);
+        changed.on("change", check);
+      });
     },
     close() {
       closing = true;

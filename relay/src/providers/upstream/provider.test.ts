@@ -30,9 +30,10 @@ function input(overrides: Partial<TabContext> = {}, settings: Partial<Omit<Compl
   };
 }
 
-async function collect(provider: ModelProvider, request = input(), signal = new AbortController().signal, fragments: string[] = []): Promise<string[]> {
+async function collect(provider: ModelProvider, request = input(), signal = new AbortController().signal, fragments: string[] = [], onFragment?: () => void): Promise<string[]> {
   await provider.complete(request, signal, (fragment) => {
     fragments.push(fragment);
+    onFragment?.();
   });
   return fragments;
 }
@@ -242,8 +243,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({ kind: "reply", text: ["a", "b", "c", "d"], chunkDelayMs: 400 });
     const controller = new AbortController();
     const fragments: string[] = [];
-    const consuming = collect(provider(), input(), controller.signal, fragments);
-    while (fragments.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    let firstFragment!: () => void;
+    const arrived = new Promise<void>((resolve) => (firstFragment = resolve));
+    const consuming = collect(provider(), input(), controller.signal, fragments, firstFragment);
+    await arrived;
     const index = upstream.requests.length - 1;
     const started = performance.now();
     controller.abort();
@@ -258,7 +261,7 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     const controller = new AbortController();
     const seen = upstream.requests.length;
     const pending = collect(provider({ timeoutMs: 5000 }), input(), controller.signal);
-    while (upstream.requests.length === seen) await new Promise((resolve) => setTimeout(resolve, 5));
+    await upstream.until(() => upstream.requests.length > seen, "the upstream request");
     const reason = new Error("superseded by a newer keystroke");
     controller.abort(reason);
     await assert.rejects(pending, (error: unknown) => error === reason);
