@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { SECRET_PREFIXES, generateSecret, hasValidChecksum } from "@tab-relay/shared";
+import type { Agent, AgentApiMe, AgentApiMessage, AgentCreated, AgentRemoved, AgentTokenRotated, ApiKeyCreated, Message } from "@tab-relay/shared/api";
 import { fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage, type CreatedAgent } from "../support/workspace";
+import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
 
 const TOKEN_SHAPE = /^svc_agent_[0-9A-Za-z]{36}$/;
 const SIGNING_SECRET_SHAPE = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
@@ -13,26 +14,6 @@ interface Reply {
   headers: Headers;
   text: string;
   json: unknown;
-}
-
-interface Msg {
-  id: string;
-  thread_id: string | null;
-  text: string;
-  author: { id: string; type: string; name: string };
-  aside?: boolean;
-}
-
-interface AgentView {
-  id: string;
-  name: string;
-  description: string;
-  state: string;
-  owner_user_id: string;
-  created_at: string;
-  can_manage: boolean;
-  webhook_url?: string | null;
-  token_hint?: string;
 }
 
 type Person = { id: string; key: string };
@@ -84,17 +65,17 @@ async function mainCall(relay: TestRelay, path: string, init: RequestInit & { ke
   return read(await relay.request(`/api/v1${path}`, init));
 }
 
-async function personMessages(relay: TestRelay, conversation: { type: string; id: string }, query = "", key?: string): Promise<Msg[]> {
-  return dataOf<Msg[]>(await mainCall(relay, `/conversations/${conversation.type}/${conversation.id}/messages${query}`, key ? { key } : {}));
+async function personMessages(relay: TestRelay, conversation: { type: string; id: string }, query = "", key?: string): Promise<Message[]> {
+  return dataOf<Message[]>(await mainCall(relay, `/conversations/${conversation.type}/${conversation.id}/messages${query}`, key ? { key } : {}));
 }
 
-async function agentMessages(relay: TestRelay, token: string, conversation: { type: string; id: string }, query = ""): Promise<Msg[]> {
-  return dataOf<Msg[]>(await agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages${query}`));
+async function agentMessages(relay: TestRelay, token: string, conversation: { type: string; id: string }, query = ""): Promise<AgentApiMessage[]> {
+  return dataOf<AgentApiMessage[]>(await agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages${query}`));
 }
 
 let agentCount = 0;
 /** A fresh agent per test, so one test's pause, rotation or removal never reaches another. */
-function freshAgent(relay: TestRelay, prefix: string, key?: string, extra: { webhook_url?: string; description?: string } = {}): Promise<CreatedAgent> {
+function freshAgent(relay: TestRelay, prefix: string, key?: string, extra: { webhook_url?: string; description?: string } = {}): Promise<AgentCreated> {
   agentCount += 1;
   return createAgent(relay, { name: `${prefix}-${agentCount}`, ...extra }, key);
 }
@@ -126,13 +107,13 @@ describe("agent management and the Agent API", () => {
     test("owners, admins and members create agents (201); guests get 403", async () => {
       for (const [label, person] of [["owner", owner], ["admin", admin], ["member", member]] as const) {
         const reply = await mainCall(relay, "/agents", { method: "POST", key: person.key, json: { name: `made-by-${label}` } });
-        const data = dataOf<{ agent: AgentView }>(reply, 201);
+        const data = dataOf<AgentCreated>(reply, 201);
         assert.equal(data.agent.owner_user_id, person.id, label);
         assert.equal(data.agent.can_manage, true, label);
       }
       const refused = await mainCall(relay, "/agents", { method: "POST", key: guest.key, json: { name: "made-by-guest" } });
       assertError(refused, 403, "FORBIDDEN");
-      const names = dataOf<AgentView[]>(await mainCall(relay, "/agents")).map((a) => a.name);
+      const names = dataOf<Agent[]>(await mainCall(relay, "/agents")).map((a) => a.name);
       assert.ok(!names.includes("made-by-guest"), "the guest's agent must not exist");
     });
 
@@ -142,20 +123,20 @@ describe("agent management and the Agent API", () => {
         const created = await freshAgent(relay, "managed", member.key, { description: "before" });
         const id = created.agent.id;
 
-        const patched = dataOf<AgentView>(await mainCall(relay, `/agents/${id}`, { method: "PATCH", key, json: { description: `changed by ${actor}` } }));
+        const patched = dataOf<Agent>(await mainCall(relay, `/agents/${id}`, { method: "PATCH", key, json: { description: `changed by ${actor}` } }));
         assert.equal(patched.description, `changed by ${actor}`);
         assert.equal(patched.can_manage, true);
 
-        assert.equal(dataOf<AgentView>(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key })).state, "paused");
+        assert.equal(dataOf<Agent>(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key })).state, "paused");
         assertError(await agentCall(relay, created.token, "/me"), 403, "AGENT_PAUSED");
-        assert.equal(dataOf<AgentView>(await mainCall(relay, `/agents/${id}/resume`, { method: "POST", key })).state, "active");
+        assert.equal(dataOf<Agent>(await mainCall(relay, `/agents/${id}/resume`, { method: "POST", key })).state, "active");
         assert.equal((await agentCall(relay, created.token, "/me")).status, 200);
 
-        const rotated = dataOf<{ agent: AgentView; token: string }>(await mainCall(relay, `/agents/${id}/token`, { method: "POST", key }));
+        const rotated = dataOf<AgentTokenRotated>(await mainCall(relay, `/agents/${id}/token`, { method: "POST", key }));
         assert.match(rotated.token, TOKEN_SHAPE);
         assert.equal((await agentCall(relay, rotated.token, "/me")).status, 200);
 
-        const removed = dataOf<{ id: string; removed: boolean }>(await mainCall(relay, `/agents/${id}`, { method: "DELETE", key }));
+        const removed = dataOf<AgentRemoved>(await mainCall(relay, `/agents/${id}`, { method: "DELETE", key }));
         assert.deepEqual(removed, { id, removed: true });
         assertError(await agentCall(relay, rotated.token, "/me"), 401, "INVALID_TOKEN");
         assertError(await mainCall(relay, `/agents/${id}`), 404, "NOT_FOUND");
@@ -181,7 +162,7 @@ describe("agent management and the Agent API", () => {
       assertError(await mainCall(relay, `/agents/${id}`, { method: "DELETE", ...other }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}/deliveries`, other), 403, "FORBIDDEN");
 
-      const now = dataOf<AgentView>(await mainCall(relay, `/agents/${id}`));
+      const now = dataOf<Agent>(await mainCall(relay, `/agents/${id}`));
       assert.equal(now.description, "original");
       assert.equal(now.state, "active");
       assert.equal((await agentCall(relay, created.token, "/me")).status, 200, "the original token still works");
@@ -192,17 +173,17 @@ describe("agent management and the Agent API", () => {
       const id = created.agent.id;
 
       const seenByOther = await mainCall(relay, `/agents/${id}`, { key: otherMember.key });
-      const otherView = dataOf<AgentView>(seenByOther);
+      const otherView = dataOf<Agent>(seenByOther);
       assert.equal(otherView.can_manage, false);
       for (const field of ["webhook_url", "token_hint", "last_delivery"]) assert.ok(!(field in otherView), `${field} shown to another member`);
       assert.ok(!seenByOther.text.includes("example.com/private-bits"));
-      const listed = dataOf<AgentView[]>(await mainCall(relay, "/agents", { key: otherMember.key })).find((a) => a.id === id);
+      const listed = dataOf<Agent[]>(await mainCall(relay, "/agents", { key: otherMember.key })).find((a) => a.id === id);
       assert.ok(listed);
       assert.equal(listed.can_manage, false);
       assert.ok(!("webhook_url" in listed) && !("token_hint" in listed));
 
       for (const person of [member, owner, admin]) {
-        const view = dataOf<AgentView>(await mainCall(relay, `/agents/${id}`, { key: person.key }));
+        const view = dataOf<Agent>(await mainCall(relay, `/agents/${id}`, { key: person.key }));
         assert.equal(view.can_manage, true);
         assert.equal(view.webhook_url, "https://example.com/private-bits");
         assert.ok(view.token_hint && created.token.startsWith(view.token_hint.split("…")[0] as string), `hint ${view.token_hint}`);
@@ -211,7 +192,7 @@ describe("agent management and the Agent API", () => {
 
     test("a key without agents.write cannot create or change agents, but can still list them", async () => {
       const keyReply = await mainCall(relay, "/api-keys", { method: "POST", json: { name: "read-only agents", scopes: ["agents.read", "messages.read"] } });
-      const readOnly = dataOf<{ secret: string }>(keyReply, 201).secret;
+      const readOnly = dataOf<ApiKeyCreated>(keyReply, 201).secret;
       const created = await freshAgent(relay, "scoped");
       const id = created.agent.id;
 
@@ -220,7 +201,7 @@ describe("agent management and the Agent API", () => {
       assertError(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key: readOnly }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}/token`, { method: "POST", key: readOnly }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}`, { method: "DELETE", key: readOnly }), 403, "FORBIDDEN");
-      assert.ok(dataOf<AgentView[]>(await mainCall(relay, "/agents", { key: readOnly })).some((a) => a.id === id));
+      assert.ok(dataOf<Agent[]>(await mainCall(relay, "/agents", { key: readOnly })).some((a) => a.id === id));
       assert.equal((await agentCall(relay, created.token, "/me")).status, 200);
     });
   });
@@ -286,8 +267,8 @@ describe("agent management and the Agent API", () => {
         const message = assertError(await mainCall(relay, "/agents", { method: "POST", json: body }), 400, "VALIDATION_ERROR");
         assert.match(message, new RegExp(`\\b${field}\\b`), `${JSON.stringify(body).slice(0, 80)} → ${message}`);
       }
-      assert.equal(dataOf<AgentView[]>(await mainCall(relay, "/agents")).filter((a) => a.name.startsWith("valid-")).length, 0);
-      const ok = dataOf<{ agent: AgentView }>(await mainCall(relay, "/agents", { method: "POST", json: { name: "x".repeat(80), description: "d".repeat(500) } }), 201);
+      assert.equal(dataOf<Agent[]>(await mainCall(relay, "/agents")).filter((a) => a.name.startsWith("valid-")).length, 0);
+      const ok = dataOf<AgentCreated>(await mainCall(relay, "/agents", { method: "POST", json: { name: "x".repeat(80), description: "d".repeat(500) } }), 201);
       assert.equal(ok.agent.name, "x".repeat(80));
     });
 
@@ -311,8 +292,8 @@ describe("agent management and the Agent API", () => {
     test("GET /me describes the agent and its workspace", async () => {
       const created = await freshAgent(relay, "me", undefined, { description: "answers questions" });
       const reply = await agentCall(relay, created.token, "/me");
-      const data = dataOf<{ agent: Record<string, unknown>; workspace: Record<string, unknown> }>(reply);
-      const full = dataOf<AgentView>(await mainCall(relay, `/agents/${created.agent.id}`));
+      const data = dataOf<AgentApiMe>(reply);
+      const full = dataOf<Agent>(await mainCall(relay, `/agents/${created.agent.id}`));
       assert.deepEqual(data.agent, { id: created.agent.id, name: created.agent.name, description: "answers questions", state: "active", created_at: full.created_at });
       assert.deepEqual(data.workspace, { slug: "acme", name: relay.workspace.name });
       assert.equal(reply.headers.get("x-ratelimit-limit"), "240");
@@ -350,11 +331,11 @@ describe("agent management and the Agent API", () => {
 
       const postedReply = await postText(relay, created.token, channel, { text: "hello people" });
       assert.equal(postedReply.headers.get("x-ratelimit-limit"), "60");
-      const posted = dataOf<Msg & { conversation: unknown }>(postedReply, 201);
+      const posted = dataOf<AgentApiMessage>(postedReply, 201);
       assert.deepEqual(posted.author, { id: created.agent.id, type: "agent", name: created.agent.name });
       assert.deepEqual(posted.conversation, { type: "channel", id: channel.id });
       assert.ok(!("aside" in posted));
-      const inDm = dataOf<Msg>(await postText(relay, created.token, dm, { text: "reply in private", thread_id: hi.id }), 201);
+      const inDm = dataOf<AgentApiMessage>(await postText(relay, created.token, dm, { text: "reply in private", thread_id: hi.id }), 201);
       assert.equal(inDm.thread_id, hi.id);
 
       const personView = await personMessages(relay, channel);
@@ -382,7 +363,7 @@ describe("agent management and the Agent API", () => {
         assert.equal(people.find((m) => m.id === aside.id)?.text, "between us only");
 
         const raw = await agentCall(relay, created.token, `/conversations/${conversation.type}/${conversation.id}/messages`);
-        assert.deepEqual(dataOf<Msg[]>(raw).map((m) => m.id), [last.id, first.id]);
+        assert.deepEqual(dataOf<AgentApiMessage[]>(raw).map((m) => m.id), [last.id, first.id]);
         assert.ok(!raw.text.includes("between us") && !raw.text.includes("also secret") && !raw.text.includes('"aside"'));
         assert.deepEqual((await agentMessages(relay, created.token, conversation, `?thread_id=${first.id}`)).map((m) => m.id), [first.id]);
         assert.deepEqual((await agentMessages(relay, created.token, conversation, `?limit=1&before=${last.id}`)).map((m) => m.id), [first.id]);
@@ -393,7 +374,7 @@ describe("agent management and the Agent API", () => {
       const created = await freshAgent(relay, "pager");
       const channel = await createChannel(relay, "paging-room");
       await addMember(relay, channel.id, { agent_id: created.agent.id });
-      const sent: Msg[] = [];
+      const sent: Message[] = [];
       for (let i = 0; i < 32; i++) sent.push(await postMessage(relay, channel, `m${i}`));
       const ids = sent.map((m) => m.id).reverse();
 
@@ -403,9 +384,9 @@ describe("agent management and the Agent API", () => {
       assert.deepEqual((await agentMessages(relay, created.token, channel, `?limit=100&before=${ids[29]}`)).map((m) => m.id), ids.slice(30));
       assert.deepEqual(await agentMessages(relay, created.token, channel, `?before=${ids[31]}`), []);
 
-      const root = sent[5] as Msg;
+      const root = sent[5] as Message;
       const reply1 = await postMessage(relay, channel, "first reply", { thread_id: root.id });
-      const agentReply = dataOf<Msg>(await postText(relay, created.token, channel, { text: "agent reply", thread_id: reply1.id }), 201);
+      const agentReply = dataOf<AgentApiMessage>(await postText(relay, created.token, channel, { text: "agent reply", thread_id: reply1.id }), 201);
       assert.equal(agentReply.thread_id, root.id, "a reply to a reply continues the root thread");
       await postMessage(relay, channel, "not in the thread");
       const thread = [agentReply.id, reply1.id, root.id];
@@ -448,13 +429,13 @@ describe("agent management and the Agent API", () => {
 
     test("a replaced token stops at once and the new one works", async () => {
       const created = await freshAgent(relay, "rotated");
-      const rotated = dataOf<{ agent: AgentView; token: string }>(await mainCall(relay, `/agents/${created.agent.id}/token`, { method: "POST" }));
+      const rotated = dataOf<AgentTokenRotated>(await mainCall(relay, `/agents/${created.agent.id}/token`, { method: "POST" }));
       assert.notEqual(rotated.token, created.token);
       assert.match(rotated.token, TOKEN_SHAPE);
       assert.equal(hasValidChecksum(rotated.token, SECRET_PREFIXES.agentToken), true);
       assertError(await agentCall(relay, created.token, "/me"), 401, "INVALID_TOKEN");
       assertError(await agentCall(relay, created.token, "/conversations"), 401, "INVALID_TOKEN");
-      assert.equal(dataOf<{ agent: { id: string } }>(await agentCall(relay, rotated.token, "/me")).agent.id, created.agent.id);
+      assert.equal(dataOf<AgentApiMe>(await agentCall(relay, rotated.token, "/me")).agent.id, created.agent.id);
       assert.ok(rotated.agent.token_hint && rotated.token.startsWith(rotated.agent.token_hint.split("…")[0] as string));
     });
 
@@ -544,7 +525,7 @@ describe("agent management and the Agent API", () => {
       assertError(notJson, 400, "VALIDATION_ERROR");
       assert.deepEqual(await personMessages(relay, channel), [], "no invalid post was stored");
 
-      const longest = dataOf<Msg>(await postText(relay, created.token, channel, { text: "y".repeat(8000) }), 201);
+      const longest = dataOf<AgentApiMessage>(await postText(relay, created.token, channel, { text: "y".repeat(8000) }), 201);
       assert.equal(longest.text.length, 8000);
     });
 
@@ -593,9 +574,9 @@ describe("webhook URLs on a relay without allow-private", () => {
     assert.match(created.agent.webhook_url ?? "", /^https:\/\/example\.com\/?$/);
     const patch = await read(await relay.request(`/api/v1/agents/${created.agent.id}`, { method: "PATCH", json: { webhook_url: "https://192.168.1.10/hook" } }));
     assert.match(assertError(patch, 400, "VALIDATION_ERROR"), /\bwebhook_url\b/);
-    const view = (await read(await relay.request(`/api/v1/agents/${created.agent.id}`))).json as { data: AgentView };
+    const view = (await read(await relay.request(`/api/v1/agents/${created.agent.id}`))).json as { data: Agent };
     assert.match(view.data.webhook_url ?? "", /^https:\/\/example\.com\/?$/);
-    const names = ((await read(await relay.request("/api/v1/agents"))).json as { data: AgentView[] }).data.map((a) => a.name);
+    const names = ((await read(await relay.request("/api/v1/agents"))).json as { data: Agent[] }).data.map((a) => a.name);
     assert.deepEqual(names, ["public-hook"], "no refused agent was created");
   });
 });
@@ -613,7 +594,7 @@ describe("Agent API rate limits (agent_reads=8, agent_posts=4)", () => {
   });
   after(() => relay.close());
 
-  async function joinedAgent(name: string): Promise<CreatedAgent> {
+  async function joinedAgent(name: string): Promise<AgentCreated> {
     const created = await createAgent(relay, { name });
     await addMember(relay, channel.id, { agent_id: created.agent.id });
     return created;
@@ -674,7 +655,7 @@ describe("Agent API rate limits (agent_reads=8, agent_posts=4)", () => {
     const read = await agentCall(relay, poster.token, `/conversations/channel/${channel.id}/messages`);
     assert.equal(read.headers.get("x-ratelimit-limit"), "8");
     assert.equal(read.headers.get("x-ratelimit-remaining"), "7");
-    const mine = dataOf<Msg[]>(read).filter((m) => m.author.id === poster.agent.id);
+    const mine = dataOf<AgentApiMessage[]>(read).filter((m) => m.author.id === poster.agent.id);
     assert.deepEqual(mine.map((m) => m.text), ["post 3", "post 2", "post 1", "post 0"]);
   });
 

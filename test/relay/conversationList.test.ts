@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import type { AgentApiConversation, AgentCreated, Conversation, DataBody } from "@tab-relay/shared/api";
 import { type TestRelay, startTestRelay } from "../support/relayHarness";
-import { type CreatedAgent, agentRequest, createAgent, createDm, createUser } from "../support/workspace";
+import { agentRequest, createAgent, createDm, createUser } from "../support/workspace";
 
 /**
  * Listing conversations names the members of every DM. Reading the workspace's whole directory once per DM made
@@ -10,7 +11,7 @@ import { type CreatedAgent, agentRequest, createAgent, createDm, createUser } fr
  */
 describe("listing conversations reads the directory once, however many DMs", () => {
   let relay: TestRelay;
-  let agent: CreatedAgent;
+  let agent: AgentCreated;
   const people: { id: string; name: string }[] = [];
   let directoryReads = 0;
 
@@ -35,17 +36,11 @@ describe("listing conversations reads the directory once, however many DMs", () 
   });
   after(() => relay.close());
 
-  interface Listed {
-    type: string;
-    id: string;
-    members?: { id: string; type: string; name: string }[];
-  }
-
   test("GET /api/v1/conversations: one read for 21 DMs, every DM with its members' names", async () => {
     directoryReads = 0;
     const response = await relay.request("/api/v1/conversations");
     assert.equal(response.status, 200);
-    const { data } = (await response.json()) as { data: Listed[] };
+    const { data } = (await response.json()) as DataBody<Conversation[]>;
     const dms = data.filter((c) => c.type === "dm");
     assert.equal(dms.length, 21);
     assert.equal(directoryReads, 1);
@@ -60,7 +55,7 @@ describe("listing conversations reads the directory once, however many DMs", () 
     directoryReads = 0;
     const response = await agentRequest(relay, agent.token, "/conversations");
     assert.equal(response.status, 200);
-    const { data } = (await response.json()) as { data: Listed[] };
+    const { data } = (await response.json()) as DataBody<AgentApiConversation[]>;
     assert.equal(data.filter((c) => c.type === "dm").length, people.length);
     assert.equal(directoryReads, 1);
   });

@@ -1,50 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import type { AgentApiConversation, AgentApiMessage, AgentCreated, ChannelMemberAdded, Conversation, Me, Message, Notification, User, UserCreated } from "@tab-relay/shared/api";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage, type CreatedAgent } from "../support/workspace";
-
-interface MemberView {
-  id: string;
-  type: "user" | "agent";
-  name: string;
-}
-
-interface ConversationView {
-  type: "channel" | "dm";
-  id: string;
-  name: string | null;
-  visibility: "public" | "private" | null;
-  created_at: string;
-  is_member?: boolean;
-  members?: MemberView[];
-  added?: boolean;
-}
-
-interface MessageView {
-  id: string;
-  conversation: { type: string; id: string };
-  thread_id: string | null;
-  text: string;
-  author: MemberView;
-  mentions: MemberView[];
-  created_at: string;
-  url: string;
-  aside?: boolean;
-}
-
-interface NotificationView {
-  id: string;
-  type: string;
-  created_at: string;
-  message: MessageView | null;
-}
-
-interface UserView {
-  id: string;
-  name: string;
-  role: string;
-  created_at: string;
-}
+import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
 
 type Person = Awaited<ReturnType<typeof createUser>>;
 
@@ -76,15 +34,15 @@ describe("people and conversations", () => {
   let mel: Person;
   let max: Person;
   let guest: Person;
-  let helper: CreatedAgent;
+  let helper: AgentCreated;
 
   const get = (path: string, key?: string) => relay.request(`/api/v1${path}`, key ? { key } : {});
   const post = (path: string, json: unknown, key?: string) => relay.request(`/api/v1${path}`, { method: "POST", json, ...(key ? { key } : {}) });
   const messagesPath = (conversation: { type: string; id: string }, query = "") => `/conversations/${conversation.type}/${conversation.id}/messages${query}`;
-  const list = async (key?: string) => dataOf<ConversationView[]>(await get("/conversations", key), 200);
+  const list = async (key?: string) => dataOf<Conversation[]>(await get("/conversations", key), 200);
   const read = async (conversation: { type: string; id: string }, query = "", key?: string) =>
-    dataOf<MessageView[]>(await get(messagesPath(conversation, query), key), 200);
-  const notifications = async (key: string, query = "") => dataOf<NotificationView[]>(await get(`/notifications${query}`, key), 200);
+    dataOf<Message[]>(await get(messagesPath(conversation, query), key), 200);
+  const notifications = async (key: string, query = "") => dataOf<Notification[]>(await get(`/notifications${query}`, key), 200);
 
   before(async () => {
     relay = await startTestRelay({
@@ -102,7 +60,7 @@ describe("people and conversations", () => {
   describe("users", () => {
     test("an owner adds people of every role, each with a first key that works and holds the role's scopes", async () => {
       for (const role of ["owner", "admin", "member", "guest"]) {
-        const { user, api_key } = await dataOf<{ user: UserView; api_key: { id: string; name: string; scopes: string[]; created_at: string; secret: string } }>(
+        const { user, api_key } = await dataOf<UserCreated>(
           await post("/users", { name: `New ${role}`, role }),
           201,
         );
@@ -111,7 +69,7 @@ describe("people and conversations", () => {
         assert.match(user.created_at, /^\d{4}-\d{2}-\d{2}T/);
         assert.match(api_key.secret, /^svc_ws_/);
         assert.deepEqual([...api_key.scopes].sort(), [...(ROLE_SCOPES[role] as string[])].sort());
-        const me = await dataOf<{ user: { id: string; role: string }; key: { id: string; scopes: string[] } }>(await get("/me", api_key.secret), 200);
+        const me = await dataOf<Me>(await get("/me", api_key.secret), 200);
         assert.equal(me.user.id, user.id);
         assert.equal(me.user.role, role);
         assert.equal(me.key.id, api_key.id);
@@ -123,7 +81,7 @@ describe("people and conversations", () => {
       await dataOf(await post("/users", { name: "Admin-made Member", role: "member" }, admin.key), 201);
       await dataOf(await post("/users", { name: "Admin-made Admin", role: "admin" }, admin.key), 201);
       await expectError(await post("/users", { name: "Admin-made Owner", role: "owner" }, admin.key), 403, "FORBIDDEN");
-      const users = await dataOf<UserView[]>(await get("/users"), 200);
+      const users = await dataOf<User[]>(await get("/users"), 200);
       assert.ok(!users.some((user) => user.name === "Admin-made Owner"), "the refused owner was not created");
     });
 
@@ -143,7 +101,7 @@ describe("people and conversations", () => {
       assert.deepEqual(await dataOf(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 200), { id: leaver.id, removed: true, paused_agent_ids: [] });
       await expectError(await get("/me", leaver.key), 403, "FORBIDDEN");
       await expectError(await get("/conversations", leaver.key), 403, "FORBIDDEN");
-      const users = await dataOf<UserView[]>(await get("/users"), 200);
+      const users = await dataOf<User[]>(await get("/users"), 200);
       assert.ok(!users.some((user) => user.id === leaver.id), "a removed user is no longer listed");
       await expectError(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 404, "NOT_FOUND");
     });
@@ -159,7 +117,7 @@ describe("people and conversations", () => {
     });
 
     test("GET /users lists the workspace's people with their roles", async () => {
-      const users = await dataOf<UserView[]>(await get("/users", guest.key), 200);
+      const users = await dataOf<User[]>(await get("/users", guest.key), 200);
       const byId = new Map(users.map((user) => [user.id, user]));
       assert.deepEqual(byId.get(relay.user.id), { id: relay.user.id, name: "Olive Owner", role: "owner", created_at: relay.user.created_at });
       for (const person of [admin, mel, max, guest]) {
@@ -172,7 +130,7 @@ describe("people and conversations", () => {
 
   describe("channels", () => {
     test("a channel is created public by default with a leading # stripped and its creator as a member", async () => {
-      const channel = await dataOf<ConversationView>(await post("/channels", { name: "#launch" }), 201);
+      const channel = await dataOf<Conversation>(await post("/channels", { name: "#launch" }), 201);
       assert.equal(channel.type, "channel");
       assert.match(channel.id, /\S/);
       assert.equal(channel.name, "#launch");
@@ -183,7 +141,7 @@ describe("people and conversations", () => {
     });
 
     test("a private channel is created private, by any member", async () => {
-      const channel = await dataOf<ConversationView>(await post("/channels", { name: "mel-private", visibility: "private" }, mel.key), 201);
+      const channel = await dataOf<Conversation>(await post("/channels", { name: "mel-private", visibility: "private" }, mel.key), 201);
       assert.equal(channel.visibility, "private");
       assert.equal(channel.name, "#mel-private");
       assert.deepEqual(channel.members?.map((member) => member.id), [mel.id]);
@@ -236,7 +194,7 @@ describe("people and conversations", () => {
       assert.deepEqual((await read(square, "", max.key)).map((message) => message.text), ["welcome"]);
       await dataOf(await post(messagesPath(square), { text: "hi all" }, max.key), 201);
       assert.equal((await list(max.key)).find((conversation) => conversation.id === square.id)?.is_member, true);
-      const again = await dataOf<ConversationView>(await post(`/channels/${square.id}/members`, { user_id: max.id }), 200);
+      const again = await dataOf<ChannelMemberAdded>(await post(`/channels/${square.id}/members`, { user_id: max.id }), 200);
       assert.equal(again.added, false, "max was already a member");
     });
 
@@ -258,17 +216,17 @@ describe("people and conversations", () => {
 
     test("users and agents are added to a channel, once", async () => {
       const room = await createChannel(relay, "crew-room", "private");
-      const addedUser = await dataOf<ConversationView>(await post(`/channels/${room.id}/members`, { user_id: mel.id }), 201);
+      const addedUser = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { user_id: mel.id }), 201);
       assert.equal(addedUser.added, true);
       assert.deepEqual(addedUser.members?.map((member) => member.id), [relay.user.id, mel.id]);
-      const addedAgent = await dataOf<ConversationView>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 201);
+      const addedAgent = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 201);
       assert.equal(addedAgent.added, true);
       assert.deepEqual(addedAgent.members?.at(-1), { id: helper.agent.id, type: "agent", name: "Helper Bot" });
-      const twice = await dataOf<ConversationView>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 200);
+      const twice = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 200);
       assert.equal(twice.added, false);
       assert.equal(twice.members?.length, 3);
 
-      const seen = await dataOf<ConversationView[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
+      const seen = await dataOf<AgentApiConversation[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
       assert.ok(seen.some((conversation) => conversation.id === room.id), "the agent now sees the channel");
     });
 
@@ -286,7 +244,7 @@ describe("people and conversations", () => {
 
   describe("DMs", () => {
     test("a DM holds its users and agents and the same set always returns the same DM", async () => {
-      const created = await dataOf<ConversationView>(await post("/dms", { member_ids: [mel.id, helper.agent.id] }), 201);
+      const created = await dataOf<Conversation>(await post("/dms", { member_ids: [mel.id, helper.agent.id] }), 201);
       assert.equal(created.type, "dm");
       assert.equal(created.name, null);
       assert.equal(created.visibility, null);
@@ -295,14 +253,14 @@ describe("people and conversations", () => {
         [`user:${relay.user.id}`, `user:${mel.id}`, `agent:${helper.agent.id}`].sort(),
       );
 
-      const sameFromMel = await dataOf<ConversationView>(await post("/dms", { member_ids: [helper.agent.id, relay.user.id] }, mel.key), 200);
+      const sameFromMel = await dataOf<Conversation>(await post("/dms", { member_ids: [helper.agent.id, relay.user.id] }, mel.key), 200);
       assert.equal(sameFromMel.id, created.id);
-      const sameWithSelf = await dataOf<ConversationView>(await post("/dms", { member_ids: [relay.user.id, mel.id, helper.agent.id] }), 200);
+      const sameWithSelf = await dataOf<Conversation>(await post("/dms", { member_ids: [relay.user.id, mel.id, helper.agent.id] }), 200);
       assert.equal(sameWithSelf.id, created.id);
-      const pair = await dataOf<ConversationView>(await post("/dms", { member_ids: [mel.id] }), 201);
+      const pair = await dataOf<Conversation>(await post("/dms", { member_ids: [mel.id] }), 201);
       assert.notEqual(pair.id, created.id, "a different set is a different DM");
 
-      const agentSees = await dataOf<ConversationView[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
+      const agentSees = await dataOf<AgentApiConversation[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
       assert.ok(agentSees.some((conversation) => conversation.id === created.id));
       assert.ok(!agentSees.some((conversation) => conversation.id === pair.id));
     });
@@ -327,7 +285,7 @@ describe("people and conversations", () => {
   describe("messages", () => {
     test("a posted message carries its conversation, author, mentions and link", async () => {
       const room = await createChannel(relay, "shape");
-      const message = await dataOf<MessageView>(await post(messagesPath(room), { text: "hey @mel member and <@" + helper.agent.id + ">" }), 201);
+      const message = await dataOf<Message>(await post(messagesPath(room), { text: "hey @mel member and <@" + helper.agent.id + ">" }), 201);
       assert.deepEqual(message.conversation, { type: "channel", id: room.id });
       assert.equal(message.thread_id, null);
       assert.deepEqual(message.author, { id: relay.user.id, type: "user", name: "Olive Owner" });
@@ -429,7 +387,7 @@ describe("people and conversations", () => {
       for (const body of [{ text: "" }, { text: "  \n\t " }, { text: "x".repeat(8001) }, {}, { text: 42 }]) {
         await expectError(await post(messagesPath(room), body), 400, "VALIDATION_ERROR", /^text: /);
       }
-      const longest = await dataOf<MessageView>(await post(messagesPath(room), { text: "y".repeat(8000) }), 201);
+      const longest = await dataOf<Message>(await post(messagesPath(room), { text: "y".repeat(8000) }), 201);
       assert.equal(longest.text.length, 8000);
       assert.deepEqual(
         (await read(room)).map((message) => message.id),
@@ -456,7 +414,7 @@ describe("people and conversations", () => {
       await addMember(relay, room.id, { user_id: mel.id });
       await addMember(relay, room.id, { agent_id: helper.agent.id });
       const normal = await postMessage(relay, room, "for everyone");
-      const aside = await dataOf<MessageView>(await post(messagesPath(room), { text: "/aside just between us" }), 201);
+      const aside = await dataOf<Message>(await post(messagesPath(room), { text: "/aside just between us" }), 201);
       assert.equal(aside.aside, true);
       assert.equal(aside.text, "just between us");
 
@@ -468,7 +426,7 @@ describe("people and conversations", () => {
           ["for everyone", false],
         ],
       );
-      const agentSees = await dataOf<MessageView[]>(await agentRequest(relay, helper.token, messagesPath(room)), 200);
+      const agentSees = await dataOf<AgentApiMessage[]>(await agentRequest(relay, helper.token, messagesPath(room)), 200);
       assert.deepEqual(
         agentSees.map((message) => message.id),
         [normal.id],
@@ -479,10 +437,10 @@ describe("people and conversations", () => {
       const room = await createChannel(relay, "aside-checks");
       await expectError(await post(messagesPath(room), { text: "/aside" }), 400, "VALIDATION_ERROR", /text/);
       await expectError(await post(messagesPath(room), { text: "/aside    " }), 400, "VALIDATION_ERROR", /text/);
-      const glued = await dataOf<MessageView>(await post(messagesPath(room), { text: "/asides are neat" }), 201);
+      const glued = await dataOf<Message>(await post(messagesPath(room), { text: "/asides are neat" }), 201);
       assert.equal(glued.aside, false);
       assert.equal(glued.text, "/asides are neat");
-      const later = await dataOf<MessageView>(await post(messagesPath(room), { text: "see /aside later" }), 201);
+      const later = await dataOf<Message>(await post(messagesPath(room), { text: "see /aside later" }), 201);
       assert.equal(later.aside, false);
     });
   });
@@ -490,11 +448,11 @@ describe("people and conversations", () => {
   describe("notifications", () => {
     let nora: Person;
     let nick: Person;
-    let notifier: CreatedAgent;
+    let notifier: AgentCreated;
     let dm: { type: "dm"; id: string };
 
     const agentPost = async (conversation: { type: string; id: string }, text: string) =>
-      dataOf<MessageView>(await agentRequest(relay, notifier.token, messagesPath(conversation), { method: "POST", json: { text } }), 201);
+      dataOf<AgentApiMessage>(await agentRequest(relay, notifier.token, messagesPath(conversation), { method: "POST", json: { text } }), 201);
 
     before(async () => {
       nora = await createUser(relay, "Nora North", "member");
@@ -512,7 +470,7 @@ describe("people and conversations", () => {
       for (const person of [nora, nick]) {
         const mine = await notifications(person.key);
         assert.equal(mine.length, 1, `${person.name} has one notification`);
-        const [notification] = mine as [NotificationView];
+        const [notification] = mine as [Notification];
         assert.equal(notification.type, "agent.dm");
         assert.match(notification.created_at, /^\d{4}-\d{2}-\d{2}T/);
         assert.equal(notification.message?.id, sent.id);

@@ -3,17 +3,14 @@ import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { WebSocket } from "ws";
+import type { WebhookEvent } from "@tab-relay/shared";
+import type { Agent, ApiKey, ApiKeyCreated, Delivery, Me, User, UserCreated, UserRemoved } from "@tab-relay/shared/api";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createUser, postMessage } from "../support/workspace";
 
 /** Longer than a delivery to a local receiver takes, once a later delivery proved the pipeline is moving. */
 const QUIET_MS = 300;
-
-interface CreatedUser {
-  user: { id: string; name: string; role: string };
-  api_key: { id: string; name: string; scopes: string[]; secret: string };
-}
 
 async function dataOf<T>(response: Response, status: number): Promise<T> {
   const text = await response.text();
@@ -29,12 +26,12 @@ async function expectError(response: Response, status: number, code: string, mes
 }
 
 /** A key of the owner holding just these scopes. */
-async function ownerKey(relay: TestRelay, scopes: string[]): Promise<{ id: string; secret: string }> {
+async function ownerKey(relay: TestRelay, scopes: string[]): Promise<ApiKeyCreated> {
   return dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: scopes.join("+"), scopes } }), 201);
 }
 
 async function keyIdOf(relay: TestRelay, key: string): Promise<string> {
-  return (await dataOf<{ key: { id: string } }>(await relay.request("/api/v1/me", { key }), 200)).key.id;
+  return (await dataOf<Me>(await relay.request("/api/v1/me", { key }), 200)).key.id;
 }
 
 describe("adding people: the first key holds no scope the calling key lacks", () => {
@@ -46,10 +43,10 @@ describe("adding people: the first key holds no scope the calling key lacks", ()
 
   test("a key kept to users.write that adds an admin hands on users.write and nothing else", async () => {
     const narrow = await ownerKey(relay, ["users.write"]);
-    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Ann Admin", role: "admin" } }), 201);
+    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Ann Admin", role: "admin" } }), 201);
     assert.equal(created.user.role, "admin");
     assert.deepEqual(created.api_key.scopes, ["users.write"]);
-    const me = await dataOf<{ key: { scopes: string[] } }>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
+    const me = await dataOf<Me>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
     assert.deepEqual(me.key.scopes, ["users.write"]);
     // What the old first key could do, and the narrow key could not:
     await expectError(await relay.request("/api/v1/api-keys", { key: created.api_key.secret, method: "POST", json: { name: "x", scopes: ["keys.write"] } }), 403, "FORBIDDEN", /keys\.write/);
@@ -58,24 +55,24 @@ describe("adding people: the first key holds no scope the calling key lacks", ()
 
   test("the first key holds the role's scopes that the calling key also holds, in the catalogue's order", async () => {
     const some = await ownerKey(relay, ["messages.read", "users.write", "tab.complete", "agents.write"]);
-    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: some.secret, method: "POST", json: { name: "Max Member", role: "member" } }), 201);
+    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: some.secret, method: "POST", json: { name: "Max Member", role: "member" } }), 201);
     // users.write is beyond a member's role, so it is not handed on even though the caller holds it.
     assert.deepEqual(created.api_key.scopes, ["tab.complete", "messages.read", "agents.write"]);
   });
 
   test("when the two share no scope, the person is added with a key that holds none", async () => {
     const narrow = await ownerKey(relay, ["users.write"]);
-    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Gus Guest", role: "guest" } }), 201);
+    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Gus Guest", role: "guest" } }), 201);
     assert.deepEqual(created.api_key.scopes, []);
-    const me = await dataOf<{ user: { id: string }; key: { scopes: string[] } }>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
+    const me = await dataOf<Me>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
     assert.deepEqual([me.user.id, me.key.scopes], [created.user.id, []]);
     await expectError(await relay.request("/api/v1/conversations", { key: created.api_key.secret }), 403, "FORBIDDEN", /messages\.read/);
-    const people = await dataOf<{ id: string }[]>(await relay.request("/api/v1/users"), 200);
+    const people = await dataOf<User[]>(await relay.request("/api/v1/users"), 200);
     assert.ok(people.some((person) => person.id === created.user.id), "the guest is in the workspace");
   });
 
   test("a key with every scope still gives the first key every scope of the role", async () => {
-    const created = await dataOf<CreatedUser>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }), 201);
+    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }), 201);
     assert.deepEqual(created.api_key.scopes, ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write"]);
   });
 });
@@ -101,7 +98,7 @@ describe("revoking keys: only an owner may revoke an owner's key", () => {
   test("another owner may revoke an owner's key", async () => {
     const second = await createUser(relay, "Otto Owner", "owner");
     const spare = await ownerKey(relay, ["tab.complete"]);
-    const revoked = await dataOf<{ id: string; revoked_at: string | null }>(await revoke(second.key, spare.id), 200);
+    const revoked = await dataOf<ApiKey>(await revoke(second.key, spare.id), 200);
     assert.equal(revoked.id, spare.id);
     assert.notEqual(revoked.revoked_at, null);
     assert.equal((await relay.request("/api/v1/me", { key: spare.secret })).status, 401);
@@ -140,10 +137,10 @@ describe("removing a person pauses the agents they own", () => {
   });
 
   /** Names of the agents whose events reached the receiver, in arrival order. */
-  const deliveredTo = () => receiver.deliveries.map((delivery) => (JSON.parse(delivery.body) as { agent: { name: string } }).agent.name);
+  const deliveredTo = () => receiver.deliveries.map((delivery) => (JSON.parse(delivery.body) as WebhookEvent).agent.name);
 
   async function agentState(id: string): Promise<string | undefined> {
-    const agents = await dataOf<{ id: string; state: string }[]>(await relay.request("/api/v1/agents"), 200);
+    const agents = await dataOf<Agent[]>(await relay.request("/api/v1/agents"), 200);
     return agents.find((agent) => agent.id === id)?.state;
   }
 
@@ -166,7 +163,7 @@ describe("removing a person pauses the agents they own", () => {
     await receiver.waitFor(1);
     assert.deepEqual(deliveredTo(), ["Mel Hook"]);
 
-    const removed = await dataOf<{ id: string; removed: boolean; paused_agent_ids: string[] }>(await relay.request(`/api/v1/users/${mel.id}`, { method: "DELETE" }), 200);
+    const removed = await dataOf<UserRemoved>(await relay.request(`/api/v1/users/${mel.id}`, { method: "DELETE" }), 200);
     assert.deepEqual([removed.id, removed.removed], [mel.id, true]);
     assert.equal(await agentState(hooked.agent.id), "paused");
     assert.equal(await agentState(socketed.agent.id), "paused");
@@ -185,12 +182,12 @@ describe("removing a person pauses the agents they own", () => {
     await receiver.waitFor(2);
     await sleep(QUIET_MS);
     assert.deepEqual(deliveredTo(), ["Mel Hook", "Olive Bot"]);
-    const log = await dataOf<unknown[]>(await relay.request(`/api/v1/agents/${hooked.agent.id}/deliveries`), 200);
+    const log = await dataOf<Delivery[]>(await relay.request(`/api/v1/agents/${hooked.agent.id}/deliveries`), 200);
     assert.equal(log.length, 1, "only the event from before the removal");
-    assert.deepEqual(await dataOf<unknown[]>(await relay.request(`/api/v1/agents/${socketed.agent.id}/deliveries`), 200), []);
+    assert.deepEqual(await dataOf<Delivery[]>(await relay.request(`/api/v1/agents/${socketed.agent.id}/deliveries`), 200), []);
 
     // They become the managers' to look after: an admin may resume one, and its token works again.
-    const resumed = await dataOf<{ state: string; can_manage: boolean }>(await relay.request(`/api/v1/agents/${hooked.agent.id}/resume`, { key: admin.key, method: "POST" }), 200);
+    const resumed = await dataOf<Agent>(await relay.request(`/api/v1/agents/${hooked.agent.id}/resume`, { key: admin.key, method: "POST" }), 200);
     assert.deepEqual([resumed.state, resumed.can_manage], ["active", true]);
     assert.equal((await agentRequest(relay, hooked.token, "/me")).status, 200);
     await postMessage(relay, channel, "@Mel Hook welcome back");
@@ -200,7 +197,7 @@ describe("removing a person pauses the agents they own", () => {
 
   test("a person without agents is removed as before, pausing nothing", async () => {
     const guest = await createUser(relay, "Gwen Guest", "guest");
-    const removed = await dataOf<{ paused_agent_ids: string[] }>(await relay.request(`/api/v1/users/${guest.id}`, { method: "DELETE" }), 200);
+    const removed = await dataOf<UserRemoved>(await relay.request(`/api/v1/users/${guest.id}`, { method: "DELETE" }), 200);
     assert.deepEqual(removed.paused_agent_ids, []);
     assert.equal((await relay.request("/api/v1/me", { key: guest.key })).status, 403);
   });

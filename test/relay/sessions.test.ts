@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import SqliteDatabase from "better-sqlite3";
 import WebSocket from "ws";
+import type { ApiKeyCreated, DataBody, LiveEvent, Me, Session } from "@tab-relay/shared/api";
 import { initWorkspace } from "../../relay/src/workspace/init";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { addMember, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
@@ -20,7 +21,7 @@ async function signIn(relay: TestRelay, apiKey: string): Promise<SignedIn> {
   const response = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: apiKey } });
   assert.equal(response.status, 201, await response.clone().text());
   const setCookie = response.headers.get("set-cookie") ?? "";
-  const { data } = (await response.json()) as { data: { csrf_token: string } };
+  const { data } = (await response.json()) as DataBody<Session>;
   const cookie = setCookie.split(";")[0] as string;
   return { cookie, csrf: data.csrf_token, setCookie, token: cookie.slice(cookie.indexOf("=") + 1) };
 }
@@ -38,18 +39,11 @@ function withSession(relay: TestRelay, session: Pick<SignedIn, "cookie" | "csrf"
 async function keyWith(relay: TestRelay, ownerKey: string, scopes: string[]): Promise<string> {
   const response = await relay.request("/api/v1/api-keys", { method: "POST", key: ownerKey, json: { name: scopes.join("+"), scopes } });
   assert.equal(response.status, 201, await response.clone().text());
-  return ((await response.json()) as { data: { secret: string } }).data.secret;
-}
-
-interface Frame {
-  type: string;
-  message?: { id: string; text: string };
-  conversation?: { id: string };
-  agent_id?: string;
+  return ((await response.json()) as DataBody<ApiKeyCreated>).data.secret;
 }
 
 interface Live {
-  frames: Frame[];
+  frames: LiveEvent[];
   socket: WebSocket;
   closed: Promise<{ code: number; reason: string }>;
   close(): void;
@@ -62,7 +56,7 @@ function liveUrl(relay: TestRelay): string {
 async function openLive(relay: TestRelay, session: Pick<SignedIn, "cookie">): Promise<Live> {
   const socket = new WebSocket(liveUrl(relay), { headers: { cookie: session.cookie, origin: relay.url } });
   const frames: Live["frames"] = [];
-  socket.on("message", (data) => frames.push(JSON.parse(String(data)) as Frame));
+  socket.on("message", (data) => frames.push(JSON.parse(String(data)) as LiveEvent));
   const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());
@@ -111,7 +105,7 @@ const until = async (check: () => boolean, ms = 2000) => {
   }
 };
 
-const seen = (live: Live, type: string) => live.frames.filter((f) => f.type === type);
+const seen = <T extends LiveEvent["type"]>(live: Live, type: T) => live.frames.filter((f): f is Extract<LiveEvent, { type: T }> => f.type === type);
 
 /** How the relay closed a live socket, failing after `ms` if it never does. */
 async function closedWithin(live: Live, ms = 3000): Promise<{ code: number; reason: string }> {
@@ -143,7 +137,7 @@ describe("console sessions", () => {
     assert.ok(!session.setCookie.includes(relay.apiKey));
     const current = await withSession(relay, session, "/api/v1/sessions/current");
     assert.equal(current.status, 200);
-    const { data } = (await current.json()) as { data: { user: { name: string }; csrf_token: string } };
+    const { data } = (await current.json()) as DataBody<Session>;
     assert.equal(data.user.name, "Olive Owner");
     assert.equal(data.csrf_token, session.csrf);
   });
@@ -241,7 +235,7 @@ describe("console sessions", () => {
     const person = await createUser(relay, "Rita Revoked", "member");
     const session = await signIn(relay, person.key);
     assert.equal((await withSession(relay, session, "/api/v1/me")).status, 200);
-    const me = (await (await relay.request("/api/v1/me", { key: person.key })).json()) as { data: { key: { id: string } } };
+    const me = (await (await relay.request("/api/v1/me", { key: person.key })).json()) as DataBody<Me>;
     assert.equal((await relay.request(`/api/v1/api-keys/${me.data.key.id}`, { method: "DELETE", key: person.key })).status, 200);
     assert.equal((await withSession(relay, session, "/api/v1/me")).status, 401);
   });
@@ -292,7 +286,7 @@ describe("live updates", () => {
       const inDm = await postMessage(relay, dm, "just for Mia");
       await until(() => mia.frames.filter((f) => f.type === "message.created").length === 3);
       await new Promise((resolve) => setTimeout(resolve, 150));
-      const seen = (live: Live) => live.frames.filter((f) => f.type === "message.created").map((f) => f.message?.id);
+      const seen = (live: Live) => live.frames.filter((f) => f.type === "message.created").map((f) => f.message.id);
       assert.deepEqual(seen(mia), [inLounge.id, inSecret.id, inDm.id]);
       assert.deepEqual(seen(owner), [inLounge.id, inSecret.id, inDm.id]);
       assert.deepEqual(seen(oscar), [inLounge.id], "a public channel, nothing private");
@@ -312,7 +306,7 @@ describe("live updates", () => {
     try {
       const posted = await relay.request(`/api/v1/agent-api/conversations/channel/${room.id}/messages`, { method: "POST", key: agent.token, json: { text: "from the agent" } });
       assert.equal(posted.status, 201);
-      await until(() => live.frames.some((f) => f.message?.text === "from the agent"));
+      await until(() => live.frames.some((f) => f.type === "message.created" && f.message.text === "from the agent"));
     } finally {
       live.close();
     }

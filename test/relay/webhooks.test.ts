@@ -3,9 +3,9 @@ import type { ServerResponse } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type MessageCreatedEvent, type PingEvent, WebhookVerificationError, verifyWebhook } from "@tab-relay/shared";
+import type { Delivery, DeliveryAttempt } from "@tab-relay/shared/api";
 import { Webhook, WebhookVerificationError as OfficialVerificationError } from "standardwebhooks";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
-import type { Attempt, Delivery } from "../../relay/console/src/types";
 import { type Answer, type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createDm, postMessage } from "../support/workspace";
 
@@ -641,8 +641,8 @@ describe("delivery retries and failures", () => {
   /** Each retry starts when the previous attempt said it would: not before, and not much after. */
   function assertOnSchedule(log: Delivery): void {
     for (let i = 1; i < log.attempts.length; i++) {
-      const previous = log.attempts[i - 1] as Attempt;
-      const current = log.attempts[i] as Attempt;
+      const previous = log.attempts[i - 1] as DeliveryAttempt;
+      const current = log.attempts[i] as DeliveryAttempt;
       assert.ok(previous.next_attempt_at !== null, `attempt ${previous.attempt} names no next attempt`);
       const late = Date.parse(current.at) - Date.parse(previous.next_attempt_at);
       assert.ok(late >= -5 && late <= RETRY_LATENESS_MS, `${log.id} attempt ${current.attempt} started ${late} ms after its next_attempt_at`);
@@ -677,7 +677,7 @@ describe("delivery retries and failures", () => {
       [2, "scheduled", "failed", 500],
       [3, "scheduled", "success", 204],
     ]);
-    const [a1, a2, a3] = log.attempts as [Attempt, Attempt, Attempt];
+    const [a1, a2, a3] = log.attempts as [DeliveryAttempt, DeliveryAttempt, DeliveryAttempt];
     assert.equal(a1.response_excerpt, "try later");
     assert.equal(a1.url, agent.receiver.url);
     for (const [attempt, min, max] of [
@@ -719,7 +719,7 @@ describe("delivery retries and failures", () => {
     for (const agent of agents) {
       const eventId = String(agent.receiver.deliveries[0]?.headers["webhook-id"]);
       const [log] = (await f.deliveries(agent.id)).filter((entry) => entry.id === eventId) as [Delivery];
-      const last = log.attempts.at(-1) as Attempt;
+      const last = log.attempts.at(-1) as DeliveryAttempt;
       if (last.next_attempt_at !== null) {
         assert.fail(`${agent.name}: attempt ${last.attempt + 1}, due at ${last.next_attempt_at}, had not started ${Date.now() - Date.parse(last.next_attempt_at)} ms later`);
       }
@@ -773,7 +773,7 @@ describe("delivery retries and failures", () => {
     assert.ok(gap >= 950, `the retry came after ${gap} ms, before Retry-After's 1 s`);
     const log = await f.delivery(agent.id, eventId, (entry) => finished(entry.status));
     assert.equal(log.status, "delivered");
-    const [a1] = log.attempts as [Attempt];
+    const [a1] = log.attempts as [DeliveryAttempt];
     assert.equal(a1.status_code, 503);
     assert.ok(Date.parse(a1.next_attempt_at ?? "") - Date.parse(a1.at) >= 1000);
   });
@@ -791,7 +791,7 @@ describe("delivery retries and failures", () => {
       await sleep(25);
       [entry] = await f.deliveries(created.agent.id);
     }
-    const [a1] = entry.attempts as [Attempt];
+    const [a1] = entry.attempts as [DeliveryAttempt];
     assert.equal(a1.outcome, "failed");
     assert.equal(a1.status_code, null);
     assert.match(a1.error ?? "", /ECONNREFUSED/);
@@ -842,7 +842,7 @@ describe("delivery isolation between agents", () => {
     const logs = await f.deliveries(stuck.id);
     const first = logs.at(-1) as Delivery;
     const log = await f.delivery(stuck.id, first.id, (entry) => entry.attempts.length > 0, 4000);
-    const [a1] = log.attempts as [Attempt];
+    const [a1] = log.attempts as [DeliveryAttempt];
     assert.equal(a1.status_code, null);
     assert.match(a1.error ?? "", /timed out after 2000 ms/);
     assert.ok(a1.duration_ms >= 1900);

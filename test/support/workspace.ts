@@ -1,3 +1,4 @@
+import type { AgentCreated, ChannelMemberAdded, Conversation, Message, UserCreated } from "@tab-relay/shared/api";
 import type { TestRelay } from "./relayHarness";
 
 /** Thin helpers over the real API for tests that need people, channels and agents. Each checks its status. */
@@ -8,40 +9,27 @@ async function ok<T>(response: Response, expected: number[] = [200, 201, 202]): 
   return (JSON.parse(text) as { data: T }).data;
 }
 
-export interface CreatedAgent {
-  agent: { id: string; name: string; state: string; webhook_url?: string | null };
-  token: string;
-  signing_secret: string;
-}
-
-export async function createAgent(relay: TestRelay, body: { name: string; webhook_url?: string | null; description?: string }, key?: string): Promise<CreatedAgent> {
+export async function createAgent(relay: TestRelay, body: { name: string; webhook_url?: string | null; description?: string }, key?: string): Promise<AgentCreated> {
   return ok(await relay.request("/api/v1/agents", { method: "POST", json: body, ...(key ? { key } : {}) }));
 }
 
 export async function createUser(relay: TestRelay, name: string, role: "owner" | "admin" | "member" | "guest") {
-  const data = await ok<{ user: { id: string; name: string; role: string }; api_key: { secret: string } }>(
+  const data = await ok<UserCreated>(
     await relay.request("/api/v1/users", { method: "POST", json: { name, role } }),
   );
   return { ...data.user, key: data.api_key.secret };
 }
 
 export async function createChannel(relay: TestRelay, name: string, visibility: "public" | "private" = "public", key?: string) {
-  return ok<{ id: string; type: "channel"; name: string }>(await relay.request("/api/v1/channels", { method: "POST", json: { name, visibility }, ...(key ? { key } : {}) }));
+  return ok<Conversation & { type: "channel"; name: string }>(await relay.request("/api/v1/channels", { method: "POST", json: { name, visibility }, ...(key ? { key } : {}) }));
 }
 
 export async function addMember(relay: TestRelay, channelId: string, member: { user_id: string } | { agent_id: string }, key?: string) {
-  return ok(await relay.request(`/api/v1/channels/${channelId}/members`, { method: "POST", json: member, ...(key ? { key } : {}) }));
+  return ok<ChannelMemberAdded>(await relay.request(`/api/v1/channels/${channelId}/members`, { method: "POST", json: member, ...(key ? { key } : {}) }));
 }
 
 export async function createDm(relay: TestRelay, memberIds: string[], key?: string) {
-  return ok<{ id: string; type: "dm" }>(await relay.request("/api/v1/dms", { method: "POST", json: { member_ids: memberIds }, ...(key ? { key } : {}) }));
-}
-
-export interface PostedMessage {
-  id: string;
-  thread_id: string | null;
-  text: string;
-  author: { id: string; name: string; type: string };
+  return ok<Conversation & { type: "dm" }>(await relay.request("/api/v1/dms", { method: "POST", json: { member_ids: memberIds }, ...(key ? { key } : {}) }));
 }
 
 export async function postMessage(
@@ -49,7 +37,7 @@ export async function postMessage(
   conversation: { type: string; id: string },
   text: string,
   options: { thread_id?: string; key?: string } = {},
-): Promise<PostedMessage> {
+): Promise<Message> {
   const json = { text, ...(options.thread_id ? { thread_id: options.thread_id } : {}) };
   return ok(await relay.request(`/api/v1/conversations/${conversation.type}/${conversation.id}/messages`, { method: "POST", json, ...(options.key ? { key: options.key } : {}) }));
 }
