@@ -66,6 +66,19 @@ describe("chooseLength: how much of the lead to suggest", () => {
     assert.equal(backToWordStart("a. b", 2), 2);
   });
 
+  it("treats a first line with less than two visible characters as part of the line after it", () => {
+    const text = "`\n  run(alpha, beta, gamma);\n  more();";
+    const steps = [
+      { length: 0, share: 0.9 },
+      { length: 8, share: 0.3 },
+    ];
+    // "`" alone is not worth taking, so the whole of "`\n  run(...);" is weighed as a first line: 29 characters
+    // at 0.3 are worth more than "`\n  run" at 0.9.
+    assert.equal(text.slice(0, chooseLength(text, steps)), "`\n  run(alpha, beta, gamma);");
+    const short = "`\n  run(a);\n  more();";
+    assert.equal(short.slice(0, chooseLength(short, steps)), "`\n  run");
+  });
+
   it("suggests nothing on a share below a fifth", () => {
     assert.equal(chooseLength("guess();", [{ length: 0, share: 0.19 }]), 0);
     assert.equal(chooseLength("guess();", [{ length: 0, share: 0.2 }]), "guess();".length);

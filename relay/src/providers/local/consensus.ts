@@ -35,35 +35,42 @@ export interface Agreement {
  * orders them by preference).
  */
 export function agree(continuations: readonly Continuation[], doubt: number): Agreement | undefined {
-  let alive = continuations.filter((option) => option.weight > 0);
-  const first = alive[0];
+  // Indexes of the continuations still in the running, compacted in place; order is preference order.
+  const alive = continuations.flatMap((option, index) => (option.weight > 0 ? [index] : []));
+  const first = continuations[alive[0] ?? -1];
   if (first === undefined) return undefined;
-  const whole = sum(alive) + doubt;
+  const codes = new Int32Array(alive.length);
+  let count = alive.length;
+  let aliveWeight = 0;
+  for (const index of alive) aliveWeight += continuations[index]?.weight ?? 0;
+  const whole = aliveWeight + doubt;
   let lead = first;
-  let aliveWeight = sum(alive);
   const steps: Step[] = [{ length: 0, share: aliveWeight / whole }];
-  for (let at = 0; alive.length > 1; at++) {
-    const code = nextCode(lead, at);
-    if (code !== -1 && alive.every((option) => nextCode(option, at) === code)) continue;
-    const weights = new Map<number, number>();
-    for (const option of alive) {
-      const code = nextCode(option, at);
-      weights.set(code, (weights.get(code) ?? 0) + option.weight);
+  for (let at = 0; count > 1; at++) {
+    let same = true;
+    for (let k = 0; k < count; k++) {
+      codes[k] = nextCode(continuations[alive[k] ?? 0] ?? lead, at);
+      if (codes[k] !== codes[0]) same = false;
     }
+    if (same && codes[0] !== -1) continue;
+    // The heaviest group of equal next characters; on equal weight, the one whose first member comes first.
     let bestCode = -1;
     let bestWeight = -1;
-    for (const option of alive) {
-      const code = nextCode(option, at);
-      const weight = weights.get(code) ?? 0;
+    for (let k = 0; k < count; k++) {
+      const code = codes[k] ?? -1;
+      let weight = 0;
+      for (let m = 0; m < count; m++) if (codes[m] === code) weight += continuations[alive[m] ?? 0]?.weight ?? 0;
       if (weight > bestWeight) {
         bestWeight = weight;
         bestCode = code;
       }
     }
-    // Every continuation still in the running has ended here: nothing more is foreseen.
+    // Every continuation of the heaviest group has ended here: nothing more is foreseen.
     if (bestCode === -1) return { lead, steps };
-    alive = alive.filter((option) => nextCode(option, at) === bestCode);
-    lead = alive[0] ?? lead;
+    let kept = 0;
+    for (let k = 0; k < count; k++) if (codes[k] === bestCode) alive[kept++] = alive[k] ?? 0;
+    count = kept;
+    lead = continuations[alive[0] ?? 0] ?? lead;
     if (bestWeight < aliveWeight) steps.push({ length: at + 1, share: bestWeight / whole });
     aliveWeight = bestWeight;
   }
@@ -84,12 +91,6 @@ function nextCode(option: Continuation, at: number): number {
   return option.start + at < option.end ? option.text.charCodeAt(option.start + at) : -1;
 }
 
-function sum(options: readonly Continuation[]): number {
-  let total = 0;
-  for (const option of options) total += option.weight;
-  return total;
-}
-
 /** Below this share a prefix is more likely wrong than worth reading: nothing is suggested on it. */
 const MIN_SHARE = 0.2;
 /** Lines after the first are only suggested while this much of the weight stands behind them. */
@@ -99,19 +100,17 @@ const REST_SHARE = 0.5;
  * How many characters of `text` (the lead's continuation, already cut where the surface wants it to end) to
  * suggest, given the shares behind its prefixes. On the first line the cut is where the characters one can
  * expect to be right (length times share) are most: a user takes a suggestion only as far as it is right, so
- * a long line on a doubtful guess is worth less than its certain start. Past the first line, where the first
- * line alone can be taken, the suggestion goes on only while a clear majority agrees. Cuts fall at word
+ * a long line on a doubtful guess is worth less than its certain start. Past the first line (the first that
+ * holds at least MIN_LINE_CHARS visible characters), which can be taken alone, the suggestion goes on only while a clear majority agrees. Cuts fall at word
  * boundaries, as half a word is a guess at its other half; a share below MIN_SHARE suggests nothing.
  */
 export function chooseLength(text: string, steps: readonly Step[]): number {
-  const lineBreak = text.indexOf("\n");
-  const firstLine = lineBreak < 0 ? text.length : lineBreak;
-  // Candidate cuts: the end of the first line, and the last character before each fall in the share.
-  const cuts = new Set<number>([firstLine]);
-  for (const step of steps) if (step.length > 0 && step.length - 1 < firstLine) cuts.add(backToWordStart(text, step.length - 1));
+  const firstLine = firstLineEnd(text);
+  // Candidate cuts: every word boundary of the first line, and its end.
   let best = 0;
   let bestValue = 0;
-  for (const cut of [...cuts].sort((a, b) => a - b)) {
+  for (let cut = 1; cut <= firstLine; cut++) {
+    if (cut < firstLine && isWordChar(text[cut]) && isWordChar(text[cut - 1])) continue;
     const share = shareAt(steps, cut);
     const value = cut * share;
     if (cut > 0 && share >= MIN_SHARE && value > bestValue) {
@@ -120,11 +119,27 @@ export function chooseLength(text: string, steps: readonly Step[]): number {
     }
   }
   if (best < firstLine) return best;
+  if (shareAt(steps, firstLine + 1) < REST_SHARE) return firstLine;
   for (const step of steps) {
     if (step.length - 1 >= firstLine && step.share < REST_SHARE) return Math.max(firstLine, backToWordStart(text, step.length - 1));
   }
   return text.length;
 }
+
+/**
+ * Where the first line worth taking on its own ends: a line break alone, or a lone bracket before one, is not
+ * (the suggestion "\ntest(...)" stands or falls with the line after the break).
+ */
+function firstLineEnd(text: string): number {
+  for (let start = 0; ; ) {
+    const lineBreak = text.indexOf("\n", start);
+    const end = lineBreak < 0 ? text.length : lineBreak;
+    if (lineBreak < 0 || text.slice(start, end).replace(/\s/g, "").length >= MIN_LINE_CHARS) return end;
+    start = lineBreak + 1;
+  }
+}
+
+const MIN_LINE_CHARS = 2;
 
 /** A cut inside a word moves back to where the word starts. */
 export function backToWordStart(text: string, length: number): number {

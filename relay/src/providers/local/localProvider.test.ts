@@ -83,7 +83,7 @@ describe("local engine: predicting from the document", () => {
 
 describe("local engine: weighing the places that look like the cursor", () => {
   it("suggests what equally good places agree on, up to where they part ways", () => {
-    const before = "const a = load(config, options.alpha);\nconst b = load(config, options.beta);\nconst c = load(";
+    const before = "let x = f(y);\nconst a = load(config, options.alpha);\nconst b = load(config, options.beta);\nconst c = load(";
     assert.equal(predictContinuation(context(before), 100), "config, options.");
   });
 
@@ -97,6 +97,26 @@ describe("local engine: weighing the places that look like the cursor", () => {
   it("does not go on with deeper indentation at the end of a line's indentation", () => {
     const before = "function a() {\n  call();\n    more();\n  done();\n}\nfunction b() {\n  call();\n  ";
     assert.equal(predictContinuation(context(before), 100), "");
+  });
+});
+
+describe("local engine: code that repeats with a name changed", () => {
+  it("writes the block for a new name from the block of an earlier one, renaming inside longer names and strings too", () => {
+    const before =
+      'export const ZodUnknown = make("ZodUnknown", (inst) => {\n  core.$ZodUnknown.init(inst);\n  inst.kind = "unknown";\n});\n' +
+      'export const ZodNever = make("ZodNever", (inst) => {\n  ';
+    assert.equal(predictContinuation(context(before), 100), 'core.$ZodNever.init(inst);\n  inst.kind = "never";');
+  });
+
+  it("follows a parameter renamed from the function it was copied from", () => {
+    const before = "function show(user) {\n  print(user.name, user.email);\n}\n\nfunction showGroup(group) {\n  print(";
+    assert.equal(predictContinuation(context(before), 100), "group.name, group.email);");
+  });
+
+  it("renames from another file's snippet as from the document", () => {
+    const surrounding = formatSnippets([{ path: "src/users.ts", text: "export function loadUser(store, id) {\n  return store.user.get(id).then(toUser);\n}" }]);
+    const before = "export function loadGroup(store, id) {\n  return store.";
+    assert.equal(predictContinuation(context(before, { surrounding_context: surrounding }), 100), "group.get(id).then(toGroup);");
   });
 });
 
@@ -153,9 +173,9 @@ describe("local engine: text already after the cursor", () => {
   });
 
   it("keeps to one line when words follow the cursor on its line", () => {
-    const before = "first: 1,\nsecond: 2,\nthird: 3,\n\nfirst: ";
+    const before = "first item: 1,\nsecond item: 2,\nthird item: 3,\n\nfirst item: ";
     assert.equal(predictContinuation(context(before, { surface: "notes", active_text_after_cursor: " // edited" }), 100), "1,");
-    assert.equal(predictContinuation(context(before, { surface: "notes" }), 100), "1,\nsecond: 2,\nthird: 3,");
+    assert.equal(predictContinuation(context(before, { surface: "notes" }), 100), "1,\nsecond item: 2,\nthird item: 3,");
   });
 
   it("stops before the next line when the continuation would repeat it", () => {

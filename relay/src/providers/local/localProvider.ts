@@ -3,7 +3,8 @@ import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { isWordChar } from "../../completion/text";
 import { completeWord, partialWordAtEnd } from "./identifier";
 import { type Continuation, agree, chooseLength } from "./consensus";
-import { findEarlierMatches } from "./longestMatch";
+import { type MatchTexts, TopScored, forEachEarlierMatch } from "./longestMatch";
+import { type Analogy, type Budget, applyRenaming, extendAcrossRenaming } from "./analogy";
 import { SnippetMap } from "./snippets";
 import { limitLength, stopBeforeExistingText, stopForSurface } from "./stops";
 
@@ -32,10 +33,11 @@ const OTHER_FILE = 0.8;
 
 /**
  * Predicts the text at the cursor from text it was sent: the document around the cursor and the snippets of
- * `surrounding_context`. The places whose text before them matches the text before the cursor longest are
- * weighed against each other (a longer match counts more, the document more than other files), and the
- * suggestion is what they agree on, as far as it is worth suggesting (consensus.ts); else the completion of the
- * word being typed. Then it is cut to the surface's natural unit (line, code block, paragraph), to `maxTokens`,
+ * `surrounding_context`. The places whose text before them matches the text before the cursor longest, exactly
+ * or with one identifier read as another (analogy.ts; what followed is then renamed the same way), are weighed
+ * against each other (a longer match counts more, the document more than other files, a renaming less than an
+ * exact repeat), and the suggestion is what they agree on, as far as it is worth suggesting (consensus.ts);
+ * else the completion of the word being typed. Then it is cut to the surface's natural unit (line, code block, paragraph), to `maxTokens`,
  * and before anything that is already after the cursor. Pure and deterministic; `temperature` does not apply.
  */
 export function predictContinuation(context: TabContext, maxTokens: number): string {
@@ -45,27 +47,25 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
   const partial = isWordChar(after[0]) ? "" : partialWordAtEnd(before);
 
   let text = "";
-  const matches = findEarlierMatches({ before, after, surrounding }, Math.max(MIN_MATCH_CHARS, partial.length + 1), MATCH_CANDIDATES);
-  if (matches.length > 0) {
-    const visible = visibleCharsFromEnd(before, Math.min(before.length, matches[0]?.length ?? 0));
-    const snippets = matches.some((match) => match.source === "surrounding") ? new SnippetMap(surrounding) : undefined;
+  const atIndentEnd = /(?:^|\n)[ \t]*$/.test(before.slice(-MAX_INDENT_CHARS));
+  const places = findPlaces({ before, after, surrounding }, Math.max(MIN_MATCH_CHARS, partial.length + 1), partial.length + 1, atIndentEnd);
+  if (places.length > 0) {
+    const snippets = places.some((place) => place.source === "surrounding") ? new SnippetMap(surrounding) : undefined;
     const ownPaths = new Set([context.file_path, context.entity_id]);
-    const atIndentEnd = /(?:^|\n)[ \t]*$/.test(before.slice(-MAX_INDENT_CHARS));
-    const continuations: Continuation[] = [];
-    for (const match of matches) {
-      const source = match.source === "before" ? before : match.source === "after" ? after : surrounding;
-      const start = match.continuationStart;
-      // At the end of a line's indentation, a place that goes on with more of it was indented deeper.
-      if (atIndentEnd && isIndentChar(source.charCodeAt(start))) continue;
+    const continuations: Continuation[] = places.map((place) => {
+      const source = place.source === "before" ? before : place.source === "after" ? after : surrounding;
+      const { start, renaming } = place;
       let end = Math.min(source.length, start + MAX_CONTINUATION_CHARS);
-      let weight = Math.exp(EVIDENCE_RATE * (visible[Math.min(match.length, before.length)] ?? 0));
-      if (match.source === "surrounding" && snippets) {
+      let weight = Math.exp(EVIDENCE_RATE * place.visible);
+      if (place.source === "surrounding" && snippets) {
         end = snippets.end(start, end);
         const path = snippets.pathAt(start);
         if (path !== undefined && !ownPaths.has(path)) weight *= OTHER_FILE;
       }
-      continuations.push({ text: source, start, end, weight });
-    }
+      if (renaming === undefined) return { text: source, start, end, weight };
+      const renamed = applyRenaming(source.slice(start, Math.min(end, start + MAX_RENAMED_CHARS)), renaming.from, renaming.to);
+      return { text: renamed, start: 0, end: renamed.length, weight: weight * RENAMING_FACTOR };
+    });
     const agreed = agree(continuations, Math.exp(EVIDENCE_RATE * DOUBT_CHARS));
     if (agreed) {
       const { lead, steps } = agreed;
@@ -84,12 +84,84 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
   return text;
 }
 
+/** An earlier place that looks like the cursor: where its continuation starts, and what its match saw. */
+interface Place {
+  readonly source: "before" | "after" | "surrounding";
+  readonly start: number;
+  /** Visible characters of the match (for an analogy, the renamed identifiers not counted). */
+  readonly visible: number;
+  readonly renaming?: Analogy | undefined;
+}
+
+/**
+ * The MATCH_CANDIDATES places that look most like the cursor: exact repeats of at least `minExact` chars of the
+ * text before the cursor, and analogies (analogy.ts) that share at least `minShared` chars with it before a
+ * renamed identifier; each place once, as whichever saw more. At the end of a line's indentation, a place that
+ * goes on with more of it was indented deeper and is left out.
+ */
+function findPlaces(texts: MatchTexts, minExact: number, minShared: number, atIndentEnd: boolean): Place[] {
+  const { before } = texts;
+  const visible = visibleCharsFromEnd(before, before.length);
+  const best = new TopScored<Place>(MATCH_CANDIDATES);
+  const budget: Budget = { chars: ANALOGY_BUDGET_CHARS };
+  forEachEarlierMatch(
+    texts,
+    minExact,
+    (name, length, start) => {
+      const source = name === "before" ? before : name === "after" ? texts.after : texts.surrounding;
+      if (atIndentEnd && isIndentChar(source.charCodeAt(start))) return;
+      let seen = length >= minExact ? (visible[Math.min(length, before.length)] ?? 0) - partialWord(before, source, start, length) : -1;
+      let renaming: Analogy | undefined;
+      if (budget.chars > 0 && length >= minShared) {
+        const analogy = extendAcrossRenaming(source, 0, start, length, before, visible, budget);
+        if (analogy && analogy.visible > seen) {
+          seen = analogy.visible;
+          renaming = analogy;
+        }
+      }
+      const score = seen + (renaming ? 0 : EXACT_BONUS);
+      if (seen >= 0 && best.admits(score)) best.offer(score, { source: name, start, visible: seen, renaming });
+    },
+    minShared,
+  );
+  return best.items;
+}
+
+/**
+ * The visible characters a match of `length` at `start` in `source` owes to the end of a word that differs: if
+ * the match starts inside a word on either side ("alph|a(" and "bet|a("), that part of a word is no agreement.
+ */
+function partialWord(before: string, source: string, start: number, length: number): number {
+  const from = before.length - length;
+  if (!isWordChar(before[from]) || !(isWordChar(before[from - 1]) || isWordChar(source[start - length - 1]))) return 0;
+  let end = from;
+  while (end < before.length && isWordChar(before[end])) end++;
+  return end - from;
+}
+
+/**
+ * A renamed continuation is a guess about more than the text: that the renaming holds. It counts this much of
+ * an exact repeat that saw as much.
+ */
+const RENAMING_FACTOR = 0.5;
+/** A renamed continuation is written out this far: some twenty lines, past what one analogy can vouch for. */
+const MAX_RENAMED_CHARS = 800;
+/** Characters all analogies of one prediction may compare: about 50 places that agree for a whole MAX_ANALOGY_CHARS. */
+const ANALOGY_BUDGET_CHARS = 16_000;
+/** Ranks an exact repeat above an analogy that saw as much, in the choice of places to weigh. */
+const EXACT_BONUS = 0.5;
+
 /** Indentation is searched for in this much of the end of the text before the cursor. */
 const MAX_INDENT_CHARS = 256;
 
+/** Reused across calls, as the match buffers are: predictions are synchronous. */
+let visibleScratch = new Int32Array(0);
+
 /** visible[k]: how many of the last k (up to `most`) characters of `text` are not whitespace (what a match of k chars really saw). */
 function visibleCharsFromEnd(text: string, most: number): Int32Array {
-  const visible = new Int32Array(most + 1);
+  if (visibleScratch.length < most + 1) visibleScratch = new Int32Array(Math.max(most + 1, 2 * visibleScratch.length));
+  const visible = visibleScratch;
+  visible[0] = 0;
   for (let k = 1; k <= most; k++) {
     const code = text.charCodeAt(text.length - k);
     visible[k] = (visible[k - 1] ?? 0) + (code === 32 || code === 9 || code === 10 || code === 13 ? 0 : 1);

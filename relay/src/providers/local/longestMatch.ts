@@ -43,9 +43,28 @@ export function findLongestEarlierMatch(texts: MatchTexts, minLength: number): E
  * growing patterns are faster on average but quadratic on repetitive text (long runs, generated tables).
  */
 export function findEarlierMatches(texts: MatchTexts, minLength: number, limit: number): EarlierMatch[] {
+  if (limit <= 0) return [];
+  const best = new TopScored<EarlierMatch>(limit);
+  forEachEarlierMatch(texts, minLength, (source, length, continuationStart) => best.offer(length, { source, length, continuationStart }));
+  return best.items;
+}
+
+/**
+ * Calls `visit` for every earlier occurrence of a suffix of `before` at least `minLength` (at least 1) chars long,
+ * with the longest such suffix at that place: first in `before` from the cursor back, then in `after` from the
+ * cursor on, then in `surrounding` from its end back (the order in which ties are broken). With `minBetweenWords`,
+ * also for shorter occurrences of at least that many chars where the two texts differ next in a word character
+ * on both sides (where an identifier may have been renamed; see analogy.ts).
+ */
+export function forEachEarlierMatch(
+  texts: MatchTexts,
+  minLength: number,
+  visit: (source: EarlierMatch["source"], length: number, continuationStart: number) => void,
+  minBetweenWords = Number.POSITIVE_INFINITY,
+): void {
   const { before, after, surrounding } = texts;
   const n = before.length;
-  if (n === 0 || limit <= 0) return [];
+  if (n === 0) return;
   const afterStart = n + 1;
   const surroundingStart = afterStart + after.length + 1;
   const total = surroundingStart + surrounding.length;
@@ -60,31 +79,53 @@ export function findEarlierMatches(texts: MatchTexts, minLength: number, limit: 
   fillReversed(codes, surroundingStart, surrounding);
   computeZ(codes, z, total);
 
-  const best = new TopMatches(limit, Math.max(1, minLength));
+  const least = Math.max(1, minLength);
+  const fewest = Math.max(1, minBetweenWords);
+  // In reversed text the char before a match of `length` at k is at k + length; in reversed `before`, at length.
+  const wanted = (k: number, length: number, end: number) =>
+    length >= least || (length >= fewest && k + length < end && isWordCode(codes[length] ?? 0) && isWordCode(codes[k + length] ?? 0));
   // In reversed `before`, position k is the occurrence ending k chars before the cursor: smaller k is nearer.
-  for (let k = 1; k < n; k++) best.offer(z[k] ?? 0, "before", n - k);
-  // In reversed `after`, larger positions are nearer the cursor, so walk them backwards for "first wins".
-  for (let k = after.length - 1; k >= 0; k--) best.offer(z[afterStart + k] ?? 0, "after", after.length - k);
-  for (let k = 0; k < surrounding.length; k++) best.offer(z[surroundingStart + k] ?? 0, "surrounding", surrounding.length - k);
-  return best.matches;
+  for (let k = 1; k < n; k++) {
+    const length = z[k] ?? 0;
+    if (length > 0 && wanted(k, length, n)) visit("before", length, n - k);
+  }
+  // In reversed `after`, larger positions are nearer the cursor, so walk them backwards.
+  for (let k = after.length - 1; k >= 0; k--) {
+    const length = z[afterStart + k] ?? 0;
+    if (length > 0 && wanted(afterStart + k, length, afterStart + after.length)) visit("after", length, after.length - k);
+  }
+  for (let k = 0; k < surrounding.length; k++) {
+    const length = z[surroundingStart + k] ?? 0;
+    if (length > 0 && wanted(surroundingStart + k, length, total)) visit("surrounding", length, surrounding.length - k);
+  }
 }
 
-/** The longest matches offered so far, longest first; an equally long later offer never displaces an earlier one. */
-class TopMatches {
-  readonly matches: EarlierMatch[] = [];
-  constructor(
-    private readonly limit: number,
-    private readonly minLength: number,
-  ) {}
+/** Letters, digits, `_`, `$`, and any code beyond ASCII (checked exactly where it matters, in analogy.ts). */
+function isWordCode(code: number): boolean {
+  return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 || code === 36 || code > 127;
+}
 
-  offer(length: number, source: EarlierMatch["source"], continuationStart: number): void {
-    const { matches } = this;
-    if (length < this.minLength) return;
-    if (matches.length === this.limit && length <= (matches[matches.length - 1]?.length ?? 0)) return;
-    let at = matches.length;
-    while (at > 0 && (matches[at - 1]?.length ?? 0) < length) at--;
-    matches.splice(at, 0, { source, length, continuationStart });
-    if (matches.length > this.limit) matches.pop();
+/** The `limit` items offered with the highest scores, highest first; an equal later offer never displaces an earlier one. */
+export class TopScored<T> {
+  private readonly scored: Array<{ score: number; item: T }> = [];
+  constructor(private readonly limit: number) {}
+
+  /** Whether an item of this score would be kept: check before building it. */
+  admits(score: number): boolean {
+    return this.scored.length < this.limit || score > (this.scored[this.scored.length - 1]?.score ?? 0);
+  }
+
+  offer(score: number, item: T): void {
+    const { scored } = this;
+    if (!this.admits(score)) return;
+    let at = scored.length;
+    while (at > 0 && (scored[at - 1]?.score ?? 0) < score) at--;
+    scored.splice(at, 0, { score, item });
+    if (scored.length > this.limit) scored.pop();
+  }
+
+  get items(): T[] {
+    return this.scored.map((entry) => entry.item);
   }
 }
 
