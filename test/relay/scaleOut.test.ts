@@ -8,6 +8,7 @@ import { after, before, describe, test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
+import type { Delivery } from "@tab-relay/shared/api";
 import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import WebSocket from "ws";
@@ -165,13 +166,6 @@ async function call<T>(relay: RelayProcess, token: string, path: string, method 
 async function refusal(response: Response): Promise<{ status: number; code: string | undefined }> {
   const body = (await response.json().catch(() => ({}))) as { error?: { code?: string } };
   return { status: response.status, code: body.error?.code };
-}
-
-interface Delivery {
-  id: string;
-  event_type: string;
-  status: "pending" | "sending" | "delivered" | "failed" | "cancelled";
-  attempts: { attempt: number; outcome: "success" | "failed"; status_code: number | null; trigger: string; url: string }[];
 }
 
 function webhookHeaders(delivery: ReceivedDelivery): Record<string, string> {

@@ -8,6 +8,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Webhook } from "standardwebhooks";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
+import type { Delivery } from "@tab-relay/shared/api";
 import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
 import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 
@@ -77,13 +78,6 @@ async function call<T>(relay: RelayProcess, key: string, path: string, method = 
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
   return (JSON.parse(text) as { data: T }).data;
-}
-
-interface Delivery {
-  id: string;
-  event_type: string;
-  status: "pending" | "sending" | "delivered" | "failed" | "cancelled";
-  attempts: { attempt: number; outcome: "success" | "failed"; status_code: number | null; trigger: string }[];
 }
 
 const deliveryLog = (relay: RelayProcess, key: string, agentId: string) => call<Delivery[]>(relay, key, `/agents/${agentId}/deliveries?limit=100`);
