@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { EventEmitter, once } from "node:events";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -47,7 +48,13 @@ interface Live {
   socket: WebSocket;
   closed: Promise<{ code: number; reason: string }>;
   close(): void;
+  /** Resolves once `count` more of the relay's pings (one per live check) have arrived. */
+  pings(count: number): Promise<void>;
 }
+
+/** Every live socket says here when a frame arrives, so `until` re-checks then instead of polling. */
+const arrivals = new EventEmitter();
+arrivals.setMaxListeners(0);
 
 function liveUrl(relay: TestRelay): string {
   return `${relay.url.replace("http", "ws")}/api/v1/live`;
@@ -56,13 +63,20 @@ function liveUrl(relay: TestRelay): string {
 async function openLive(relay: TestRelay, session: Pick<SignedIn, "cookie">): Promise<Live> {
   const socket = new WebSocket(liveUrl(relay), { headers: { cookie: session.cookie, origin: relay.url } });
   const frames: Live["frames"] = [];
-  socket.on("message", (data) => frames.push(JSON.parse(String(data)) as LiveEvent));
+  socket.on("message", (data) => {
+    frames.push(JSON.parse(String(data)) as LiveEvent);
+    arrivals.emit("frame");
+  });
+  const pings = async (count: number) => {
+    const deadline = AbortSignal.timeout(3000);
+    for (let i = 0; i < count; i++) await once(socket, "ping", { signal: deadline });
+  };
   const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());
     socket.once("error", reject);
   });
-  return { frames, socket, closed, close: () => socket.close() };
+  return { frames, socket, closed, close: () => socket.close(), pings };
 }
 
 interface Refusal {
@@ -98,12 +112,16 @@ async function refusedWith(url: string, headers: Record<string, string>): Promis
 }
 
 const until = async (check: () => boolean, ms = 2000) => {
-  const deadline = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  const deadline = AbortSignal.timeout(ms);
+  while (!check()) await once(arrivals, "frame", { signal: deadline });
 };
+
+/**
+ * Resolves once every frame the relay had sent these sockets has arrived: each has since had two of the relay's pings,
+ * which travel behind anything sent before them on the same connection. The second one was sent a whole live check
+ * after the first (which arrived after now), so it left after whatever the relay sent before now.
+ */
+const drained = (...lives: Live[]) => Promise.all(lives.map((live) => live.pings(2)));
 
 const seen = <T extends LiveEvent["type"]>(live: Live, type: T) => live.frames.filter((f): f is Extract<LiveEvent, { type: T }> => f.type === type);
 
@@ -285,7 +303,7 @@ describe("live updates", () => {
       const inSecret = await postMessage(relay, secret, "private news");
       const inDm = await postMessage(relay, dm, "just for Mia");
       await until(() => mia.frames.filter((f) => f.type === "message.created").length === 3);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await drained(owner, mia, gus, oscar, otto);
       const seen = (live: Live) => live.frames.filter((f) => f.type === "message.created").map((f) => f.message.id);
       assert.deepEqual(seen(mia), [inLounge.id, inSecret.id, inDm.id]);
       assert.deepEqual(seen(owner), [inLounge.id, inSecret.id, inDm.id]);
@@ -338,7 +356,7 @@ describe("live updates", () => {
       // The owner's socket sees both, so once it has, the others have had their chance too.
       await until(() => seen(owner, "message.created").some((f) => f.message?.id === posted.id) && seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id));
       await until(() => seen(messagesOnly, "message.created").length === 1 && seen(agentsOnly, "agent.updated").length >= 1);
-      await sleep(150);
+      await drained(agentsOnly, messagesOnly);
       assert.deepEqual(seen(agentsOnly, "message.created"), [], "agents.read alone never carries a message, even a public one");
       assert.deepEqual(seen(messagesOnly, "agent.updated"), []);
       assert.equal(seen(messagesOnly, "message.created")[0]?.message?.id, posted.id);
@@ -373,12 +391,13 @@ describe("live updates", () => {
       // Any write through the relay makes its SQLite store forget the key owners it remembered.
       const channel = await createChannel(relay, "after-demotion", "public");
       assert.deepEqual(await closedWithin(adaLive), { code: 4003, reason: "live updates need messages.read or agents.read" });
-      await sleep(CHECK_MS * 3);
+      // Three live checks, each one asked the session again.
+      await doraLive.pings(3);
       assert.equal(doraLive.socket.readyState, WebSocket.OPEN, "messages.read is left, so the socket stays");
       const posted = await postMessage(relay, channel, "not for guests outside the channel");
       const agent = await createAgent(relay, { name: "AfterDemotion" });
       await until(() => seen(owner, "message.created").some((f) => f.message?.id === posted.id) && seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id));
-      await sleep(150);
+      await drained(doraLive);
       assert.deepEqual(seen(doraLive, "message.created"), [], "a guest now, outside the public channel");
       assert.ok(!seen(doraLive, "agent.updated").some((f) => f.agent_id === agent.agent.id), "no agents.read as a guest");
 
