@@ -90,16 +90,17 @@ class Fixture {
     return ((await response.json()) as { data: Delivery[] }).data;
   }
 
-  /** The agent's delivery log entry for `eventId`, polled until `done` holds (the log is written after the answer). */
+  /**
+   * The agent's delivery log entry for `eventId` once `done` holds: the log is written after the answer, so it is read
+   * again each time the relay records an attempt.
+   */
   async delivery(agentId: string, eventId: string, done: (log: Delivery) => boolean, timeoutMs = 3000): Promise<Delivery> {
-    const deadline = performance.now() + timeoutMs;
     let last: Delivery | undefined;
-    for (;;) {
+    const probe = async () => {
       last = (await this.deliveries(agentId)).find((entry) => entry.id === eventId);
-      if (last && done(last)) return last;
-      if (performance.now() > deadline) assert.fail(`delivery ${eventId} did not settle: ${JSON.stringify(last)}`);
-      await sleep(25);
-    }
+      return last && done(last) ? last : undefined;
+    };
+    return this.relay.whenHeard(probe, `delivery ${eventId} to settle`, timeoutMs).catch(() => assert.fail(`delivery ${eventId} did not settle: ${JSON.stringify(last)}`));
   }
 }
 
@@ -784,13 +785,12 @@ describe("delivery retries and failures", () => {
     const created = await createAgent(f.relay, { name: "Offline", webhook_url: receiver.url });
     await addMember(f.relay, general.id, { agent_id: created.agent.id });
     await postMessage(f.relay, general, "@Offline anyone home?");
-    const deadline = performance.now() + 3000;
-    let entry: Delivery | undefined;
-    while (!entry?.attempts.length) {
-      assert.ok(performance.now() < deadline, "no attempt was recorded");
-      await sleep(25);
-      [entry] = await f.deliveries(created.agent.id);
-    }
+    const entry = await f.relay
+      .whenHeard(async () => {
+        const [first] = await f.deliveries(created.agent.id);
+        return first?.attempts.length ? first : undefined;
+      }, "an attempt to be recorded", 3000)
+      .catch(() => assert.fail("no attempt was recorded"));
     const [a1] = entry.attempts as [DeliveryAttempt];
     assert.equal(a1.outcome, "failed");
     assert.equal(a1.status_code, null);
