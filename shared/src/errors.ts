@@ -1,23 +1,27 @@
 /**
  * Every error the relay can answer with, and the HTTP status that goes with it.
  * The relay renders these in one place; clients branch on `code`, never on message text.
+ * There is no "retryable" column: whether to try again depends on the request and is each client's decision, from
+ * the HTTP status (a proxy's error page has no code). The extension waits out a 429 and stops at 401/403
+ * (extension/src/core/status.ts); the Socket Mode client stops at 401/403; a post answered 5xx, by the relay or a
+ * proxy in front of it, may already be stored, so an agent that posts it again can say it twice.
  */
 export const ERROR_CODES = {
-  VALIDATION_ERROR: { status: 400, retryable: false },
-  UNAUTHORIZED: { status: 401, retryable: false },
-  INVALID_TOKEN: { status: 401, retryable: false },
-  FORBIDDEN: { status: 403, retryable: false },
-  AGENT_PAUSED: { status: 403, retryable: false },
-  NOT_IN_CONVERSATION: { status: 403, retryable: false },
-  NOT_FOUND: { status: 404, retryable: false },
-  CONFLICT: { status: 409, retryable: false },
-  PAYLOAD_TOO_LARGE: { status: 413, retryable: false },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false },
-  RATE_LIMIT_EXCEEDED: { status: 429, retryable: true },
-  INTERNAL_ERROR: { status: 500, retryable: true },
-  UPSTREAM_ERROR: { status: 502, retryable: true },
-  SERVICE_UNAVAILABLE: { status: 503, retryable: true },
-  UPSTREAM_TIMEOUT: { status: 504, retryable: true },
+  VALIDATION_ERROR: { status: 400 },
+  UNAUTHORIZED: { status: 401 },
+  INVALID_TOKEN: { status: 401 },
+  FORBIDDEN: { status: 403 },
+  AGENT_PAUSED: { status: 403 },
+  NOT_IN_CONVERSATION: { status: 403 },
+  NOT_FOUND: { status: 404 },
+  CONFLICT: { status: 409 },
+  PAYLOAD_TOO_LARGE: { status: 413 },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  RATE_LIMIT_EXCEEDED: { status: 429 },
+  INTERNAL_ERROR: { status: 500 },
+  UPSTREAM_ERROR: { status: 502 },
+  SERVICE_UNAVAILABLE: { status: 503 },
+  UPSTREAM_TIMEOUT: { status: 504 },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

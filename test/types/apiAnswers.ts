@@ -4,7 +4,7 @@
  * does not send. Each `@ts-expect-error` line fails the typecheck once its error goes away, so loosening a type
  * (an index signature, a field made optional, a copy that lets anything through) is caught here.
  */
-import type { Api } from "@tab-relay/shared";
+import { type Api, ERROR_CODES } from "@tab-relay/shared";
 import type { Agent, AgentApiMessage, AgentFields, Conversation, Delivery, LiveEvent, Message, Scope, Session } from "@tab-relay/shared/api";
 import { presentAgentApiConversation, presentConversation, presentMember, presentMessage, presentNotification } from "../../relay/src/conversations/present";
 import type { Links } from "../../relay/src/links";
@@ -55,4 +55,9 @@ export function answersRefuseWhatTheRelayDoesNotSend(fields: AgentFields, messag
     session.key.secret,
   ];
   return refused;
+}
+
+export function errorTableHoldsNoRetryDecision() {
+  // @ts-expect-error whether to try again is each client's decision from the status (shared/src/errors.ts says why)
+  return ERROR_CODES.RATE_LIMIT_EXCEEDED.retryable;
 }
