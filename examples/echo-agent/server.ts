@@ -10,7 +10,7 @@ import { AgentApiError, WebhookVerificationError, createWebhookReceiver, replyTo
 
 export const DEFAULT_PORT = 8788;
 export const DEFAULT_HOST = "127.0.0.1";
-/** Events are small (the spec recommends under 20 kB); anything far bigger is not ours. */
+/** Events are small (Standard Webhooks recommends under 20 kB, spec/standard-webhooks.md "Payload size"); anything far bigger is not ours. */
 const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface EchoAgentOptions {

@@ -153,7 +153,7 @@ export function createApp(deps: AppDeps): RequestListener {
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
   const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });
   app.use([`${API_PREFIX}/agent-api`, "/v1/agent-api"], agentApi);
-  // The spec's samples use both prefixes, so both serve the same API; it is mounted before the health routes
+  // Clients are told both prefixes serve the same API (docs/api.md, "Base paths"); it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
   app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: deps.ready }));

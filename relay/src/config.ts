@@ -7,7 +7,7 @@ import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } fro
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** Per-minute limits; the spec's figures are the defaults. */
+/** Per-minute limits; the defaults are the figures docs/api.md#rate-limits gives. */
 export interface RateLimits {
   reads: number;
   writes: number;

@@ -58,7 +58,7 @@ describe("generateSecret and hasValidChecksum", () => {
     });
   }
 
-  test("the API key prefix is svc_ws_ and the agent token prefix svc_agent_, as the spec says", () => {
+  test("the API key prefix is svc_ws_ and the agent token prefix svc_agent_, as docs/api.md documents them", () => {
     assert.deepEqual({ ...SECRET_PREFIXES }, { apiKey: "svc_ws_", agentToken: "svc_agent_" });
   });
 

@@ -23,7 +23,7 @@ export interface RequestExplanation {
 /** Lines with fewer visible characters than this (`});`, `}`) say nothing about whether code was carried. */
 export const MIN_LINE_CHARS = 4;
 
-/** As the relay asks the engine (the spec's maximum when the request sets none). */
+/** As the relay asks the engine (the documented maximum, docs/api.md#completions, when the request sets none). */
 const MAX_TOKENS = 500;
 
 /**

@@ -49,7 +49,7 @@ describe("Tab completions on the local engine", () => {
   });
   after(() => relay.close());
 
-  test("GET /tab/models lists tab-v1 with the spec's pricing and capabilities", async () => {
+  test("GET /tab/models lists tab-v1 with the documented pricing and capabilities", async () => {
     const response = await relay.request("/api/v1/tab/models");
     assert.equal(response.status, 200);
     const body = (await response.json()) as { data: { models: Record<string, unknown>[] } };

@@ -92,7 +92,7 @@ describe("rate limits", () => {
 });
 
 describe("default rate limits", () => {
-  test("are the spec's: 300 reads and 60 writes per minute", async () => {
+  test("are the documented ones: 300 reads and 60 writes per minute", async () => {
     const relay = await startTestRelay();
     try {
       const read = await relay.request("/api/v1/me");

@@ -155,7 +155,7 @@ function shape(value: unknown): unknown {
   );
 }
 
-/** The spec's message.created payload table, as a shape. */
+/** The message.created payload of docs/api.md#webhook-events, as a shape. */
 const MESSAGE_CREATED_SHAPE = shape({
   id: 1,
   type: 1,
@@ -373,7 +373,7 @@ describe("message.created: payload and signatures", () => {
   });
   after(() => f.close());
 
-  test("the payload has exactly the spec's fields, with absolute links", async () => {
+  test("the payload has exactly the documented fields, with absolute links", async () => {
     const startedAt = Date.now();
     const message = await postMessage(f.relay, general, "@Shaper what does this look like?");
     const [delivery] = await exactly(shaper.receiver, 1);

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
 import { DEFAULT_SETTINGS, apiKeyFormatWarning, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
 
-test("missing values take the spec's defaults", () => {
+test("missing values take the documented defaults", () => {
   const { settings, problems } = parseSettings({});
   assert.deepEqual(problems, []);
   assert.equal(settings.relayUrl, "http://127.0.0.1:8787");

@@ -42,8 +42,8 @@ export const DEFAULT_SURFACES: Readonly<Record<string, string>> = {
  *   this repository's TypeScript, and at most 2,000 at 3 per token, a margin for code models whose vocabularies
  *   are smaller (an estimate, not measured here);
  * - the prefix and suffix windows (600 + 80 characters) add 170 to 230, template and file headers a few dozen;
- * - that is 1,750 to 2,300 tokens of prompt, which leaves a 4k context room for the longest answer the spec
- *   allows (500 tokens), and a 2k context about 280 tokens of answer at o200k's rate.
+ * - that is 1,750 to 2,300 tokens of prompt, which leaves a 4k context room for the longest answer the relay
+ *   allows (500 tokens, docs/api.md#completions), and a 2k context about 280 tokens of answer at o200k's rate.
  * It also holds what the best-known assistants send: about four 40-line windows (Copilot sends its best four
  * snippets from open tabs) and a recent edit or two.
  */

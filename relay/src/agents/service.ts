@@ -5,7 +5,7 @@ import { newEvent } from "../conversations/service";
 import type { SortableIds } from "../store/sortableIds";
 import type { Agent, AgentPatch, DeliveryAttempt, Store, StoredEvent, User, Workspace } from "../store/types";
 
-/** The roles that may connect an agent (the spec: whoever can create crew members). */
+/** The roles that may connect an agent: whoever can create crew members (docs/api.md#outside-agents). */
 const CONNECTING_ROLES: ReadonlySet<User["role"]> = new Set(["owner", "admin", "member"]);
 const MANAGING_ROLES: ReadonlySet<User["role"]> = new Set(["owner", "admin"]);
 

@@ -60,7 +60,7 @@ describe("CompletionRequest", () => {
     assert.ok(CompletionRequest.safeParse(body({ surface: "notes" })).success);
   });
 
-  test("the limits are the spec's: 16,384 before, 16,384 after, 32,768 of context, 500 tokens", () => {
+  test("the limits are the documented ones: 16,384 before, 16,384 after, 32,768 of context, 500 tokens", () => {
     assert.deepEqual(
       { ...TAB_LIMITS },
       { activeTextBeforeCursor: 16_384, activeTextAfterCursor: 16_384, surroundingContext: 32_768, maxCompletionTokens: 500 },

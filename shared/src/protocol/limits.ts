@@ -2,7 +2,10 @@
 export const API_PREFIX = "/api/v1";
 export const TAB_COMPLETIONS_PATH = "/tab/chat/completions";
 
-/** Limits and defaults from the service spec, shared by the relay (enforcing) and clients (sizing context). */
+/**
+ * The completion request's limits (docs/api.md#completions) and the clients' defaults (docs/extension.md), shared
+ * by the relay (enforcing) and clients (sizing context).
+ */
 export const TAB_LIMITS = {
   activeTextBeforeCursor: 16_384,
   activeTextAfterCursor: 16_384,

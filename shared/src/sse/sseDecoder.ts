@@ -63,7 +63,7 @@ export class SseDecoder {
   /** Returns a complete event when `line` is the blank line that ends one. */
   decode(line: string): SseEvent | undefined {
     if (line === "") {
-      // The SSE spec drops an event with no data lines, whatever else it named.
+      // The HTML standard's SSE parser ("dispatch the event") drops an event with no data lines, whatever else it named.
       if (this.data.length === 0) {
         this.event = undefined;
         return undefined;

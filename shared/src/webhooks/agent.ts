@@ -107,7 +107,7 @@ export interface ReplyOptions {
 }
 
 /**
- * Posts `text` into the event's conversation, in the thread the spec names (`reply.thread_id`), and returns
+ * Posts `text` into the event's conversation, in the thread the event names (`reply.thread_id`), and returns
  * the posted message (`data` of the answer). Throws AgentApiError for a non-2xx answer; network failures
  * surface as thrown by fetch.
  */

@@ -1,5 +1,5 @@
 /**
- * Webhook payloads as the spec's Events section defines them. Plain types rather than schemas so the agent
+ * Webhook payloads as docs/api.md#webhook-events documents them. Plain types rather than schemas so the agent
  * helper stays dependency-free; the relay builds these objects, and the signature vouches for them.
  */
 

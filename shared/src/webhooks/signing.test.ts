@@ -25,10 +25,10 @@ const OFFICIAL = {
 };
 const OTHER_SIGNATURE = "Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=";
 
-// Derived vectors from notes/agents-webhooks.md §1.3 (computed with Python hmac and Node createHmac).
+// Derived vectors (computed with Python hmac and Node createHmac).
 const DERIVED = [
   {
-    name: "the spec's minified example payload",
+    name: "the Standard Webhooks specification's example payload, minified (spec/standard-webhooks.md, \"Signature scheme\")",
     secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     id: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
     timestamp: 1674087231,
