@@ -13,6 +13,8 @@ import { limitLength, stopBeforeExistingText, stopForSurface } from "./stops";
  * It must also reach past the partial word at the cursor, so the prediction rests on more than that word.
  */
 const MIN_MATCH_CHARS = 6;
+/** A word used in the document counts this many times as much as one in the snippets of other code. */
+const DOCUMENT_WORDS = 2;
 /** One- and two-letter prefixes match half the dictionary; completing them is noise. */
 const MIN_WORD_PREFIX = 2;
 /** Only this much of a source is read after a match; at four chars a token it covers the 500-token maximum. */
@@ -75,8 +77,8 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
   }
   if (text === "" && partial.length >= MIN_WORD_PREFIX && !/^\d/.test(partial)) {
     const tail = completeWord(partial, [
-      { text: before, offset: 0, reversed: true },
-      { text: after, offset: 0, reversed: false },
+      { text: before, offset: 0, reversed: true, weight: DOCUMENT_WORDS },
+      { text: after, offset: 0, reversed: false, weight: DOCUMENT_WORDS },
       { text: surrounding, offset: before.length + after.length, reversed: false },
     ]);
     text = finish(tail, context, maxTokens);
