@@ -1,5 +1,5 @@
 // Drives a real VS Code in end-to-end tests: code-server (VS Code 1.100.3 served over HTTP) with a throwaway
-// profile, and Debian's Chromium through playwright-core. /work/shared/notes/vscode-e2e.md explains the recipe.
+// profile, and Debian's Chromium through playwright-core. test/e2e/README.md and setup.sh explain the recipe.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
