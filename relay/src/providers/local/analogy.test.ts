@@ -3,10 +3,8 @@ import { describe, it } from "node:test";
 import { type Budget, applyRenaming, extendAcrossRenaming } from "./analogy";
 import { findEarlierMatches } from "./longestMatch";
 
-function visibleAtEnd(text: string): Int32Array {
-  const visible = new Int32Array(text.length + 1);
-  for (let k = 1; k <= text.length; k++) visible[k] = (visible[k - 1] ?? 0) + (/\s/.test(text[text.length - k] ?? "") ? 0 : 1);
-  return visible;
+function visibleAtEnd(text: string): (length: number) => number {
+  return (length) => text.slice(text.length - length).replace(/\s/g, "").length;
 }
 
 /** The analogy at the place whose exact match with the end of `before` starts right after `marker` in `source`. */

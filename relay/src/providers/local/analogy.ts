@@ -22,7 +22,7 @@ const MAX_ANALOGY_CHARS = 400;
  * `length` chars of `before`, and the chars before those differ. If both differ inside an identifier, the
  * comparison goes on before the two identifiers, and again past every later pair of the same two identifiers,
  * until the texts differ otherwise, one of them starts, or MAX_ANALOGY_CHARS of `before` are covered.
- * `floor` is where `source` may be read from (the start of its snippet); `visibleAtEnd[k]` is how many of the
+ * `floor` is where `source` may be read from (the start of its snippet); `visibleAtEnd(k)` is how many of the
  * last k chars of `before` are not whitespace. Returns undefined when the match does
  * not end inside two identifiers, or when they are the same word.
  */
@@ -32,7 +32,7 @@ export function extendAcrossRenaming(
   start: number,
   length: number,
   before: string,
-  visibleAtEnd: Int32Array,
+  visibleAtEnd: (length: number) => number,
   budget: Budget,
 ): Analogy | undefined {
   let i = start - length - 1;
@@ -48,7 +48,7 @@ export function extendAcrossRenaming(
   if (from === to || fromWord.start === floor || toWord.start === 0) return undefined;
 
   let rename: ((word: string) => string) | undefined;
-  let visible = (visibleAtEnd[length] ?? 0) - (toWord.end - (before.length - length));
+  let visible = visibleAtEnd(length) - (toWord.end - (before.length - length));
   const stop = Math.max(0, before.length - MAX_ANALOGY_CHARS, j - budget.chars);
   const first = j;
   i = fromWord.start - 1;
@@ -75,8 +75,7 @@ export function extendAcrossRenaming(
     const aWord = source.slice(a.start, a.end);
     const bWord = before.slice(b.start, b.end);
     // The same renaming, of the whole word or of the part in which the two names differ (ZodUnknownParams).
-    rename ??= renamer(from, to);
-    if (rename(aWord) !== bWord) {
+    if (!(aWord === from && bWord === to) && (rename ??= renamer(from, to))(aWord) !== bWord) {
       visible -= wordTail;
       break;
     }
@@ -127,7 +126,21 @@ function renamer(from: string, to: string): (word: string) => string {
 /** What to replace with what: the whole name (`whole`: only as a whole word), and its differing part in each case. */
 type Target = readonly [from: string, to: string, whole: boolean];
 
-function renamingTargets(from: string, to: string): Target[] {
+/** Targets of recent renamings: the same pairs come up again and again within one prediction and the next. */
+const recentTargets = new Map<string, readonly Target[]>();
+const RECENT_TARGETS = 256;
+
+function renamingTargets(from: string, to: string): readonly Target[] {
+  const key = `${from}\u0000${to}`;
+  const known = recentTargets.get(key);
+  if (known) return known;
+  if (recentTargets.size >= RECENT_TARGETS) recentTargets.clear();
+  const targets = newTargets(from, to);
+  recentTargets.set(key, targets);
+  return targets;
+}
+
+function newTargets(from: string, to: string): Target[] {
   const targets: Target[] = [[from, to, true]];
   const part = differingPart(from, to);
   if (part && part.from.length >= MIN_PART_CHARS) {

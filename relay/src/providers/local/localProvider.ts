@@ -103,7 +103,7 @@ interface Place {
  */
 function findPlaces(texts: MatchTexts, minExact: number, minShared: number, atIndentEnd: boolean): Place[] {
   const { before } = texts;
-  const visible = visibleCharsFromEnd(before, before.length);
+  const visible = visibleAtEnd(before);
   const best = new TopScored<Place>(MATCH_CANDIDATES);
   const budget: Budget = { chars: ANALOGY_BUDGET_CHARS };
   forEachEarlierMatch(
@@ -112,7 +112,7 @@ function findPlaces(texts: MatchTexts, minExact: number, minShared: number, atIn
     (name, length, start) => {
       const source = name === "before" ? before : name === "after" ? texts.after : texts.surrounding;
       if (atIndentEnd && isIndentChar(source.charCodeAt(start))) return;
-      let seen = length >= minExact ? (visible[Math.min(length, before.length)] ?? 0) - partialWord(before, source, start, length) : -1;
+      let seen = length >= minExact ? visible(length) - partialWord(before, source, start, length) : -1;
       let renaming: Analogy | undefined;
       if (budget.chars > 0 && length >= minShared) {
         const analogy = extendAcrossRenaming(source, 0, start, length, before, visible, budget);
@@ -157,18 +157,31 @@ const EXACT_BONUS = 0.5;
 const MAX_INDENT_CHARS = 256;
 
 /** Reused across calls, as the match buffers are: predictions are synchronous. */
-let visibleScratch = new Int32Array(0);
+let visibleCounts = new Int32Array(0);
 
-/** visible[k]: how many of the last k (up to `most`) characters of `text` are not whitespace (what a match of k chars really saw). */
-function visibleCharsFromEnd(text: string, most: number): Int32Array {
-  if (visibleScratch.length < most + 1) visibleScratch = new Int32Array(Math.max(most + 1, 2 * visibleScratch.length));
-  const visible = visibleScratch;
-  visible[0] = 0;
-  for (let k = 1; k <= most; k++) {
-    const code = text.charCodeAt(text.length - k);
-    visible[k] = (visible[k - 1] ?? 0) + (code === 32 || code === 9 || code === 10 || code === 13 ? 0 : 1);
-  }
-  return visible;
+/**
+ * visible(k): how many of the last k characters of `text` are not whitespace (what a match of k chars really
+ * saw). Counted as far as asked: most matches are short, and the text before the cursor can be 16k characters.
+ */
+function visibleAtEnd(text: string): (length: number) => number {
+  let counted = 0;
+  visibleCounts[0] = 0;
+  return (length) => {
+    const want = Math.min(length, text.length);
+    if (want > counted) {
+      if (visibleCounts.length < want + 1) {
+        const grown = new Int32Array(Math.max(want + 1, 2 * visibleCounts.length));
+        grown.set(visibleCounts.subarray(0, counted + 1));
+        visibleCounts = grown;
+      }
+      for (let k = counted + 1; k <= want; k++) {
+        const code = text.charCodeAt(text.length - k);
+        visibleCounts[k] = (visibleCounts[k - 1] ?? 0) + (code === 32 || code === 9 || code === 10 || code === 13 ? 0 : 1);
+      }
+      counted = want;
+    }
+    return visibleCounts[want] ?? 0;
+  };
 }
 
 function isIndentChar(code: number): boolean {

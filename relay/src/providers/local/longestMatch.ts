@@ -81,22 +81,31 @@ export function forEachEarlierMatch(
 
   const least = Math.max(1, minLength);
   const fewest = Math.max(1, minBetweenWords);
-  // In reversed text the char before a match of `length` at k is at k + length; in reversed `before`, at length.
-  const wanted = (k: number, length: number, end: number) =>
-    length >= least || (length >= fewest && k + length < end && isWordCode(codes[length] ?? 0) && isWordCode(codes[k + length] ?? 0));
+  // A shorter match is wanted where both texts go on (backwards) with a word character: in reversed text the
+  // char before a match of `length` at k is at k + length; in reversed `before`, at length. Inlined in the
+  // loops below, which run over every position of the context.
   // In reversed `before`, position k is the occurrence ending k chars before the cursor: smaller k is nearer.
   for (let k = 1; k < n; k++) {
     const length = z[k] ?? 0;
-    if (length > 0 && wanted(k, length, n)) visit("before", length, n - k);
+    if (length >= least || (length >= fewest && k + length < n && isWordCode(codes[length] ?? 0) && isWordCode(codes[k + length] ?? 0))) {
+      visit("before", length, n - k);
+    }
   }
   // In reversed `after`, larger positions are nearer the cursor, so walk them backwards.
+  const afterEnd = afterStart + after.length;
   for (let k = after.length - 1; k >= 0; k--) {
-    const length = z[afterStart + k] ?? 0;
-    if (length > 0 && wanted(afterStart + k, length, afterStart + after.length)) visit("after", length, after.length - k);
+    const at = afterStart + k;
+    const length = z[at] ?? 0;
+    if (length >= least || (length >= fewest && at + length < afterEnd && isWordCode(codes[length] ?? 0) && isWordCode(codes[at + length] ?? 0))) {
+      visit("after", length, after.length - k);
+    }
   }
   for (let k = 0; k < surrounding.length; k++) {
-    const length = z[surroundingStart + k] ?? 0;
-    if (length > 0 && wanted(surroundingStart + k, length, total)) visit("surrounding", length, surrounding.length - k);
+    const at = surroundingStart + k;
+    const length = z[at] ?? 0;
+    if (length >= least || (length >= fewest && at + length < total && isWordCode(codes[length] ?? 0) && isWordCode(codes[at + length] ?? 0))) {
+      visit("surrounding", length, surrounding.length - k);
+    }
   }
 }
 
