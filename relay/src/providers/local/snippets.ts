@@ -26,8 +26,9 @@ export class SnippetMap {
     const next = this.headerAfter(from);
     const header = this.starts[next];
     if (header === undefined || header >= limit) return Math.min(limit, this.surrounding.length);
-    // The line break before the header ends the snippet's text.
-    return Math.max(from, header - 1);
+    // The line break before the header (\n or \r\n) ends the snippet's text.
+    const lineBreak = this.surrounding[header - 2] === "\r" ? 2 : 1;
+    return Math.max(from, header - lineBreak);
   }
 
   /** The path of the snippet holding `at`, or undefined before the first header. */
