@@ -38,6 +38,7 @@ export function ensureProxy(kind: ProxyKind): Prerequisites {
   console.log(`[${kind}] ${kind} or openssl missing: running ${SETUP_SCRIPT}`);
   const result = spawnSync("bash", [SETUP_SCRIPT], { stdio: ["ignore", "inherit", "inherit"], timeout: 10 * 60_000 });
   if (result.status === 0 && present(kind)) return { ready: true };
+  if (result.status === 0) return { ready: false, reason: `${SETUP_SCRIPT} ran, but ${kind === "nginx" ? NGINX : CADDY} or ${OPENSSL} is still missing` };
   const how = result.error ? result.error.message : `exit code ${String(result.status ?? result.signal)}`;
   return { ready: false, reason: `${SETUP_SCRIPT} failed (${how}); see its output above` };
 }
