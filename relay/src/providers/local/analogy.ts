@@ -39,20 +39,23 @@ export function extendAcrossRenaming(
   let j = before.length - length - 1;
   if (i < floor || j < 0 || !isWordChar(source[i]) || !isWordChar(before[j])) return undefined;
   budget.chars -= TRY_COST;
-  const fromWord = wordAround(source, i, floor);
-  const toWord = wordAround(before, j, 0);
-  if (fromWord === undefined || toWord === undefined) return undefined;
-  const from = source.slice(fromWord.start, fromWord.end);
-  const to = before.slice(toWord.start, toWord.end);
+  const fromStart = wordStart(source, i, floor);
+  const toStart = wordStart(before, j, 0);
   // A word cut off by the start of the text is not known whole.
-  if (from === to || fromWord.start === floor || toWord.start === 0) return undefined;
+  if (fromStart === floor || toStart === 0) return undefined;
+  // Both words end where the match's common part leaves word characters.
+  let tail = 1;
+  while (isWordChar(before[j + tail])) tail++;
+  const from = source.slice(fromStart, i + tail);
+  const to = before.slice(toStart, j + tail);
+  if (from === to) return undefined;
 
   let rename: ((word: string) => string) | undefined;
-  let visible = visibleAtEnd(length) - (toWord.end - (before.length - length));
+  let visible = visibleAtEnd(length) - (j + tail - (before.length - length));
   const stop = Math.max(0, before.length - MAX_ANALOGY_CHARS, j - budget.chars);
   const first = j;
-  i = fromWord.start - 1;
-  j = toWord.start - 1;
+  i = fromStart - 1;
+  j = toStart - 1;
   // Visible characters matched since the last one that was not a word character: the end of a word that, if
   // the texts differ inside it, is no agreement (the "a" that "alpha" and "beta" end in).
   let wordTail = 0;
@@ -69,19 +72,19 @@ export function extendAcrossRenaming(
       if (isWordChar(source[i]) || isWordChar(char)) visible -= wordTail;
       break;
     }
-    const a = wordAround(source, i, floor);
-    const b = wordAround(before, j, 0);
-    if (a === undefined || b === undefined) break;
-    const aWord = source.slice(a.start, a.end);
-    const bWord = before.slice(b.start, b.end);
+    // The two words around the difference; their ends are where the common part after it leaves word characters.
+    const aStart = wordStart(source, i, floor);
+    const bStart = wordStart(before, j, 0);
+    const aWord = source.slice(aStart, i + 1 + wordTail);
+    const bWord = before.slice(bStart, j + 1 + wordTail);
     // The same renaming, of the whole word or of the part in which the two names differ (ZodUnknownParams).
     if (!(aWord === from && bWord === to) && (rename ??= renamer(from, to))(aWord) !== bWord) {
       visible -= wordTail;
       break;
     }
     wordTail = 0;
-    i = a.start - 1;
-    j = b.start - 1;
+    i = aStart - 1;
+    j = bStart - 1;
   }
   budget.chars -= first - j;
   return { from, to, visible };
@@ -98,13 +101,11 @@ export interface Budget {
   chars: number;
 }
 
-/** The run of word characters around `at` (which is one), from `floor` on. */
-function wordAround(text: string, at: number, floor: number): { start: number; end: number } | undefined {
+/** Where the run of word characters holding `at` starts, from `floor` on. */
+function wordStart(text: string, at: number, floor: number): number {
   let start = at;
   while (start > floor && isWordChar(text[start - 1])) start--;
-  let end = at + 1;
-  while (end < text.length && isWordChar(text[end])) end++;
-  return { start, end };
+  return start;
 }
 
 /**
