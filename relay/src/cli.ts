@@ -2,8 +2,9 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, secretFlagWarnings } from "./config";
+import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, loadOperatorConfig, secretFlagWarnings } from "./config";
 import { runDoctor } from "./doctor";
+import { operatorChecks } from "./doctor/operator";
 import { DATABASE_FILE, databasePath, openStore, startRelay } from "./main";
 import { looseModeWarnings } from "./dataFolder";
 import { BackupError, backupDatabase, describeSummary, restoreDatabase } from "./store/backup";
@@ -29,6 +30,11 @@ Usage:
                    relay's own code, and the environment lines for serve (the API key from TAB_RELAY_UPSTREAM_API_KEY,
                    never printed); exit 0 when the round trip works, 1 when the server answered but it failed, 2 when
                    nothing answered
+  tab-relay doctor (--data DIR | --database URL) [--redis URL] [--host H] [--port N] [--public-url URL] [...]
+                   check a deployment, with the settings serve would read: the data folder's permissions, the database
+                   (reachable, migrations current), Redis, the public URL against the listen address, the clock
+                   against the database's and Redis's, and the webhook guard; each finding says what to fix. With
+                   --upstream-url too, the model server first. Exit codes as above; warnings exit 0
   tab-relay backup --data DIR --to FILE [--force]   a consistent copy of the SQLite database while the relay
                    serves (SQLite's online backup), written 0600; --force replaces an existing FILE (PostgreSQL:
                    pg_dump, see docs/operating.md)
@@ -43,10 +49,12 @@ ${Object.values(SETTINGS)
 `;
 
 const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: "string" as const }]));
-/** `doctor` takes the upstream settings only: it needs no data folder or database. */
+/** `doctor` takes the upstream settings (the model server) and the deployment's (see loadOperatorConfig). */
 const DOCTOR_OPTIONS = {
   ...Object.fromEntries(
-    (["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs"] as const).map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
+    (
+      ["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs", "dataDir", "databaseUrl", "redisUrl", "host", "port", "publicUrl", "trustProxy", "webhookAllowPrivate"] as const
+    ).map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
   ),
   json: { type: "boolean" as const },
 };
@@ -229,16 +237,30 @@ async function restore(values: Record<string, unknown>): Promise<void> {
   }
 }
 
-/** Checks the model server; the exit code says how it went (see USAGE). */
+/**
+ * Checks the model server when one is given (--upstream-url or its variable), and the deployment when a data folder
+ * or database is (--data, --database or theirs); the exit code says how it went (see USAGE).
+ */
 async function doctor(values: Record<string, unknown>): Promise<void> {
-  let config;
-  try {
-    config = loadDoctorConfig(process.env, overridesFrom(values));
-  } catch (error) {
-    if (error instanceof ConfigError) fail(error.message);
-    throw error;
-  }
-  const code = await runDoctor(config, { json: values["json"] === true, write: (text) => process.stdout.write(text), clock: { now: () => performance.now() } });
+  const overrides = overridesFrom(values);
+  const upstreamGiven = (overrides.upstreamUrl ?? process.env[SETTINGS.upstreamUrl.env] ?? "").trim() !== "";
+  const problems: string[] = [];
+  const collect = <T>(load: () => T): T | undefined => {
+    try {
+      return load();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+      return undefined;
+    }
+  };
+  const operator = collect(() => loadOperatorConfig(process.env, overrides));
+  const deployment = operator !== undefined || problems.length > 0;
+  const upstream = upstreamGiven || !deployment ? collect(() => loadDoctorConfig(process.env, overrides)) : undefined;
+  if (!upstreamGiven && !deployment) problems.push(`or ${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}) or ${SETTINGS.databaseUrl.env} (--${SETTINGS.databaseUrl.flag}): the deployment to check`);
+  if (problems.length > 0) fail(new ConfigError(problems).message);
+  const more = operator ? await operatorChecks(operator, { clock: systemClock, databaseFile: DATABASE_FILE }) : undefined;
+  const code = await runDoctor(upstream, { json: values["json"] === true, write: (text) => process.stdout.write(text), clock: { now: () => performance.now() } }, more);
   process.exit(code);
 }
 

@@ -429,3 +429,45 @@ export function loadDoctorConfig(env: Env, overrides: Overrides = {}): Readonly<
     upstreamTimeoutMs: c.upstreamTimeoutMs,
   });
 }
+
+/** What `tab-relay doctor` checks a deployment with: the settings `serve` reads for its state, address and webhooks. */
+export interface OperatorConfig {
+  /** The SQLite data folder; undefined when the database is PostgreSQL. */
+  dataDir: string | undefined;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  host: string;
+  port: number;
+  publicUrl: string | undefined;
+  trustProxy: TrustProxy;
+  webhookAllowPrivate: boolean;
+}
+
+const OPERATOR_SETTINGS = ["dataDir", "databaseUrl", "redisUrl", "host", "port", "publicUrl", "trustProxy", "webhookAllowPrivate"] as const;
+
+/**
+ * The deployment's settings, read and checked as for `serve` (flags win, every problem at once), frozen; undefined
+ * when neither a data folder nor a database is given, so doctor has no deployment to check.
+ */
+export function loadOperatorConfig(env: Env, overrides: Overrides = {}): Readonly<OperatorConfig> | undefined {
+  const raw: Record<string, string> = {};
+  for (const name of OPERATOR_SETTINGS) {
+    const value = overrides[name] ?? env[SETTINGS[name].env];
+    if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
+  }
+  if (raw["dataDir"] === undefined && raw["databaseUrl"] === undefined) return undefined;
+  const parsed = RawConfig.pick({ dataDir: true, databaseUrl: true, redisUrl: true, host: true, port: true, publicUrl: true, trustProxy: true, webhookAllowPrivate: true }).safeParse(raw);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => `${label(String(issue.path[0]) as SettingName)}: ${issue.message}`));
+  const c = parsed.data;
+  return Object.freeze({
+    // PostgreSQL wins, as it does for serve.
+    dataDir: c.databaseUrl ? undefined : c.dataDir,
+    databaseUrl: c.databaseUrl,
+    redisUrl: c.redisUrl,
+    host: c.host,
+    port: c.port,
+    publicUrl: c.publicUrl,
+    trustProxy: c.trustProxy,
+    webhookAllowPrivate: c.webhookAllowPrivate,
+  });
+}
