@@ -249,10 +249,10 @@ describe("tab-relay doctor", () => {
   test("usage errors exit 2 and say what is wrong", async () => {
     const none = await doctor([]);
     assert.equal(none.status, 2);
-    assert.match(none.stderr, /TAB_RELAY_UPSTREAM_URL \(--upstream-url\): is required: the model server to check/);
-    const unknown = await doctor(["--upstream-url", "http://127.0.0.1:1", "--data", "x"]);
+    assert.match(none.stderr, /TAB_RELAY_UPSTREAM_URL \(--upstream-url\): is required: the model server to check\n {2}- or TAB_RELAY_DATA \(--data\) or TAB_RELAY_DATABASE_URL \(--database\): the deployment to check/);
+    const unknown = await doctor(["--upstream-url", "http://127.0.0.1:1", "--workspace", "x"]);
     assert.equal(unknown.status, 2);
-    assert.match(unknown.stderr, /Unknown option '--data'/);
+    assert.match(unknown.stderr, /Unknown option '--workspace'/);
     const mode = await doctor(["--upstream-url", "http://127.0.0.1:1", "--upstream-api", "magic"]);
     assert.equal(mode.status, 2);
     assert.match(mode.stderr, /TAB_RELAY_UPSTREAM_API \(--upstream-api\)/);
