@@ -272,7 +272,6 @@ async function serve(values: Record<string, unknown>): Promise<void> {
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error));
   }
-  process.stderr.write(`tab-relay serving on ${relay.url} (Ctrl+C to stop)\n`);
   const stop = (signal: string) => {
     process.stderr.write(`tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`);
     relay.close().then(
@@ -285,6 +284,9 @@ async function serve(values: Record<string, unknown>): Promise<void> {
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
+  // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
+  // line must get the graceful stop, not the default exit by signal.
+  process.stderr.write(`tab-relay serving on ${relay.url} (Ctrl+C to stop)\n`);
 }
 
 async function main(): Promise<void> {
