@@ -1,0 +1,45 @@
+/** Connecting a new agent: the form, then its token and signing secret, shown once. */
+import { api } from "../../api";
+import { InputError, announce, errorSlot, field, h, headed, onSubmit, secretsPanel } from "../../dom";
+import { forgetDirectory } from "../../state";
+import type { AgentCreated } from "@tab-relay/shared/api";
+import { agentPath } from "./common";
+
+export function createAgentForm(created: () => void): HTMLElement {
+  const name = h("input", { name: "name", autocomplete: "off", maxlength: "80", "data-testid": "agent-name" });
+  const description = h("textarea", { name: "description", rows: "2", maxlength: "500", "data-testid": "agent-description" });
+  const webhook = h("input", { name: "webhook_url", type: "url", inputmode: "url", autocomplete: "off", spellcheck: "false", "data-testid": "agent-webhook-url" });
+  const submit = h("button", { type: "submit", class: "primary", "data-testid": "create-agent-submit" }, "Create agent");
+  const error = errorSlot();
+  const secrets = h("div", { class: "secrets-slot" });
+  const form = h(
+    "form",
+    { "data-testid": "create-agent-form" },
+    field("Name", name, "People mention the agent by this name, so it must be unique."),
+    field("Description (optional)", description),
+    field("Webhook URL (optional)", webhook, "The relay POSTs signed events here; it must be https unless this relay allows private addresses. Leave it empty for an agent that connects over Socket Mode."),
+    h("div", { class: "row" }, submit),
+    error,
+  );
+  onSubmit(form, submit, error, async () => {
+    if (!name.value.trim()) throw new InputError("Give the agent a name.");
+    const body: Record<string, string> = { name: name.value.trim(), description: description.value.trim() };
+    if (webhook.value.trim()) body.webhook_url = webhook.value.trim();
+    const result = await api<AgentCreated>("POST", "/agents", { body });
+    form.reset();
+    forgetDirectory();
+    secrets.replaceChildren(
+      secretsPanel(
+        `${result.agent.name} is connected: its secrets`,
+        [
+          { key: "token", label: "Token", value: result.token },
+          { key: "signing-secret", label: "Signing secret", value: result.signing_secret },
+        ],
+        h("p", null, "Give both to the agent: the token authenticates its Agent API calls, the signing secret verifies events. ", h("a", { href: agentPath(result.agent.id), "data-testid": "open-created-agent" }, `Manage ${result.agent.name}`)),
+      ),
+    );
+    announce(`Agent ${result.agent.name} created`);
+    created();
+  });
+  return headed("Connect an agent", "h2", form, secrets);
+}
