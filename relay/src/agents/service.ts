@@ -90,14 +90,19 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /**
-   * Removes a person from the workspace and, in the same transaction, pauses the active agents they own: nobody
-   * would be left answering for them. The pauses reach the rest of the relay as any pause does (their Socket Mode
+   * Removes a person from the workspace (never its last owner) and, in the same transaction, pauses the active agents
+   * they own: nobody would be left answering for them. The pauses reach the rest of the relay as any pause does (their Socket Mode
    * sockets close with 4003, consoles refresh); an owner or admin may resume them later.
    */
   async function removeUser(user: User): Promise<{ removed: boolean; paused: Agent[] }> {
     const result = await deps.store.transaction(async (tx) => {
       const at = iso();
       const paused: Agent[] = [];
+      // Read again in the transaction: the role may have changed since the caller looked.
+      const current = await tx.users.get(user.workspace_id, user.id);
+      if (current?.role === "owner" && current.removed_at === null && (await tx.users.countOwners(user.workspace_id)) <= 1) {
+        throw new RelayError("CONFLICT", `path.id: ${user.id} is the workspace's last owner and cannot be removed; make someone else an owner first`);
+      }
       if (!(await tx.users.remove(user.workspace_id, user.id, at))) return { removed: false, paused };
       for (const agent of await tx.agents.list(user.workspace_id)) {
         if (agent.owner_user_id !== user.id || agent.state !== "active") continue;

@@ -14,12 +14,13 @@ import type { Store, User } from "../store/types";
 
 const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
 const UserParams = z.object({ id: z.string().min(1).max(64) });
+const PatchUserBody = z.object({ role: z.enum(ROLES) });
 
 function present(user: User): Api.User {
   return { id: user.id, name: user.name, role: user.role, created_at: user.created_at };
 }
 
-/** The workspace's people: listing them (for mentions), adding one with a first key, removing one. */
+/** The workspace's people: listing them (for mentions), adding one with a first key, changing a role, removing one. */
 export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pick<AgentService, "removeUser"> }): Router {
   const router = Router();
   const { store } = deps;
@@ -50,6 +51,28 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
     });
     const answer: Api.UserCreated = { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } };
     res.status(201).json({ data: answer });
+  });
+
+  router.patch("/users/:id", named("/users/:id"), requireScope("users.write"), async (req, res) => {
+    const caller = req.caller as Caller;
+    const { id } = parseWith(UserParams, req.params, "path");
+    const body = parseWith(PatchUserBody, req.body);
+    const updated = await store.transaction(async (tx) => {
+      // Counted first, which holds the workspace's owners: two owners demoting each other cannot leave none.
+      const owners = await tx.users.countOwners(caller.workspace.id);
+      const current = await tx.users.get(caller.workspace.id, id);
+      if (!current || current.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
+      if ((current.role === "owner" || body.role === "owner") && caller.user.role !== "owner") {
+        throw new RelayError("FORBIDDEN", "role: only an owner can make or unmake an owner");
+      }
+      if (current.role === body.role) return current;
+      if (current.role === "owner" && owners <= 1) {
+        throw new RelayError("CONFLICT", `role: ${id} is the workspace's last owner and stays one; make someone else an owner first`);
+      }
+      await tx.users.setRole(caller.workspace.id, id, body.role);
+      return { ...current, role: body.role };
+    });
+    res.json({ data: present(updated) });
   });
 
   router.delete("/users/:id", named("/users/:id"), requireScope("users.write"), async (req, res) => {

@@ -242,6 +242,49 @@ for (const engine of engines) {
         assert.equal((await store.users.get(WS, BOB))?.removed_at, at(5));
         assert.equal(await store.users.remove(WS, "usr_nobody", at(6)), false);
       });
+
+      test("change roles only of people still in their own workspace, and count the owners still there", async () => {
+        await seedWorkspace(store);
+        await store.workspaces.create({ id: "ws_other", slug: "other", name: "Other", createdAt: at(0) });
+        assert.equal(await store.users.countOwners(WS), 1);
+        assert.equal(await store.users.setRole("ws_other", BOB, "owner"), false);
+        assert.equal(await store.users.setRole(WS, BOB, "owner"), true);
+        assert.equal((await store.users.get(WS, BOB))?.role, "owner");
+        assert.equal(await store.users.countOwners(WS), 2);
+        assert.equal(await store.users.countOwners("ws_other"), 0);
+        await store.users.remove(WS, OLIVE, at(5));
+        assert.equal(await store.users.countOwners(WS), 1);
+        assert.equal(await store.users.setRole(WS, OLIVE, "admin"), false);
+        assert.equal((await store.users.get(WS, OLIVE))?.role, "owner");
+      });
+
+      test("counted in a transaction, the owners are held: a second count waits for the first transaction's change", async () => {
+        await seedWorkspace(store);
+        await store.users.setRole(WS, BOB, "owner");
+        let releaseFirst = () => {};
+        let counted = () => {};
+        const firstCounted = new Promise<void>((resolve) => (counted = resolve));
+        const first = store.transaction(async (tx) => {
+          const owners = await tx.users.countOwners(WS);
+          counted();
+          await new Promise<void>((resolve) => (releaseFirst = resolve));
+          if (owners > 1) await tx.users.setRole(WS, BOB, "member");
+          return owners;
+        });
+        await firstCounted;
+        const second = store.transaction(async (tx) => {
+          const owners = await tx.users.countOwners(WS);
+          if (owners > 1) await tx.users.setRole(WS, OLIVE, "member");
+          return owners;
+        });
+        // Nothing announces that a transaction is waiting for a lock: the pause gives a count that does not wait
+        // the time to read two owners, which the assertion below would catch.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        releaseFirst();
+        assert.deepEqual(await Promise.all([first, second]), [2, 1]);
+        assert.equal(await store.users.countOwners(WS), 1);
+        assert.equal((await store.users.get(WS, OLIVE))?.role, "owner");
+      });
     });
 
     describe("API keys", () => {

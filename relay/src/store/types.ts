@@ -149,6 +149,13 @@ export interface Store {
     create(input: { id: string; workspaceId: string; name: string; role: Role; createdAt: string }): Promise<User>;
     get(workspaceId: string, id: string): Promise<User | undefined>;
     remove(workspaceId: string, id: string, at: string): Promise<boolean>;
+    /** Changes the role of a user still in the workspace; false when there is none. */
+    setRole(workspaceId: string, id: string, role: Role): Promise<boolean>;
+    /**
+     * Owners still in the workspace. Called in a transaction, it holds the workspace until the transaction ends, so
+     * a change that keeps one owner (count, then demote or remove) cannot interleave with another.
+     */
+    countOwners(workspaceId: string): Promise<number>;
     /** Users still in the workspace. */
     list(workspaceId: string): Promise<User[]>;
   };

@@ -28,7 +28,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
   const store: Store = {
     exclusive,
     workspaces: workspacesStore(db),
-    users: usersStore(db),
+    users: usersStore(db, { rowLocks: fast?.rowLocks === true }),
     agents: agentsStore(db),
     conversations: conversationsStore(db),
     messages: messagesStore(db),
