@@ -19,19 +19,20 @@ import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
 import type { ModelProvider } from "./providers/types";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
-import { createDeliveryWorker } from "./delivery/worker";
+import { type DeliveryWorker, createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
 import { newId } from "./auth/secrets";
-import { createLinks } from "./links";
+import { type Links, createLinks } from "./links";
 import { createPostgresBus } from "./bus/postgres";
 import { createLocalBus } from "./bus/types";
-import { createRedisRateLimitStore } from "./rateLimit/redisStore";
+import { type RedisRateLimitStore, createRedisRateLimitStore } from "./rateLimit/redisStore";
+import type { RateLimitStore } from "./rateLimit/types";
 import { openPostgresStore } from "./store/postgres";
 import type { Bus } from "./bus/types";
-import { CLOSE, createAgentSockets } from "./live/agentSockets";
-import { createLiveHub } from "./live/hub";
+import { type AgentSockets, CLOSE, createAgentSockets } from "./live/agentSockets";
+import { type LiveHub, createLiveHub } from "./live/hub";
 import { attachUpgrades } from "./live/upgrade";
-import { createSortableIds } from "./store/sortableIds";
+import { type SortableIds, createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
 import { lockDataFolder, looseModeWarnings } from "./dataFolder";
 import type { Store } from "./store/types";
@@ -99,49 +100,133 @@ export interface StartOptions {
   httpTimeouts?: Partial<HttpTimeouts>;
 }
 
-/** The composition root: builds the real dependencies from config and listens. */
+/** The composition root: builds the real dependencies from config and listens, one named step at a time. */
 export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
   const store = options.store ?? (await openStore(config, logger));
-  if ((await store.workspaces.count()) === 0) {
+  await requireWorkspace(config, store);
+  const unlockDataFolder = await claimDataFolder(config, store, logger);
+  const rateLimits = await connectRateLimits(config, logger);
+  const services = createServices(config, options, logger, clock);
+  const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
+  const realtime = wireRealtime({ config, options, clock, logger, store, bus, ids: services.ids, links: services.links });
+  const http = createHttpServer({ config, options, clock, logger, store, bus, rateLimits, services, realtime });
+  const url = await listen(http.server, config, async () => {
+    // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
+    await Promise.all([store.close(), services.tokens.close()]);
+    await services.transport.destroy();
+    unlockDataFolder();
+  });
+  services.links.setListeningUrl(url);
+  // Whatever was pending when the relay last stopped goes out now.
+  await realtime.deliveries.start();
+  logger.info("relay listening", { url, public_url: services.links.base(), provider: services.provider.name, data: config.dataDir });
+  const exposed = plainHttpWarning(config);
+  if (exposed !== undefined) logger.warn(exposed);
+  const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, unlockDataFolder });
+  return { url, server: http.server, store, close };
+}
+
+async function requireWorkspace(config: Readonly<Config>, store: Store): Promise<void> {
+  if ((await store.workspaces.count()) > 0) return;
+  await store.close();
+  const where = config.databaseUrl ? "the database" : config.dataDir;
+  const flag = config.databaseUrl ? "--database URL" : `--data ${config.dataDir}`;
+  throw new Error(`No workspace in ${where}: run \`tab-relay init ${flag} --workspace SLUG --owner NAME\` first`);
+}
+
+/** SQLite's folder is this process's alone while it serves; returns what releases it. */
+async function claimDataFolder(config: Readonly<Config>, store: Store, logger: Logger): Promise<() => void> {
+  if (config.databaseUrl) return () => {};
+  let unlock: () => void;
+  try {
+    unlock = lockDataFolder(config.dataDir, process.pid);
+  } catch (error) {
     await store.close();
-    const where = config.databaseUrl ? "the database" : config.dataDir;
-    const flag = config.databaseUrl ? "--database URL" : `--data ${config.dataDir}`;
-    throw new Error(`No workspace in ${where}: run \`tab-relay init ${flag} --workspace SLUG --owner NAME\` first`);
+    throw error;
   }
-  let unlockDataFolder = () => {};
-  if (!config.databaseUrl) {
-    try {
-      unlockDataFolder = lockDataFolder(config.dataDir, process.pid);
-    } catch (error) {
-      await store.close();
-      throw error;
-    }
-    for (const warning of looseModeWarnings(config.dataDir, DATABASE_FILE)) logger.warn(warning);
-  }
-  // Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back.
-  const memoryLimits = createMemoryRateLimitStore();
-  const redisLimits = config.redisUrl ? createRedisRateLimitStore({ url: config.redisUrl, logger, fallback: memoryLimits }) : undefined;
-  if (redisLimits && !(await redisLimits.ready())) logger.warn("Redis is not answering; rate limits hold per relay until it does");
+  for (const warning of looseModeWarnings(config.dataDir, DATABASE_FILE)) logger.warn(warning);
+  return unlock;
+}
+
+interface RateLimits {
+  store: RateLimitStore;
+  redis: RedisRateLimitStore | undefined;
+}
+
+/** Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back. */
+async function connectRateLimits(config: Readonly<Config>, logger: Logger): Promise<RateLimits> {
+  const memory = createMemoryRateLimitStore();
+  const redis = config.redisUrl ? createRedisRateLimitStore({ url: config.redisUrl, logger, fallback: memory }) : undefined;
+  if (redis && !(await redis.ready())) logger.warn("Redis is not answering; rate limits hold per relay until it does");
+  return { store: redis ?? memory, redis };
+}
+
+/** What requests use and nothing else wires: the model, completions, token counting, ids and links. */
+function createServices(config: Readonly<Config>, options: StartOptions, logger: Logger, clock: Clock) {
   const metrics = createMetrics();
-  const lifecycle = createLifecycle();
   const transport = createHttpPost();
   const provider = createProvider(config, options.post ?? transport, logger);
-  const completions = createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries });
-  const tokens = createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger });
-  const ids = createSortableIds(clock);
-  const links = createLinks(config.publicUrl);
+  return {
+    metrics,
+    lifecycle: createLifecycle(),
+    transport,
+    provider,
+    completions: createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries }),
+    tokens: createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger }),
+    ids: createSortableIds(clock),
+    links: createLinks(config.publicUrl),
+  };
+}
+type Services = ReturnType<typeof createServices>;
+
+interface RealtimeDeps {
+  config: Readonly<Config>;
+  options: StartOptions;
+  clock: Clock;
+  logger: Logger;
+  store: Store;
+  bus: Bus;
+  ids: SortableIds;
+  links: Links;
+}
+
+/** Agents' sockets, the console's live updates and the outbox's deliveries, and the bus messages that move them. */
+function wireRealtime(deps: RealtimeDeps) {
   const relayId = newId("rly");
-  let shuttingDown = false;
-  const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
-  const agentSockets = createAgentSockets({
+  const state = { shuttingDown: false };
+  const agentSockets = createAgentSocketsRecorded(deps, relayId, state, () => deliveries.wake());
+  const live = createLiveHub({ store: deps.store, links: deps.links, logger: deps.logger, clock: deps.clock, ...(deps.options.liveCheckMs === undefined ? {} : { checkMs: deps.options.liveCheckMs }) });
+  const presence = renewSocketPresence(deps, relayId, agentSockets);
+  const deliveries = createDeliveries(deps, agentSockets);
+  subscribeToBus(deps, { deliveries, live, agentSockets });
+  return {
+    agentSockets,
+    live,
+    deliveries,
+    /** Stops the sockets and live updates and drops this relay's socket records (deliveries stop separately). */
+    async close(): Promise<void> {
+      state.shuttingDown = true;
+      live.close();
+      clearInterval(presence);
+      agentSockets.close();
+      await deps.store.agentSockets.unmarkRelay(relayId).catch(() => undefined);
+    },
+  };
+}
+type Realtime = ReturnType<typeof wireRealtime>;
+
+/** Agent sockets whose opening and closing are told to the other relays and recorded in the database. */
+function createAgentSocketsRecorded(deps: RealtimeDeps, relayId: string, state: { shuttingDown: boolean }, wakeDeliveries: () => void): AgentSockets {
+  const { store, bus, clock, logger } = deps;
+  return createAgentSockets({
     logger,
     clock,
-    ackTimeoutMs: config.webhooks.socketAckTimeoutMs,
+    ackTimeoutMs: deps.config.webhooks.socketAckTimeoutMs,
     onChange(agent, connected) {
       // At shutdown the relay's records are dropped at once (unmarkRelay); sockets closing then need nothing.
-      if (shuttingDown) return;
+      if (state.shuttingDown) return;
       bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change: "updated" });
       const now = clock.now();
       if (!connected) {
@@ -153,31 +238,43 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
         .mark([agent.id], relayId, new Date(now + SOCKET_PRESENCE_MS).toISOString())
         .then(() => store.events.dueNow(agent.id, new Date(now).toISOString()))
         .then(
-          () => deliveries.wake(),
+          () => wakeDeliveries(),
           (error: unknown) => logger.error("could not release an agent's waiting events", { error }),
         );
     },
   });
-  const live = createLiveHub({ store, links, logger, clock, ...(options.liveCheckMs === undefined ? {} : { checkMs: options.liveCheckMs }) });
-  // This relay's sockets are renewed in the database while they last, so a dead relay's lapse within a minute.
+}
+
+/** This relay's sockets are renewed in the database while they last, so a dead relay's lapse within a minute. */
+function renewSocketPresence(deps: RealtimeDeps, relayId: string, agentSockets: AgentSockets): NodeJS.Timeout {
   const presence = setInterval(() => {
-    const until = new Date(clock.now() + SOCKET_PRESENCE_MS).toISOString();
-    store.agentSockets.mark([...agentSockets.connectedIds()], relayId, until).catch((error: unknown) => logger.warn("could not renew agent sockets", { error }));
+    const until = new Date(deps.clock.now() + SOCKET_PRESENCE_MS).toISOString();
+    deps.store.agentSockets.mark([...agentSockets.connectedIds()], relayId, until).catch((error: unknown) => deps.logger.warn("could not renew agent sockets", { error }));
   }, SOCKET_PRESENCE_MS / 3);
   presence.unref();
-  const deliveries = createDeliveryWorker({
-    store,
-    clock,
-    logger,
-    ids,
-    client: createWebhookClient({ allowPrivate: config.webhooks.allowPrivate, timeoutMs: config.webhooks.timeoutMs, now: () => clock.now() }),
-    retryScheduleMs: config.webhooks.retryScheduleMs,
+  return presence;
+}
+
+function createDeliveries(deps: RealtimeDeps, agentSockets: AgentSockets): DeliveryWorker {
+  const { webhooks } = deps.config;
+  return createDeliveryWorker({
+    store: deps.store,
+    clock: deps.clock,
+    logger: deps.logger,
+    ids: deps.ids,
+    client: createWebhookClient({ allowPrivate: webhooks.allowPrivate, timeoutMs: webhooks.timeoutMs, now: () => deps.clock.now() }),
+    retryScheduleMs: webhooks.retryScheduleMs,
     // A claim outlives any attempt (an attempt ends at its timeout), with room for signing and recording it.
-    leaseMs: Math.max(config.webhooks.timeoutMs, config.webhooks.socketAckTimeoutMs) + 10_000,
+    leaseMs: Math.max(webhooks.timeoutMs, webhooks.socketAckTimeoutMs) + 10_000,
     sockets: agentSockets,
-    onAttempt: (event) => bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id }),
+    onAttempt: (event) => deps.bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id }),
   });
-  bus.subscribe(function onBus(message) {
+}
+
+function subscribeToBus(deps: RealtimeDeps, parts: { deliveries: DeliveryWorker; live: LiveHub; agentSockets: AgentSockets }): void {
+  const { store, logger } = deps;
+  const { deliveries, live, agentSockets } = parts;
+  deps.bus.subscribe(function onBus(message) {
     switch (message.topic) {
       case "events":
         return deliveries.wake();
@@ -200,31 +297,48 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
       logger.error("live update failed", { error });
     }
   }
+}
+
+interface HttpDeps {
+  config: Readonly<Config>;
+  options: StartOptions;
+  clock: Clock;
+  logger: Logger;
+  store: Store;
+  bus: Bus;
+  rateLimits: RateLimits;
+  services: Services;
+  realtime: Realtime;
+}
+
+/** The app, the node:http server in front of it, and the WebSocket upgrades beside it. */
+function createHttpServer(deps: HttpDeps) {
+  const { config, options, clock, logger, store, rateLimits, services, realtime } = deps;
   const clientAddress = createClientAddress(config.trustProxy);
   const app = createApp({
     config,
     store,
     clock,
     logger,
-    metrics,
-    rateLimitStore: redisLimits ?? memoryLimits,
+    metrics: services.metrics,
+    rateLimitStore: rateLimits.store,
     clientAddress,
     async ready() {
       // Ready when the database (and Redis, when configured) answer: a load balancer sends nothing before.
       const [database, redis] = await Promise.all([
         store.workspaces.count().then(() => true, () => false),
-        redisLimits ? redisLimits.ready() : Promise.resolve(true),
+        rateLimits.redis ? rateLimits.redis.ready() : Promise.resolve(true),
       ]);
-      return { database, redis: redisLimits ? redis : undefined };
+      return { database, redis: rateLimits.redis ? redis : undefined };
     },
-    completions,
-    tokens,
-    providerName: provider.name,
-    lifecycle,
-    ids,
-    links,
-    bus,
-    agentSockets,
+    completions: services.completions,
+    tokens: services.tokens,
+    providerName: services.provider.name,
+    lifecycle: services.lifecycle,
+    ids: services.ids,
+    links: services.links,
+    bus: deps.bus,
+    agentSockets: realtime.agentSockets,
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
   });
   const timeouts = { ...HTTP_TIMEOUTS, ...options.httpTimeouts };
@@ -245,60 +359,66 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     store,
     clock,
     logger,
-    metrics,
-    links,
-    live,
-    agentSockets,
-    rateLimitStore: redisLimits ?? memoryLimits,
+    metrics: services.metrics,
+    links: services.links,
+    live: realtime.live,
+    agentSockets: realtime.agentSockets,
+    rateLimitStore: rateLimits.store,
     limits: config.rateLimits,
     windowMs: config.rateLimitWindowMs,
     clientAddress,
   });
+  return { server, upgrades };
+}
+
+/** Listens and answers the URL served; if listening fails, `release` runs before the error is thrown. */
+async function listen(server: Server, config: Readonly<Config>, release: () => Promise<void>): Promise<string> {
   server.listen(config.port, config.host);
   try {
     await once(server, "listening");
   } catch (error) {
-    // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
-    await Promise.all([store.close(), tokens.close()]);
-    await transport.destroy();
-    unlockDataFolder();
+    await release();
     throw error;
   }
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  links.setListeningUrl(url);
-  // Whatever was pending when the relay last stopped goes out now.
-  await deliveries.start();
-  logger.info("relay listening", { url, public_url: links.base(), provider: provider.name, data: config.dataDir });
-  const exposed = plainHttpWarning(config);
-  if (exposed !== undefined) logger.warn(exposed);
+  return `http://${host}:${address.port}`;
+}
 
+/** The relay's close(): stops taking work, lets streams and deliveries finish within the grace period, then closes everything, once. */
+function closer(deps: {
+  config: Readonly<Config>;
+  logger: Logger;
+  store: Store;
+  bus: Bus;
+  rateLimits: RateLimits;
+  services: Services;
+  realtime: Realtime;
+  http: ReturnType<typeof createHttpServer>;
+  unlockDataFolder: () => void;
+}): RunningRelay["close"] {
+  const { server, upgrades } = deps.http;
+  const { services, realtime } = deps;
   let closing: Promise<void> | undefined;
-  const close = (graceMs = config.shutdownGraceMs) => {
+  return (graceMs = deps.config.shutdownGraceMs) => {
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
-      const deliveriesStopped = deliveries.stop(graceMs);
-      shuttingDown = true;
-      live.close();
-      clearInterval(presence);
-      agentSockets.close();
-      await store.agentSockets.unmarkRelay(relayId).catch(() => undefined);
-      await bus.close();
+      const deliveriesStopped = realtime.deliveries.stop(graceMs);
+      await realtime.close();
+      await deps.bus.close();
       upgrades.close();
-      const [{ finished, aborted }] = await Promise.all([lifecycle.drain(graceMs), deliveriesStopped]);
+      const [{ finished, aborted }] = await Promise.all([services.lifecycle.drain(graceMs), deliveriesStopped]);
       server.closeAllConnections();
       await closed;
-      await store.close();
-      await redisLimits?.close();
-      await tokens.close();
-      await transport.destroy();
-      unlockDataFolder();
-      logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
+      await deps.store.close();
+      await deps.rateLimits.redis?.close();
+      await services.tokens.close();
+      await services.transport.destroy();
+      deps.unlockDataFolder();
+      deps.logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
     })();
     return closing;
   };
-  return { url, server, store, close };
 }
