@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
 import { DEFAULT_SETTINGS, apiKeyFormatWarning, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
@@ -44,10 +45,31 @@ test("a null max tokens means the relay's default", () => {
   assert.equal(parseSettings({ maxCompletionTokens: 501 }).problems.length, 1);
 });
 
-test("the workspace slug and the key are required before any request", () => {
+test("the workspace slug defaults to the workspace a first `npm start` creates, so only the key is missing", () => {
   const { settings } = parseSettings({});
+  assert.equal(settings.workspaceSlug, "default");
+  assert.deepEqual(missingConfiguration(settings, false), ["API key"]);
+  assert.deepEqual(missingConfiguration(settings, true), []);
+});
+
+test("a workspace slug cleared by hand is required before any request", () => {
+  const { settings } = parseSettings({ workspaceSlug: " " });
   assert.deepEqual(missingConfiguration(settings, false), ["tabRelay.workspaceSlug", "API key"]);
   assert.deepEqual(missingConfiguration({ ...settings, workspaceSlug: "acme" }, true), []);
+});
+
+test("every default VS Code shows in package.json is the one the pipeline applies", () => {
+  // VS Code answers an unset setting with package.json's default, the core with DEFAULT_SETTINGS: they must agree.
+  const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    contributes: { configuration: { properties: Record<string, { default?: unknown }> } };
+  };
+  const properties = manifest.contributes.configuration.properties;
+  assert.deepEqual(Object.keys(properties).sort(), Object.keys(DEFAULT_SETTINGS).map((key) => `tabRelay.${key}`).sort());
+  for (const [name, property] of Object.entries(properties)) {
+    const { settings, problems } = parseSettings({ [name.slice("tabRelay.".length)]: property.default });
+    assert.deepEqual(problems, [], name);
+    assert.deepEqual(settings, parseSettings({}).settings, name);
+  }
 });
 
 test("disabled languages win over enabled ones, and * enables the rest", () => {

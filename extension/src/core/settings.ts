@@ -55,7 +55,8 @@ export const DEFAULT_EXCLUDE_GLOBS: readonly string[] = Object.freeze([".env*", 
 export const DEFAULT_SETTINGS: Settings = {
   enabled: true,
   relayUrl: "http://127.0.0.1:8787",
-  workspaceSlug: "",
+  // The workspace `tab-relay start` creates on a fresh data folder, so a first relay needs no slug set.
+  workspaceSlug: "default",
   model: TAB_DEFAULTS.model,
   debounceMs: TAB_DEFAULTS.debounceMs,
   adaptiveDebounce: true,
