@@ -1,0 +1,109 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_")));
+
+/** A port nothing listens on right now (the kernel's pick for port 0, released at once). */
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+async function listening(port: number): Promise<boolean> {
+  const socket = connect(port, "127.0.0.1");
+  try {
+    await once(socket, "connect");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    socket.destroy();
+  }
+}
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Spawns `command` in its own process group (so whatever it leaves behind can be killed by the test's teardown) and
+ * resolves once a `serving on` line appears.
+ */
+async function spawnServing(command: string, args: string[], env: Record<string, string>, groups: Set<number>): Promise<Started> {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  if (child.pid !== undefined) groups.add(child.pid);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`did not start: ${stderr}`)), 60_000);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /serving on (http:\/\/\S+)/.exec(stderr);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`exited before serving: ${stdout}\n${stderr}`));
+    });
+  });
+  return { child, url, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+function jsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe("npm start", () => {
+  const dirs: string[] = [];
+  const groups = new Set<number>();
+  after(() => {
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // The group is gone: everything in it stopped by itself.
+      }
+    }
+    dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+  });
+
+  test("SIGTERM to the npm process stops the relay it started, cleanly, and npm exits 0", async () => {
+    const data = mkdtempSync(join(tmpdir(), "tab-relay-start-"));
+    dirs.push(data);
+    const port = await freePort();
+    const npm = await spawnServing("npm", ["start", "--", "--data", data, "--port", String(port)], {}, groups);
+    assert.equal(await listening(port), true);
+    npm.child.kill("SIGTERM");
+    const { code, signal } = await npm.exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, npm.stderr());
+    assert.ok(
+      jsonLines(npm.stdout()).some((line) => line["msg"] === "relay stopped"),
+      `the relay logs its clean stop:\n${npm.stdout()}`,
+    );
+    assert.equal(await listening(port), false, "nothing serves the port once npm has exited");
+  });
+});
