@@ -9,7 +9,8 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { startEchoAgent, type EchoAgent } from "../../examples/echo-agent/server";
 import { createJsonLogger } from "../../relay/src/logger";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { createChannel, createUser, postMessage } from "../support/workspace";
+import type { AgentCreated } from "@tab-relay/shared/api";
+import { createAgent, createChannel, createUser, postMessage } from "../support/workspace";
 import { REPO_ROOT } from "./codeServer";
 import {
   byTestId as t,
@@ -46,6 +47,8 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
   let member: PersonPage | undefined;
   let echo: EchoAgent | undefined;
   let agent: CreatedInTheConsole | undefined;
+  /** An agent whose webhook nobody answers, made through the API. */
+  let broken: AgentCreated | undefined;
   let mia: { id: string; name: string; key: string };
   let general: { id: string };
   let privateChannel: { id: string; name: string };
@@ -62,6 +65,8 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       env: {
         TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
         TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,session_reads=100000,session_writes=100000",
+        // A failed delivery is retried only long after the test has ended, so the attempts it counts are its own.
+        TAB_RELAY_WEBHOOK_RETRY_SCHEDULE: "3600000",
       },
       logger: createJsonLogger({ level: "info", write: (line) => relayLog.push(line), now: () => Date.now() }),
     });
@@ -128,6 +133,15 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const panel = page.locator(t("secrets-panel"));
       await panel.waitFor();
       assert.match(await panel.locator(t("secrets-warning")).innerText(), /you will not see this again/i);
+      // Connected to nothing yet (the agent is not running): the heading says created, not connected.
+      const panelTitle = await panel.locator("h3").innerText();
+      assert.match(panelTitle, /^Echo was created/);
+      assert.doesNotMatch(panelTitle, /connected/i);
+      // Once the list above has grown by the new agent, the one-time secrets are on screen with the focus in them.
+      await page.locator(t("agent-item")).filter({ hasText: "Echo" }).waitFor();
+      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, { timeout: 2_000 });
+      await expectOnScreen(page, panel.locator("h3"), "the new agent's secrets heading");
+      await expectOnScreen(page, panel.locator(t("secret-signing-secret")), "the new agent's signing secret");
       const token = ((await panel.locator(t("secret-token")).textContent()) ?? "").trim();
       const signingSecret = ((await panel.locator(t("secret-signing-secret")).textContent()) ?? "").trim();
       assert.match(token, /^svc_agent_/);
@@ -311,6 +325,213 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.equal((await agentApiMe(token)).status, 200, "the token did not work again after resuming");
     }));
 
+  test("a webhook agent's Socket Mode reads as not used, not as a red Disconnected; an agent without a webhook URL still shows it", () =>
+    step("socket-mode", owner, async () => {
+      const { id } = needAgent();
+      const { page } = owner;
+      await openAgentView(page, id);
+      const socket = page.locator(t("socket-status"));
+      await socket.filter({ hasText: /\S/ }).waitFor();
+      assert.match(await socket.innerText(), /not used/i);
+      assert.doesNotMatch((await socket.getAttribute("class")) ?? "", /socket-disconnected/, "the webhook agent's Socket Mode is marked as a fault");
+
+      const listener = await createAgent(relay, { name: "Listener" });
+      await page.goto(`${relay.url}/agents/${listener.agent.id}`);
+      await page.locator(t("agent-name-heading")).filter({ hasText: "Listener" }).waitFor();
+      const listenerSocket = page.locator(`${t("socket-status")}[data-state="disconnected"]`);
+      await listenerSocket.waitFor();
+      assert.match(await listenerSocket.innerText(), /^Disconnected/);
+    }));
+
+  test("an agent whose deliveries fail shows it beside its state, with the failures in a row, in its view and in the list", () =>
+    step("delivery-health", owner, async () => {
+      const { page } = owner;
+      const deadPort = await freePort();
+      broken = await createAgent(relay, { name: "Broken", webhook_url: `http://127.0.0.1:${deadPort}/hook` });
+      const id = broken.agent.id;
+      await page.goto(`${relay.url}/agents/${id}`);
+      await page.locator(t("agent-name-heading")).filter({ hasText: "Broken" }).waitFor();
+      const health = page.locator(t("delivery-health"));
+      await health.waitFor();
+      assert.equal(await health.getAttribute("data-health"), "none", "an agent with no delivery yet has a health");
+      for (const sent of [1, 2]) {
+        await page.locator(t("send-test-event")).click();
+        await page.locator(`${t("attempt")}[data-outcome="failed"]`).nth(sent - 1).waitFor({ timeout: 15_000 });
+        await page.locator(`${t("delivery-health")}[data-failures="${sent}"]`).waitFor();
+      }
+      assert.equal(await page.locator(t("agent-state")).innerText(), "Active");
+      assert.equal(await health.getAttribute("data-health"), "failing");
+      assert.match(await health.innerText(), /failed.*2 in a row/i);
+
+      await page.locator(t("nav-agents")).click();
+      const card = page.locator(`${t("agent-item")}[data-agent-id="${id}"]`);
+      await card.locator(`${t("delivery-health")}[data-health="failing"]`).waitFor();
+      const echoCard = page.locator(`${t("agent-item")}[data-agent-id="${needAgent().id}"]`);
+      assert.equal(await echoCard.locator(t("delivery-health")).getAttribute("data-health"), "ok");
+    }));
+
+  test("setting a new token or signing secret asks first and says what stops working; cancelling changes nothing", () =>
+    step("rotate-confirm", owner, async () => {
+      assert.ok(broken, "the Broken agent of the previous test is missing");
+      const { page } = owner;
+      await page.goto(`${relay.url}/agents/${broken.agent.id}`);
+      await page.locator(t("agent-name-heading")).filter({ hasText: "Broken" }).waitFor();
+      const dialog = page.locator(t("confirm-dialog"));
+      const panel = page.locator(t("secrets-panel"));
+
+      await page.locator(t("rotate-token")).click();
+      await dialog.waitFor();
+      assert.match(await dialog.innerText(), /token.*stops working/is);
+      await dialog.locator(t("confirm-cancel")).click();
+      await dialog.waitFor({ state: "detached" });
+      assert.equal(await panel.count(), 0, "a new token was shown after cancelling");
+      assert.equal((await agentApiMe(broken.token)).status, 200, "cancelling still replaced the token");
+
+      await page.locator(t("rotate-signing-secret")).click();
+      await dialog.waitFor();
+      assert.match(await dialog.innerText(), /signing secret/i);
+      assert.match(await dialog.innerText(), /reject|stops? (working|accepting)/i);
+      await dialog.locator(t("confirm-cancel")).click();
+      await dialog.waitFor({ state: "detached" });
+      assert.equal(await panel.count(), 0, "a new signing secret was shown after cancelling");
+
+      await page.locator(t("rotate-token")).click();
+      await dialog.locator(t("confirm-ok")).click();
+      await panel.waitFor();
+      const fresh = ((await panel.locator(t("secret-token")).textContent()) ?? "").trim();
+      assert.match(fresh, /^svc_agent_/);
+      assert.equal((await agentApiMe(broken.token)).status, 401, "the old token still works after confirming");
+      assert.equal((await agentApiMe(fresh)).status, 200, "the new token does not work");
+    }));
+
+  test("errors read as sentences without raw field names; a channel name like General Chat is offered as general-chat", () =>
+    step("wording", owner, async () => {
+      const { page } = owner;
+      await page.locator(t("nav-conversations")).click();
+      const form = page.locator(t("create-channel-form"));
+      await form.waitFor();
+      await form.locator(t("channel-name")).fill("general");
+      await form.locator("button[type=submit]").click();
+      const duplicate = await waitForText(form.locator(t("error")));
+      assert.match(duplicate, /general/);
+      assert.doesNotMatch(duplicate, /^[\w.]+: /, `a raw field name in "${duplicate}"`);
+
+      await form.locator(t("channel-name")).fill("General Chat");
+      await form.locator("button[type=submit]").click();
+      const offer = form.locator(t("channel-name-suggestion"));
+      await offer.waitFor();
+      assert.match(await offer.innerText(), /general-chat/);
+      await offer.click();
+      assert.equal(await form.locator(t("channel-name")).inputValue(), "general-chat");
+      await form.locator("button[type=submit]").click();
+      await page.locator(t("conversation-title")).filter({ hasText: "general-chat" }).waitFor();
+      assert.match(page.url(), /\/conversations\/channel\/ch_[^/]+$/, `the new channel opened at ${page.url()}`);
+      assert.equal(await page.locator(`main ${t("error")}`).filter({ hasText: /\S/ }).count(), 0, "an error shows in the new channel");
+
+      const stranger = await openPersonPage(browser, "stranger", LAPTOP);
+      try {
+        await stranger.page.goto(`${relay.url}/`);
+        const key = stranger.page.locator(t("signin-key"));
+        await key.fill("svc_ws_not_a_real_key_0000000000000000");
+        await key.press("Enter");
+        const refused = await waitForText(stranger.page.locator(t("error")));
+        assert.doesNotMatch(refused, /^[\w.]+: /, `a raw field name in "${refused}"`);
+      } finally {
+        await stranger.page.context().close();
+      }
+    }));
+
+  test("someone in no conversation yet is told how to start, at laptop and phone widths", async () => {
+    const guest = await createUser(relay, "Gus Guest", "guest");
+    const person = await openPersonPage(browser, "guest", LAPTOP);
+    try {
+      await step("empty-state", person, async () => {
+        const { page } = person;
+        await signIn(page, relay.url, guest.key);
+        const empty = page.locator(t("conversations-empty"));
+        await empty.waitFor();
+        assert.equal(await page.locator(t("home-conversation")).count(), 0);
+        assert.match(await empty.innerText(), /no conversation/i);
+        assert.match(await empty.innerText(), /direct message|ask/i);
+        for (const viewport of [LAPTOP, PHONE]) {
+          await page.setViewportSize(viewport);
+          const file = join(OUTPUT, `home-empty-${viewport.width}.png`);
+          await page.screenshot({ path: file, fullPage: true });
+          assert.equal(pngSize(file).width, viewport.width, `${file} has the wrong width`);
+        }
+      });
+      const ownerHome = owner.page;
+      await ownerHome.locator(t("nav-conversations")).click();
+      await ownerHome.locator(t("home-conversation")).first().waitFor();
+      assert.equal(await ownerHome.locator(t("conversations-empty")).isVisible(), false, "the empty state shows beside conversations");
+    } finally {
+      writeFileSync(join(OUTPUT, "browser-console-guest.log"), `${person.log.join("\n")}\n`);
+      assert.deepEqual(person.scriptErrors, []);
+      await person.page.context().close();
+    }
+  });
+
+  test("on a long page the top bar stays in view and the sidebar's background reaches the bottom of the screen", () =>
+    step("long-page", owner, async () => {
+      const { page } = owner;
+      const short = { width: LAPTOP.width, height: 480 };
+      await page.setViewportSize(short);
+      try {
+        await page.goto(`${relay.url}/agents/${needAgent().id}`);
+        await page.locator(`${t("delivery")}[data-status="delivered"]`).first().waitFor();
+        const height = await page.evaluate<number>("document.documentElement.scrollHeight");
+        assert.ok(height > 2 * short.height, `the page is only ${height} px high, not a long page`);
+        await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)");
+        await page.waitForFunction("window.scrollY > 0");
+        const bar = await page.locator(".topbar").boundingBox();
+        assert.ok(bar && Math.abs(bar.y) < 0.5, `the top bar is at ${bar?.y ?? "?"} px after scrolling down`);
+        const side = await page.locator(t("sidebar")).boundingBox();
+        assert.ok(side && side.y + side.height >= short.height - 0.5, `the sidebar ends at ${side ? side.y + side.height : "?"} px of ${short.height}`);
+        const paint = await page.evaluate<string>(`getComputedStyle(document.querySelector('[data-testid="sidebar"]')).backgroundColor`);
+        assert.notEqual(paint, "rgba(0, 0, 0, 0)", "the sidebar has no background of its own");
+      } finally {
+        await page.setViewportSize(LAPTOP);
+      }
+    }));
+
+  test("at phone width the delivery log fits the screen without scrolling inside itself, and the status toast leaves the heading readable", () =>
+    step("phone-deliveries", owner, async () => {
+      assert.ok(broken, "the Broken agent is missing");
+      const { page } = owner;
+      await page.setViewportSize(PHONE);
+      try {
+        await page.goto(`${relay.url}/agents/${broken.agent.id}`);
+        await page.locator(`${t("attempt")}[data-outcome="failed"]`).first().waitFor();
+        const wraps = await page.evaluate<{ scroll: number; client: number }[]>(
+          `[...document.querySelectorAll('[data-testid="delivery"] .table-wrap')].map((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }))`,
+        );
+        assert.ok(wraps.length >= 2, "no attempt tables");
+        for (const wrap of wraps) assert.ok(wrap.scroll <= wrap.client, `an attempts table scrolls inside itself: ${wrap.scroll} px in ${wrap.client} px`);
+        const times = await page.evaluate<{ height: number; line: number }[]>(
+          `[...document.querySelectorAll('[data-testid="attempt"] time')].map((el) => ({ height: el.getBoundingClientRect().height, line: parseFloat(getComputedStyle(el).lineHeight) }))`,
+        );
+        assert.ok(times.length >= 2, "no attempt times");
+        for (const time of times) assert.ok(time.height <= 2 * time.line + 0.5, `an attempt's date takes ${Math.round(time.height / time.line)} lines`);
+        const phoneShot = join(OUTPUT, `agent-failing-${PHONE.width}.png`);
+        await page.screenshot({ path: phoneShot, fullPage: true });
+        assert.equal(pngSize(phoneShot).width, PHONE.width, `${phoneShot} has the wrong width`);
+
+        await page.locator(t("refresh-agent")).click();
+        const toast = page.locator(t("status")).filter({ hasText: "Agent refreshed" });
+        await toast.waitFor();
+        const toastBox = await toast.boundingBox();
+        const headingBox = await page.locator(t("agent-name-heading")).boundingBox();
+        assert.ok(toastBox && headingBox, "no toast or heading to compare");
+        const overlap = toastBox.x < headingBox.x + headingBox.width && headingBox.x < toastBox.x + toastBox.width && toastBox.y < headingBox.y + headingBox.height && headingBox.y < toastBox.y + toastBox.height;
+        assert.equal(overlap, false, `the toast (${JSON.stringify(toastBox)}) covers the heading (${JSON.stringify(headingBox)})`);
+      } finally {
+        await page.setViewportSize(LAPTOP);
+      }
+      const laptopShot = join(OUTPUT, `agent-failing-${LAPTOP.width}.png`);
+      await page.screenshot({ path: laptopShot, fullPage: true });
+      assert.equal(pngSize(laptopShot).width, LAPTOP.width, `${laptopShot} has the wrong width`);
+    }));
+
   test("another person sees neither the owner's private channel nor controls for an agent they do not own", async () => {
     const { id } = needAgent();
     member = await openPersonPage(browser, "mia", LAPTOP);
@@ -401,6 +622,15 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
     await sidebar.locator(t("nav-agents")).waitFor({ state: "visible" });
     await page.keyboard.press("Escape");
     await sidebar.waitFor({ state: "hidden" });
+  }
+
+  /** The element is inside the window, below the top bar that stays over the page. */
+  async function expectOnScreen(page: Page, locator: Locator, what: string): Promise<void> {
+    const box = await locator.boundingBox();
+    const bar = await page.locator(".topbar").boundingBox();
+    const height = page.viewportSize()?.height ?? 0;
+    assert.ok(box && bar, `${what} or the top bar has no box`);
+    assert.ok(box.y >= bar.y + bar.height - 0.5 && box.y + box.height <= height + 0.5, `${what} is at ${box.y}-${box.y + box.height} px, not between the top bar (${bar.y + bar.height} px) and ${height} px`);
   }
 
   async function expectNoWiderThan(locator: Locator, width: number): Promise<void> {

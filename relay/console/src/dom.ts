@@ -1,5 +1,6 @@
 /** Small DOM helpers: element building (text only, never HTML strings), errors in place, status, dialogs, secrets. */
 import { ApiError } from "./api";
+import { humanMessage } from "./wording";
 
 type Child = Node | string | null | undefined | false;
 type AttrValue = string | number | boolean | null | undefined | ((event: never) => void);
@@ -31,7 +32,7 @@ export function errorSlot(): HTMLParagraphElement {
 }
 
 export function describeError(error: unknown): string {
-  if (error instanceof ApiError) return error.message;
+  if (error instanceof ApiError) return humanMessage(error.message);
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -168,6 +169,16 @@ export function secretsPanel(title: string, items: SecretItem[], extra?: Node): 
   );
   requestAnimationFrame(() => heading.focus());
   return panel;
+}
+
+/**
+ * Brings a panel that appeared below other content (secrets after a form that the page re-rendered above) into view,
+ * under the top bar, and moves focus to its heading so it is read out.
+ */
+export function reveal(panel: HTMLElement): void {
+  if (!panel.isConnected) return;
+  panel.scrollIntoView({ block: "start" });
+  panel.querySelector<HTMLElement>("h2, h3")?.focus({ preventScroll: true });
 }
 
 /** A label as it reads mid-sentence: "Signing secret" → "signing secret", "API key" stays. */

@@ -7,6 +7,8 @@ import type { Conversation, ConversationType } from "@tab-relay/shared/api";
 
 const store = {
   list: [] as Conversation[],
+  /** The list has been read once since sign-in, so an empty one means there is nothing, not nothing yet. */
+  loaded: false,
   unread: new Set<string>(),
   active: null as string | null,
   route: "home" as Route["name"],
@@ -35,6 +37,10 @@ export function conversations(): Conversation[] {
   return store.list;
 }
 
+export function conversationsLoaded(): boolean {
+  return store.loaded;
+}
+
 export function findConversation(type: ConversationType, id: string): Conversation | undefined {
   return store.list.find((c) => c.type === type && c.id === id);
 }
@@ -49,6 +55,7 @@ export function loadConversations(): Promise<void> {
   store.loading ??= api<Conversation[]>("GET", "/conversations")
     .then((list) => {
       store.list = list;
+      store.loaded = true;
       clearError(errorEl);
     })
     .catch((error: unknown) => showError(errorEl, error))
@@ -77,6 +84,7 @@ export function setActive(route: Route): void {
 
 export function resetSidebar(): void {
   store.list = [];
+  store.loaded = false;
   store.unread.clear();
   store.active = null;
   byId("sidebar").replaceChildren();

@@ -1,6 +1,6 @@
 /** The agent's actions: a test event, pause and resume, and new secrets (shown once). */
 import { api } from "../../api";
-import { announce, busy, clearError, errorSlot, h, secretsPanel, showError } from "../../dom";
+import { announce, busy, clearError, confirmDialog, errorSlot, h, secretsPanel, showError } from "../../dom";
 import type { Agent, AgentSigningSecretRotated, AgentTokenRotated } from "@tab-relay/shared/api";
 import type { AgentContext } from "./common";
 
@@ -14,10 +14,15 @@ export function actionsPart(context: AgentContext): { element: HTMLElement; upda
   const tokenButton = h("button", { type: "button", "data-testid": "rotate-token" }, "Set a new token");
   const secretButton = h("button", { type: "button", "data-testid": "rotate-signing-secret" }, "Set a new signing secret");
 
-  function control(button: HTMLButtonElement, run: () => Promise<void>): void {
+  /** Runs the action on a click; with `ask`, only once the person has confirmed it. */
+  function control(button: HTMLButtonElement, run: () => Promise<void>, ask?: () => { title: string; body: string; confirm: string }): void {
     button.addEventListener("click", () => {
       clearError(controlsError);
-      void busy(button, run).catch((failure: unknown) => showError(controlsError, failure));
+      const go = () => void busy(button, run).catch((failure: unknown) => showError(controlsError, failure));
+      if (!ask) return go();
+      void confirmDialog(ask()).then((confirmed) => {
+        if (confirmed) go();
+      });
     });
   }
   control(testButton, async () => {
@@ -43,7 +48,11 @@ export function actionsPart(context: AgentContext): { element: HTMLElement; upda
       secretsPanel(`New token for ${result.agent.name}`, [{ key: "token", label: "Token", value: result.token }], h("p", null, "The old token stopped working. Give this one to the agent.")),
     );
     refresh.soon();
-  });
+  }, () => ({
+    title: `Set a new token for ${context.name()}?`,
+    body: "Its current token stops working at once: the agent's Agent API calls and its Socket Mode connection are refused until you give it the new token.",
+    confirm: "Set a new token",
+  }));
   control(secretButton, async () => {
     const result = await api<AgentSigningSecretRotated>("POST", `${base}/signing-secret`);
     secrets.replaceChildren(
@@ -54,7 +63,11 @@ export function actionsPart(context: AgentContext): { element: HTMLElement; upda
       ),
     );
     refresh.soon();
-  });
+  }, () => ({
+    title: `Set a new signing secret for ${context.name()}?`,
+    body: "Events are signed with the new secret at once, retries included: the agent rejects them as forged until you give it the new signing secret. Its token keeps working.",
+    confirm: "Set a new signing secret",
+  }));
 
   const element = h(
     "section",

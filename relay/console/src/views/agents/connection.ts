@@ -29,8 +29,14 @@ export function connectionPart(): { element: HTMLElement; update(agent: Agent): 
       webhookValue.replaceChildren(url ? h("code", null, url) : h("span", { class: "muted" }, "None"));
       const socket = agent.connection?.socket;
       socketValue.dataset.state = socket ?? "unknown";
-      socketValue.className = `badge socket-${socket ?? "unknown"}`;
-      socketValue.textContent = socket === "connected" ? "Connected" : socket === "disconnected" ? "Disconnected" : "Unknown";
+      if (url && socket !== "connected") {
+        // Events go to the webhook: no Socket Mode connection is expected, so its absence is no fault.
+        socketValue.className = "socket-unused muted";
+        socketValue.textContent = "Not used: events go to the webhook URL";
+      } else {
+        socketValue.className = `badge socket-${socket ?? "unknown"}`;
+        socketValue.textContent = socket === "connected" ? "Connected" : socket === "disconnected" ? "Disconnected: events wait until the agent connects" : "Unknown";
+      }
       tokenValue.textContent = agent.token_hint ?? "–";
     },
   };

@@ -4,33 +4,33 @@ import { announce, busy, clearError, errorSlot, h, replaceKeepingFocus, showErro
 import type { Delivery, DeliveryAttempt } from "@tab-relay/shared/api";
 import type { AgentContext } from "./common";
 
-const DELIVERY_LIMIT = 20;
+export const DELIVERY_LIMIT = 20;
 
 function attemptRow(attempt: DeliveryAttempt): HTMLTableRowElement {
   const excerpt = attempt.response_excerpt;
   return h(
     "tr",
     { "data-testid": "attempt", "data-outcome": attempt.outcome },
-    h("td", null, String(attempt.attempt)),
-    h("td", null, attempt.trigger),
-    h("td", null, timeEl(attempt.at)),
+    h("td", { "data-label": "#" }, String(attempt.attempt)),
+    h("td", { "data-label": "Trigger" }, attempt.trigger),
+    h("td", { "data-label": "Time" }, timeEl(attempt.at)),
     h(
       "td",
-      { class: `outcome-${attempt.outcome}` },
+      { class: `outcome-${attempt.outcome}`, "data-label": "Result" },
       `${attempt.outcome === "success" ? "Success" : "Failed"}${attempt.status_code !== null ? ` · ${attempt.status_code}` : ""}`,
       attempt.error ? h("div", { class: "small" }, attempt.error) : null,
     ),
-    h("td", null, `${attempt.duration_ms} ms`),
+    h("td", { "data-label": "Duration" }, `${attempt.duration_ms} ms`),
     h(
       "td",
-      { class: "excerpt" },
+      { class: "excerpt", "data-label": "Response" },
       excerpt.length > 60
         ? h("details", null, h("summary", null, `${excerpt.slice(0, 40)}…`), h("pre", null, excerpt))
         : excerpt
           ? h("code", null, excerpt)
           : "–",
     ),
-    h("td", null, attempt.next_attempt_at ? timeEl(attempt.next_attempt_at) : "–"),
+    h("td", { "data-label": "Next retry" }, attempt.next_attempt_at ? timeEl(attempt.next_attempt_at) : "–"),
   );
 }
 

@@ -4,7 +4,8 @@ import { announce, busy, clearError, errorSlot, h, showError, timeEl } from "../
 import { app, loadDirectory } from "../../state";
 import type { Agent, LiveEvent } from "@tab-relay/shared/api";
 import type { View } from "../view";
-import { type AgentContext, agentPath, ownerName, refresher, stateBadge } from "./common";
+import { type AgentContext, agentPath, deliveryHealth, healthBadge, ownerName, refresher, stateBadge } from "./common";
+import { DELIVERY_LIMIT } from "./deliveries";
 import { type ManagerParts, managerParts } from "./manage";
 
 const POLL_MS = 3000;
@@ -14,6 +15,7 @@ export function agentView(agentId: string): View {
   const base = agentPath(agentId);
   const heading = h("h1", { tabindex: "-1", "data-testid": "agent-name-heading" }, "Agent");
   const stateSlot = h("span", { class: "state-slot" });
+  const healthSlot = h("span", { class: "state-slot" });
   const refreshButton = h("button", { type: "button", "data-testid": "refresh-agent" }, "Refresh");
   const description = h("p", { "data-testid": "agent-description-text" });
   const meta = h("p", { class: "muted small" });
@@ -47,7 +49,12 @@ export function agentView(agentId: string): View {
       }
       if (manager) {
         manager.update(agent);
+        if (agent.can_manage) healthSlot.replaceChildren(healthBadge(agent.last_delivery));
         const deliveries = await manager.loadDeliveries();
+        if (deliveries) {
+          const { last, failures } = deliveryHealth(deliveries, deliveries.length >= DELIVERY_LIMIT);
+          healthSlot.replaceChildren(healthBadge(last, failures));
+        }
         // Without live updates, follow a delivery in flight by polling for a while.
         const inFlight = deliveries?.some((d) => d.status === "sending" || (d.status === "pending" && d.attempts.length === 0));
         if (inFlight && app.live !== "connected" && polls < MAX_POLLS && !disposed) {
@@ -79,7 +86,7 @@ export function agentView(agentId: string): View {
     "div",
     { class: "page" },
     h("p", null, h("a", { href: "/agents" }, "← All agents")),
-    h("div", { class: "page-head" }, heading, stateSlot, refreshButton),
+    h("div", { class: "page-head" }, heading, stateSlot, healthSlot, refreshButton),
     description,
     meta,
     loadError,

@@ -4,7 +4,7 @@ import { announce, busy, clearError, errorSlot, h, headed, replaceKeepingFocus, 
 import { app, hasScope, loadDirectory } from "../../state";
 import type { Agent, LiveEvent, User } from "@tab-relay/shared/api";
 import type { View } from "../view";
-import { agentPath, ownerName, refresher, stateBadge } from "./common";
+import { agentPath, healthBadge, ownerName, refresher, stateBadge } from "./common";
 import { createAgentForm } from "./create";
 
 export function agentsView(): View {
@@ -37,7 +37,7 @@ export function agentsView(): View {
     h("p", { class: "muted" }, "Outside agents join the workspace as crew members: mention them in a channel or message them directly, and they answer through the Agent API."),
     error,
     headed("All agents", "h2", list, empty),
-    canCreate ? createAgentForm(() => void refresh.now()) : null,
+    canCreate ? createAgentForm(refresh.now) : null,
   );
   void reload();
   return {
@@ -63,6 +63,7 @@ function agentCard(agent: Agent, users: User[]): HTMLLIElement {
     { class: "card", "data-testid": "agent-item", "data-agent-id": agent.id, "data-state": agent.state },
     h("h3", null, h("a", { href, "data-focus-key": href }, agent.name)),
     stateBadge(agent.state),
+    agent.can_manage ? healthBadge(agent.last_delivery) : null,
     agent.can_manage ? h("span", { class: "tag" }, "you manage it") : null,
     h("p", null, agent.description || h("span", { class: "muted" }, "No description.")),
     h("p", { class: "muted small" }, `Owner: ${ownerName(agent, users)}`),

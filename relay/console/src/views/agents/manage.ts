@@ -24,6 +24,6 @@ export function managerParts(initial: Agent, context: AgentContext): ManagerPart
       connection.update(agent);
       actions.update(agent);
     },
-    loadDeliveries: deliveries.load,
+    loadDeliveries: () => deliveries.load(),
   };
 }

@@ -1,16 +1,29 @@
 /** The home page: every conversation the person can see, and the forms that create a channel or start a DM. */
 import { api } from "../../api";
-import { InputError, announce, errorSlot, field, h, headed, onSubmit } from "../../dom";
+import { InputError, announce, clearError, errorSlot, field, h, headed, onSubmit } from "../../dom";
 import { navigate } from "../../router";
 import { app, hasScope, loadDirectory, mentionCandidates } from "../../state";
 import type { Conversation } from "@tab-relay/shared/api";
-import { conversationLabel, conversationPath, conversations, loadConversations, onConversationsChanged } from "../sidebar";
+import { channelNameFor, isChannelName } from "../../wording";
+import { conversationLabel, conversationPath, conversations, conversationsLoaded, loadConversations, onConversationsChanged } from "../sidebar";
 import type { View } from "../view";
 
 export function homeView(): View {
   const heading = h("h1", { tabindex: "-1" }, "Conversations");
   const list = h("ul", { class: "card-list", "data-testid": "home-conversations" });
-  const renderList = () =>
+  const canPost = hasScope("messages.write");
+  const canCreateChannel = canPost && app.session?.user.role !== "guest";
+  const empty = h(
+    "p",
+    { class: "note", "data-testid": "conversations-empty", hidden: true },
+    canCreateChannel
+      ? "No conversations yet. Create a channel below and invite people and agents to it, or start a direct message with one of them."
+      : canPost
+        ? "You are in no conversation yet. Start a direct message below, or ask a member of the workspace to add you to a channel."
+        : "You are in no conversation yet. Ask a member of the workspace to add you to a channel.",
+  );
+  const renderList = () => {
+    empty.hidden = !(conversationsLoaded() && conversations().length === 0);
     list.replaceChildren(
       ...conversations().map((c) =>
         h(
@@ -23,16 +36,16 @@ export function homeView(): View {
         ),
       ),
     );
+  };
   renderList();
   const unsubscribe = onConversationsChanged(renderList);
-  const canPost = hasScope("messages.write");
   const element = h(
     "div",
     { class: "page" },
     heading,
     h("p", { class: "muted" }, `Channels and direct messages in ${app.session?.workspace.name ?? "this workspace"}. Pick one from the list, or start a new one.`),
-    headed("All conversations", "h2", list),
-    canPost && app.session?.user.role !== "guest" ? createChannelForm() : null,
+    headed("All conversations", "h2", list, empty),
+    canCreateChannel ? createChannelForm() : null,
     canPost ? createDmForm() : null,
   );
   return { title: "Conversations", element, focusTarget: heading, dispose: unsubscribe };
@@ -48,9 +61,36 @@ function createChannelForm(): HTMLElement {
   );
   const submit = h("button", { type: "submit", class: "primary" }, "Create channel");
   const error = errorSlot();
-  const form = h("form", { "data-testid": "create-channel-form" }, field("Channel name", name, "Lowercase letters, digits, - and _."), field("Visibility", visibility), h("div", { class: "row" }, submit), error);
+  const offer = h("div", { class: "offer", hidden: true });
+  const form = h(
+    "form",
+    { "data-testid": "create-channel-form" },
+    field("Channel name", name, "Lowercase letters, digits, - and _."),
+    offer,
+    field("Visibility", visibility),
+    h("div", { class: "row" }, submit),
+    error,
+  );
+  name.addEventListener("input", () => {
+    offer.hidden = true;
+  });
   onSubmit(form, submit, error, async () => {
+    offer.hidden = true;
     if (!name.value.trim()) throw new InputError("Give the channel a name.");
+    if (!isChannelName(name.value)) {
+      const suggestion = channelNameFor(name.value);
+      if (!suggestion) throw new InputError("A channel name needs at least one letter or digit; use lowercase letters, digits, - and _.");
+      const use = h("button", { type: "button", class: "link-button", "data-testid": "channel-name-suggestion" }, `Use ${suggestion}`);
+      use.addEventListener("click", () => {
+        name.value = suggestion;
+        offer.hidden = true;
+        clearError(error);
+        name.focus();
+      });
+      offer.replaceChildren(h("span", null, `Channel names are lowercase letters, digits, - and _, with no spaces. `), use);
+      offer.hidden = false;
+      throw new InputError(`"${name.value.trim()}" cannot be a channel name as it is; ${suggestion} can.`);
+    }
     const created = await api<Conversation>("POST", "/channels", { body: { name: name.value.trim(), visibility: visibility.value } });
     form.reset();
     await loadConversations();

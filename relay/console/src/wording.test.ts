@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { channelNameFor, humanMessage, isChannelName } from "./wording";
+
+describe("the console's wording of relay errors", () => {
+  test("a field followed by what it must be reads as one sentence with the field's label", () => {
+    assert.equal(humanMessage("webhook_url: must use https"), "The webhook URL must use https.");
+    assert.equal(humanMessage("tab_context.entity_id is required"), "tab_context.entity_id is required");
+    assert.equal(humanMessage("name: is required"), "The name is required.");
+  });
+
+  test("a field followed by a sentence of its own loses the field name", () => {
+    assert.equal(humanMessage("name: an agent named Echo already exists"), "An agent named Echo already exists.");
+    assert.equal(humanMessage("path.id: no channel ch_1 in this workspace"), "No channel ch_1 in this workspace.");
+    assert.equal(humanMessage("api_key: this key is not recognised, or it was revoked."), "This key is not recognised, or it was revoked.");
+  });
+
+  test("a message without a field first is kept as the relay wrote it", () => {
+    assert.equal(humanMessage("You are not in this channel"), "You are not in this channel");
+    assert.equal(humanMessage("Could not reach the relay. Check the connection and try again."), "Could not reach the relay. Check the connection and try again.");
+  });
+});
+
+describe("channel names", () => {
+  test("what someone types is offered as the name the relay accepts", () => {
+    assert.equal(channelNameFor("General Chat"), "general-chat");
+    assert.equal(channelNameFor("  #Release  Notes! "), "release-notes");
+    assert.equal(channelNameFor("Café talk"), "café-talk");
+    assert.equal(channelNameFor("!!!"), null);
+    assert.equal(channelNameFor("x".repeat(90) + " y")?.length, 80);
+  });
+
+  test("a name the relay takes as it is needs no offer", () => {
+    assert.equal(isChannelName("general"), true);
+    assert.equal(isChannelName("#General"), true);
+    assert.equal(isChannelName("General Chat"), false);
+    assert.equal(isChannelName("-dash-first"), false);
+  });
+});
