@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, loadOperatorConfig, secretFlagWarnings } from "./config";
+import { type Config, ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, loadOperatorConfig, secretFlagWarnings } from "./config";
 import { runDoctor } from "./doctor";
 import { operatorChecks } from "./doctor/operator";
 import { DATABASE_FILE, databasePath, openStore, startRelay } from "./main";
@@ -99,7 +99,12 @@ function loadOrExit(overrides: Overrides) {
   }
 }
 
-async function init(values: Record<string, unknown>, quietJson: boolean): Promise<void> {
+interface Initialised {
+  workspaceSlug: string;
+  apiKey: string;
+}
+
+async function init(values: Record<string, unknown>, quietJson: boolean): Promise<Initialised> {
   const config = loadOrExit(overridesFrom(values));
   const workspace = typeof values["workspace"] === "string" ? values["workspace"] : undefined;
   const owner = typeof values["owner"] === "string" ? values["owner"] : undefined;
@@ -128,6 +133,7 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
         ].join("\n"),
       );
     }
+    return { workspaceSlug: result.workspace.slug, apiKey: result.apiKey };
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error));
   } finally {
@@ -264,7 +270,25 @@ async function doctor(values: Record<string, unknown>): Promise<void> {
   process.exit(code);
 }
 
-async function serve(values: Record<string, unknown>): Promise<void> {
+/** `word` as one shell word, quoted only when it needs to be (the lines printed at start-up are meant to be pasted). */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** What `start` knows that `serve` does not: whether it just initialised the data folder, and which one it serves. */
+interface StartRun {
+  dataDir: string;
+  firstRun: Initialised | undefined;
+}
+
+/** The lines `start` adds below `serving on`: a first run's next step, or how to get a key on later ones. */
+function startLines(run: StartRun, config: Pick<Config, "databaseUrl">): string[] {
+  if (run.firstRun) return [];
+  const where = config.databaseUrl ? `--database "$${SETTINGS.databaseUrl.env}"` : `--data ${shellWord(run.dataDir)}`;
+  return [`  owner key  shown on the first run only; to make a new one: npx tab-relay keys create ${where} --owner`];
+}
+
+async function serve(values: Record<string, unknown>, run?: StartRun): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
   try {
@@ -286,7 +310,8 @@ async function serve(values: Record<string, unknown>): Promise<void> {
   process.once("SIGINT", () => stop("SIGINT"));
   // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
   // line must get the graceful stop, not the default exit by signal.
-  process.stderr.write(`tab-relay serving on ${relay.url} (Ctrl+C to stop)\n`);
+  const lines = [`tab-relay serving on ${relay.url} (Ctrl+C to stop)`, ...(run ? startLines(run, config) : [])];
+  process.stderr.write(`${lines.join("\n")}\n`);
 }
 
 async function main(): Promise<void> {
@@ -324,7 +349,8 @@ async function main(): Promise<void> {
   for (const warning of secretFlagWarnings(overridesFrom(values))) process.stderr.write(`tab-relay: warning: ${warning}\n`);
   switch (command) {
     case "init":
-      return init(values, values["json"] === true);
+      await init(values, values["json"] === true);
+      return;
     case "serve":
       return serve(values);
     case "migrate":
@@ -340,9 +366,10 @@ async function main(): Promise<void> {
     case "start": {
       const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;
+      let firstRun: Initialised | undefined;
       if (!existsSync(databasePath(dataDir))) {
         process.stdout.write("First run: creating the data folder, a workspace and its owner.\n");
-        await init(
+        firstRun = await init(
           {
             ...values,
             workspace: values["workspace"] ?? process.env["TAB_RELAY_WORKSPACE"] ?? "default",
@@ -351,7 +378,7 @@ async function main(): Promise<void> {
           false,
         );
       }
-      return serve(values);
+      return serve(values, { dataDir, firstRun });
     }
     default:
       fail(`unknown command "${command}"\n\n${USAGE}`);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
@@ -9,6 +9,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BIN = fileURLToPath(new URL("../../relay/bin/tab-relay.js", import.meta.url));
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_")));
 
 /** A port nothing listens on right now (the kernel's pick for port 0, released at once). */
@@ -105,5 +106,57 @@ describe("npm start", () => {
       `the relay logs its clean stop:\n${npm.stdout()}`,
     );
     assert.equal(await listening(port), false, "nothing serves the port once npm has exited");
+  });
+});
+
+/** The line of `text` that starts (after its indent) with `label`, without the label. */
+function lineAfter(text: string, label: string): string | undefined {
+  const line = text.split("\n").find((candidate) => candidate.trimStart().startsWith(label));
+  return line?.trimStart().slice(label.length).trim();
+}
+
+describe("tab-relay start", () => {
+  const dirs: string[] = [];
+  const groups = new Set<number>();
+  after(() => {
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // The group is gone: everything in it stopped by itself.
+      }
+    }
+    dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+  });
+  const freshData = () => {
+    const parent = mkdtempSync(join(tmpdir(), "tab-relay-start-"));
+    dirs.push(parent);
+    return join(parent, "data");
+  };
+  const start = (args: string[], env: Record<string, string> = {}) => spawnServing(process.execPath, [BIN, "start", ...args], env, groups);
+  const stop = async (relay: Started) => {
+    relay.child.kill("SIGTERM");
+    assert.equal((await relay.exited).code, 0, relay.stderr());
+  };
+
+  test("a later start prints no key but the command that makes a new owner key, which works on the serving relay", async () => {
+    const data = freshData();
+    const first = await start(["--data", data, "--port", "0"]);
+    assert.match(first.stdout(), /svc_ws_[0-9A-Za-z]{36}/);
+    assert.equal(lineAfter(first.stderr(), "owner key"), undefined, "the first run prints the key itself");
+    await stop(first);
+
+    const second = await start(["--data", data, "--port", "0"]);
+    assert.doesNotMatch(second.stdout() + second.stderr(), /svc_ws_/);
+    const hint = lineAfter(second.stderr(), "owner key");
+    assert.ok(hint, second.stderr());
+    const command = /^shown on the first run only; to make a new one: npx tab-relay (keys create --data (\S+) --owner)$/.exec(hint);
+    assert.ok(command?.[1] && command[2] === data, hint);
+    const made = spawnSync(process.execPath, [BIN, ...command[1].split(" ")], { encoding: "utf8", env: cleanEnv });
+    assert.equal(made.status, 0, made.stderr);
+    const key = /svc_ws_[0-9A-Za-z]{36}/.exec(made.stdout)?.[0];
+    const me = await fetch(`${second.url}/api/v1/me`, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(me.status, 200, await me.text());
+    await stop(second);
   });
 });
