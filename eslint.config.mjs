@@ -21,6 +21,29 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules for the packages' code and their own tests: a promise nobody awaits (its rejection goes
+    // unhandled, or a caller goes on before the work is done) and a promise where a callback's void or a boolean is
+    // expected fail the lint. The programs are the packages' tsconfigs (shared's test config covers its src and tests).
+    files: ["relay/**/*.ts", "shared/**/*.ts", "extension/**/*.ts"],
+    extends: [tseslint.configs.recommendedTypeCheckedOnly],
+    languageOptions: {
+      parserOptions: {
+        project: ["shared/tsconfig.test.json", "relay/tsconfig.json", "relay/console/tsconfig.json", "extension/tsconfig.json"],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      // node:test's test() and describe() return promises the runner itself awaits.
+      "@typescript-eslint/no-floating-promises": [
+        "error",
+        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "describe", "it", "suite", "before", "after", "beforeEach", "afterEach"] }] },
+      ],
+      // An async function without await is how a synchronous implementation of an async interface is written here:
+      // unlike a plain function returning Promise.resolve(), it turns a throw into a rejection.
+      "@typescript-eslint/require-await": "off",
+    },
+  },
+  {
     // Only the composition roots and config read the environment; everything else gets config injected. Nor does
     // anything else read the time, in any of its spellings: code that asks the platform for the time cannot run on
     // a FakeClock, so its decisions (retries, timeouts, expiry) could only be tested by waiting. The clocks live in

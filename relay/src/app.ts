@@ -156,7 +156,7 @@ export function createApp(deps: AppDeps): RequestListener {
   // Clients are told both prefixes serve the same API (docs/api.md, "Base paths"); it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
-  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: deps.ready }));
+  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: () => deps.ready() }));
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   const errorHandler = createErrorHandler(deps);

@@ -53,7 +53,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   await sync(false);
 
-  const statusBar = new StatusBar(status, systemClock.now);
+  const statusBar = new StatusBar(status, () => systemClock.now());
   const unsubscribeNotices = status.onNotice((notice) => void showNotice(notice, settings.relayUrl));
   context.subscriptions.push(
     log,

@@ -380,7 +380,7 @@ test("https: certificates are verified, and a trusted certificate gives a normal
     tlsServer.setSecureContext({ key: readFileSync(keyPath), cert: readFileSync(certPath) });
     tlsServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
       req.resume();
-      req.on("end", () => res.writeHead(200).end(`tls ok ${req.headers["webhook-id"]}`));
+      req.on("end", () => res.writeHead(200).end(`tls ok ${String(req.headers["webhook-id"])}`));
     });
     await new Promise<void>((resolve) => tlsServer.listen(0, "127.0.0.1", resolve));
     const url = `https://localhost:${(tlsServer.address() as AddressInfo).port}/hook`;

@@ -120,8 +120,9 @@ export function createAgentSockets(deps: {
       (socket as WebSocket & { alive?: boolean }).alive = true;
       socket.on("pong", () => ((socket as WebSocket & { alive?: boolean }).alive = true));
       socket.on("message", (data, isBinary) => {
-        if (isBinary) return;
-        const envelopeId = ackedEnvelope(String(data));
+        // The relay's sockets keep ws's binaryType "nodebuffer", so a text message arrives as one Buffer.
+        if (isBinary || !Buffer.isBuffer(data)) return;
+        const envelopeId = ackedEnvelope(data.toString("utf8"));
         if (envelopeId === undefined) return;
         // Envelope ids are not secret (they are event ids, and another agent may learn one), so an ack counts only
         // on the socket its envelope was sent on; anywhere else it could mark another agent's event delivered.

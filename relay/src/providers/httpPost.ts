@@ -81,7 +81,7 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
       let ended = false;
       /** Settled: the reader is done (or the request failed); later data and errors are nobody's concern. */
       let settled = false;
-      let failure: unknown;
+      let failure: Error | undefined;
       /** The reader's rejection once it reads; until then a failure rejects the response promise. */
       let fail: (error: unknown) => void = reject;
       let onChunk: ((chunk: Buffer) => ChunkVerdict) | undefined;
@@ -102,9 +102,9 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
       const drop = (error: unknown) => {
         if (settled) return;
         cleanUp();
-        failure = error;
-        abort?.(error instanceof Error ? error : new Error(String(error)));
-        fail(error);
+        failure = error instanceof Error ? error : new Error(String(error));
+        abort?.(failure);
+        fail(failure);
       };
       const onAbort = () => drop(init.signal.reason);
       const idle = setTimeout(() => drop(new UpstreamSilence(headersSeen ? "body" : "headers", sawBody)), init.idleTimeoutMs);
@@ -143,7 +143,7 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
           onConnect(abortRequest) {
             abort = abortRequest;
             // Dropped before undici took the request: drop it now.
-            if (settled && failure !== undefined) abortRequest(failure instanceof Error ? failure : new Error(String(failure)));
+            if (settled && failure !== undefined) abortRequest(failure);
           },
           onHeaders(status, rawHeaders) {
             // Informational answers (100 Continue) come before the real one.

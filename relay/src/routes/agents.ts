@@ -34,7 +34,7 @@ const Name = z.string().trim().min(1).max(80);
 const Description = z.string().trim().max(500);
 
 /** The agent as people see it; only those who may change it see where it is connected and how delivery goes. */
-function present(agent: Agent, viewer: User, socketConnected: boolean, last?: DeliveryAttempt | undefined): Api.Agent {
+function present(agent: Agent, viewer: User, socketConnected: boolean, last?: DeliveryAttempt): Api.Agent {
   const fields: Api.AgentFields = {
     id: agent.id,
     name: agent.name,

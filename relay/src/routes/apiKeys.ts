@@ -2,7 +2,7 @@ import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { z } from "zod";
 import { createApiKey } from "../auth/apiKeys";
-import { SCOPES, type Scope } from "../auth/scopes";
+import { SCOPES } from "../auth/scopes";
 import type { Clock } from "../clock";
 import { requireScope } from "../http/authenticate";
 import { parseWith } from "../http/body";
@@ -36,7 +36,7 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
       workspaceId: caller.workspace.id,
       user: caller.user,
       name: body.name,
-      scopes: body.scopes as Scope[],
+      scopes: body.scopes,
     });
     const answer: Api.ApiKeyCreated = { ...present(key), secret };
     res.status(201).json({ data: answer });

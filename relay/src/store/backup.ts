@@ -181,7 +181,7 @@ export async function backupDatabase(options: BackupOptions, deps: BackupDeps): 
     const pageSize = source.pragma("page_size", { simple: true }) as number;
     deps.progress(`Backing up ${database} (${formatBytes(pageSize * (source.pragma("page_count", { simple: true }) as number))}) to ${to}`);
     try {
-      await copyDatabase(source, partial, deps.progress);
+      await copyDatabase(source, partial, (line) => deps.progress(line));
     } catch (error) {
       throw new BackupError(`--to: the copy to ${to} failed (${errorText(error)})`, { cause: error });
     }
@@ -280,7 +280,7 @@ export async function restoreDatabase(options: RestoreOptions, deps: BackupDeps)
       createPrivateFile(restoring);
       deps.progress(`Restoring into ${target}`);
       try {
-        await copyDatabase(source, restoring, deps.progress);
+        await copyDatabase(source, restoring, (line) => deps.progress(line));
       } catch (error) {
         removeQuietly(restoring);
         throw new BackupError(`--data: the copy into ${dataDir} failed (${errorText(error)})`, { cause: error });

@@ -152,7 +152,7 @@ async function migrate(db: Kysely<Database>): Promise<MigrationResult[]> {
     await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK_KEY)})`.execute(connection);
     try {
       const { error, results } = await new Migrator({ db: connection, provider: migrationProviderFor("postgres") }).migrateToLatest();
-      if (error) throw error instanceof Error ? error : new Error(String(error));
+      if (error) throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
       return results ?? [];
     } finally {
       await sql`select pg_advisory_unlock(${sql.lit(MIGRATION_LOCK_KEY)})`.execute(connection);

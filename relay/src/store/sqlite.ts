@@ -39,7 +39,7 @@ export async function openSqliteStore(path: string): Promise<Store> {
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();
-    throw error instanceof Error ? error : new Error(String(error));
+    throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
   }
   // Every API request looks its key up: compiling the query and preparing the statement once, rather than per
   // request as Kysely would, takes that lookup from about 60 µs to a few.
@@ -77,7 +77,7 @@ export async function migrateSqlite(path: string): Promise<string[]> {
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
   try {
     const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
-    if (error) throw error instanceof Error ? error : new Error(String(error));
+    if (error) throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
     return (results ?? []).filter((result) => result.status === "Success").map((result) => result.migrationName);
   } finally {
     await db.destroy();

@@ -91,8 +91,7 @@ export class SseDecoder {
 export async function* readSseEvents(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
   const lines = new LineDecoder();
   const events = new SseDecoder();
-  const iterable: AsyncIterable<Uint8Array> =
-    Symbol.asyncIterator in body ? (body as AsyncIterable<Uint8Array>) : streamToIterable(body as ReadableStream<Uint8Array>);
+  const iterable: AsyncIterable<Uint8Array> = Symbol.asyncIterator in body ? body : streamToIterable(body);
   for await (const chunk of iterable) {
     for (const line of lines.decode(chunk)) {
       const event = events.decode(line);

@@ -241,7 +241,7 @@ describe("replyTo", () => {
   test("uses an injected fetch", async () => {
     const seen: string[] = [];
     const fakeFetch: typeof fetch = async (input) => {
-      seen.push(String(input));
+      seen.push(input instanceof Request ? input.url : String(input));
       return new Response(JSON.stringify({ data: "ok" }), { status: 200 });
     };
     assert.equal(await replyTo(messageEvent(), "hi", { token: "t", fetch: fakeFetch }), "ok");

@@ -52,7 +52,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   decodeSigningSecret(options.signingSecret);
   const limit = options.rememberIds ?? DEFAULT_REMEMBERED_WEBHOOK_IDS;
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError("rememberIds must be a non-negative integer");
-  const now = options.now ?? systemClock.now;
+  const now = options.now ?? (() => systemClock.now());
   // Insertion order doubles as recency order.
   const seen = new Set<string>();
 

@@ -89,7 +89,7 @@ async function startFakeRelay(now: () => number) {
       const frames: Record<string, unknown>[] = [];
       const waiters: (() => void)[] = [];
       socket.on("message", (data) => {
-        frames.push(JSON.parse(String(data)) as Record<string, unknown>);
+        frames.push(JSON.parse((data as Buffer).toString("utf8")) as Record<string, unknown>);
         for (const wake of waiters.splice(0)) wake();
         notify();
       });

@@ -67,7 +67,7 @@ export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
     await client.end().catch(() => undefined);
     throw error;
   }
-  const hasTable = async (name: string) => (await client.query("select to_regclass($1) is not null as present", [`public.${name}`])).rows[0]?.present === true;
+  const hasTable = async (name: string) => (await client.query<{ present: boolean }>("select to_regclass($1) is not null as present", [`public.${name}`])).rows[0]?.present === true;
   return {
     engine: "postgres",
     where: withoutPassword(url),

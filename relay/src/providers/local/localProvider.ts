@@ -202,16 +202,12 @@ export function splitIntoFragments(text: string): string[] {
 export function createLocalProvider(): ModelProvider {
   return {
     name: "local",
-    complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
-      try {
+    // Synchronous work behind the async interface: async turns a throw (an abort) into the rejection callers await.
+    async complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
+      signal.throwIfAborted();
+      for (const fragment of splitIntoFragments(predictContinuation(input.context, input.maxTokens))) {
         signal.throwIfAborted();
-        for (const fragment of splitIntoFragments(predictContinuation(input.context, input.maxTokens))) {
-          signal.throwIfAborted();
-          if (onText(fragment) === false) break;
-        }
-        return Promise.resolve();
-      } catch (error) {
-        return Promise.reject(error);
+        if (onText(fragment) === false) break;
       }
     },
   };

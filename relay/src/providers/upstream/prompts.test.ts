@@ -13,7 +13,7 @@ function context(overrides: Partial<TabContext> = {}): TabContext {
     active_text_before_cursor: "function add(a, b) {\n  return ",
     active_text_after_cursor: "\n}\n",
     ...overrides,
-  } as TabContext;
+  };
 }
 
 function chat(overrides: Partial<TabContext> = {}): { system: string; user: string } {

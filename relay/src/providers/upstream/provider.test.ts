@@ -23,7 +23,7 @@ function input(overrides: Partial<TabContext> = {}, settings: Partial<Omit<Compl
       active_text_before_cursor: "function add(a, b) {\n  return ",
       active_text_after_cursor: "\n}",
       ...overrides,
-    } as TabContext,
+    },
     maxTokens: 64,
     temperature: 0.2,
     ...settings,

@@ -1,5 +1,4 @@
-import type { Kysely } from "kysely";
-import type { Database, Db } from "../schema";
+import type { Db } from "../schema";
 import type { Store } from "../types";
 import { agentSocketsStore } from "./agentSockets";
 import { agentsStore } from "./agents";
@@ -39,7 +38,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     apiKeys,
     async transaction(fn) {
       if (db.isTransaction) return fn(store);
-      return (db as Kysely<Database>).transaction().execute((trx) => fn(createKyselyStore(trx, async () => undefined, { rowLocks: fast?.rowLocks === true }, exclusive)));
+      return db.transaction().execute((trx) => fn(createKyselyStore(trx, async () => undefined, { rowLocks: fast?.rowLocks === true }, exclusive)));
     },
     close,
   };
