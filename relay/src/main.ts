@@ -13,7 +13,7 @@ import { createWorkerTokenCounter } from "./completion/tokenCounter";
 import { type Config, plainHttpWarning } from "./config";
 import { createLifecycle } from "./lifecycle";
 import { type Logger, createJsonLogger } from "./logger";
-import { createMetrics } from "./metrics";
+import { type Metrics, createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
 import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
@@ -110,8 +110,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const rateLimits = await connectRateLimits(config, logger);
   const services = createServices(config, options, logger, clock);
   const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
-  const realtime = wireRealtime({ config, options, clock, logger, store, bus, ids: services.ids, links: services.links });
+  const realtime = wireRealtime({ config, options, clock, logger, store, bus, ids: services.ids, links: services.links, metrics: services.metrics });
   const http = createHttpServer({ config, options, clock, logger, store, bus, rateLimits, services, realtime });
+  observeState(services, realtime, store, clock);
   const url = await listen(http.server, config, async () => {
     // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
     await Promise.all([store.close(), services.tokens.close()]);
@@ -190,6 +191,7 @@ interface RealtimeDeps {
   bus: Bus;
   ids: SortableIds;
   links: Links;
+  metrics: Metrics;
 }
 
 /** Agents' sockets, the console's live updates and the outbox's deliveries, and the bus messages that move them. */
@@ -267,7 +269,10 @@ function createDeliveries(deps: RealtimeDeps, agentSockets: AgentSockets): Deliv
     // A claim outlives any attempt (an attempt ends at its timeout), with room for signing and recording it.
     leaseMs: Math.max(webhooks.timeoutMs, webhooks.socketAckTimeoutMs) + 10_000,
     sockets: agentSockets,
-    onAttempt: (event) => deps.bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id }),
+    onAttempt(event, result) {
+      deps.metrics.deliveries.inc({ outcome: result.outcome, via: result.via });
+      deps.bus.publish({ topic: "attempt", workspaceId: event.workspace_id, agentId: event.agent_id });
+    },
   });
 }
 
@@ -297,6 +302,22 @@ function subscribeToBus(deps: RealtimeDeps, parts: { deliveries: DeliveryWorker;
       logger.error("live update failed", { error });
     }
   }
+}
+
+/** /metrics reads open sockets and the outbox when scraped: nothing is counted for it on the request path. */
+function observeState(services: Services, realtime: Realtime, store: Store, clock: Clock): void {
+  services.metrics.observe({
+    sockets() {
+      let socketMode = 0;
+      for (const agentId of realtime.agentSockets.connectedIds()) socketMode += realtime.agentSockets.count(agentId);
+      return { console: realtime.live.connections(), socket_mode: socketMode, sse: services.lifecycle.count("stream") };
+    },
+    async outbox() {
+      const { count, oldestCreatedAt } = await store.events.pendingSummary();
+      return { pending: count, oldestCreatedAt };
+    },
+    now: () => clock.now(),
+  });
 }
 
 interface HttpDeps {

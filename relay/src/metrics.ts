@@ -1,4 +1,10 @@
-/** A small Prometheus registry: counters and histograms with labels, rendered in the text exposition format. */
+/**
+ * A small Prometheus registry for the relay's own counters and histograms (hot path: a map lookup and an add),
+ * rendered in the text exposition format, followed by gauges read when /metrics is scraped and prom-client's
+ * process and runtime figures.
+ */
+import { Gauge, Registry, collectDefaultMetrics } from "prom-client";
+
 type Labels = Record<string, string>;
 
 interface Series {
@@ -86,7 +92,84 @@ function labelText(labels: Labels): string {
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** What the relay holds open and has waiting, read at scrape time only. */
+export interface RelayState {
+  /** Open now: console live sockets, Socket Mode sockets, completion streams (SSE). */
+  sockets(): { console: number; socket_mode: number; sse: number };
+  /** Pending outbox events, and when the oldest of them was created; one cheap query. */
+  outbox(): Promise<{ pending: number; oldestCreatedAt: string | undefined }>;
+  now(): number;
+}
+
+let runtime: Registry | undefined;
+
+/**
+ * prom-client's defaults (resident memory, CPU, event-loop lag, GC, handles, heap): one registry per process,
+ * however many relays it runs (tests start dozens), since the figures are the process's and their monitors
+ * (event-loop delay, GC observer) run for the process's life.
+ */
+function runtimeRegistry(): Registry {
+  if (runtime === undefined) {
+    runtime = new Registry();
+    collectDefaultMetrics({ register: runtime });
+  }
+  return runtime;
+}
+
+/** Gauges for what `state` reports, collected on each scrape; both outbox gauges (and overlapping scrapes) share one read. */
+function stateRegistry(getState: () => RelayState | undefined): Registry {
+  const registry = new Registry();
+  new Gauge({
+    name: "tab_relay_open_sockets",
+    help: "Connections held open now, by kind: console (live updates), socket_mode (agents), sse (completion streams).",
+    labelNames: ["kind"],
+    registers: [registry],
+    collect() {
+      const state = getState();
+      if (state === undefined) return;
+      for (const [kind, count] of Object.entries(state.sockets())) this.set({ kind }, count);
+    },
+  });
+  let reading: Promise<{ pending: number; oldestCreatedAt: string | undefined } | undefined> | undefined;
+  const readOutbox = (state: RelayState) => {
+    // A database that does not answer makes the outbox series NaN (unknown) in this scrape rather than failing all of /metrics.
+    reading ??= state
+      .outbox()
+      .catch(() => undefined)
+      .finally(() => (reading = undefined));
+    return reading;
+  };
+  new Gauge({
+    name: "tab_relay_outbox_pending_events",
+    help: "Webhook and Socket Mode events waiting in the outbox.",
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const state = getState();
+      const outbox = state && (await readOutbox(state));
+      if (state !== undefined) this.set(outbox === undefined ? Number.NaN : outbox.pending);
+    },
+  });
+  new Gauge({
+    name: "tab_relay_outbox_oldest_pending_age_seconds",
+    help: "How long the oldest pending outbox event has waited since it was created (0 with none pending).",
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const state = getState();
+      const outbox = state && (await readOutbox(state));
+      if (state === undefined) return;
+      if (outbox === undefined) return this.set(Number.NaN);
+      const oldest = outbox.oldestCreatedAt === undefined ? Number.NaN : Date.parse(outbox.oldestCreatedAt);
+      this.set(Number.isNaN(oldest) ? 0 : Math.max(0, (state.now() - oldest) / 1000));
+    },
+  });
+  return registry;
+}
+
 export function createMetrics() {
+  let state: RelayState | undefined;
+  const scraped = stateRegistry(() => state);
   const metrics = {
     httpRequests: new Metric("tab_relay_http_requests_total", "HTTP requests by route, method and status.", "counter"),
     httpDuration: new Metric("tab_relay_http_request_duration_seconds", "HTTP request duration by route, method and status.", "histogram", LATENCY_BUCKETS),
@@ -96,11 +179,22 @@ export function createMetrics() {
     upstreamFirstByte: new Metric("tab_relay_upstream_first_fragment_seconds", "Provider time to the first fragment.", "histogram", LATENCY_BUCKETS),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric("tab_relay_completion_cache_total", "Completion cache lookups by result (hit or miss).", "counter"),
+    deliveries: new Metric(
+      "tab_relay_webhook_deliveries_total",
+      "Outbox delivery attempts by outcome (delivered, retry: failed and scheduled again, failed: given up) and by transport (webhook, socket).",
+      "counter",
+    ),
   };
   return {
     ...metrics,
-    render(): string {
-      return `${Object.values(metrics).map((m) => m.render()).join("\n")}\n`;
+    /** Where the scrape-time gauges read from; until set (tools that never serve), they are left out. */
+    observe(source: RelayState): void {
+      state = source;
+    },
+    async render(): Promise<string> {
+      const own = Object.values(metrics).map((m) => m.render()).join("\n");
+      const [gauges, process] = await Promise.all([scraped.metrics(), runtimeRegistry().metrics()]);
+      return `${own}\n${gauges}${process}`;
     },
   };
 }

@@ -8,7 +8,7 @@ import { createSortableIds } from "../store/sortableIds";
 import { openSqliteStore } from "../store/sqlite";
 import type { Store, StoredEvent } from "../store/types";
 import type { WebhookClient, WebhookOutcome, WebhookRequest } from "./webhookClient";
-import { createDeliveryWorker } from "./worker";
+import { type AttemptResult, createDeliveryWorker } from "./worker";
 
 const HANG = Symbol("hang");
 
@@ -174,6 +174,23 @@ describe("the delivery worker", () => {
       assert.equal(event?.status, "failed");
       assert.equal(event?.attempts, 1);
     }
+  });
+
+  test("each recorded attempt is reported with what became of it: delivered, retry or failed, and how it went out", async () => {
+    const delivered = await agentWithEvents("reported-ok", 1);
+    const retried = await agentWithEvents("reported-retry", 1);
+    const given = await agentWithEvents("reported-gone", 1);
+    const status = new Map([[delivered.eventIds[0], 200], [retried.eventIds[0], 500], [given.eventIds[0], 410]]);
+    const client = scriptedClient((request) => outcome(status.get(request.headers["webhook-id"]) ?? 200));
+    const reported = new Map<string, AttemptResult>();
+    const onAttempt = (event: StoredEvent, result: AttemptResult) => reported.set(event.id, result);
+    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [60_000], onAttempt });
+    await worker.start();
+    await client.waitFor(3);
+    await worker.stop(1000);
+    assert.deepEqual(reported.get(delivered.eventIds[0] as string), { outcome: "delivered", via: "webhook" });
+    assert.deepEqual(reported.get(retried.eventIds[0] as string), { outcome: "retry", via: "webhook" });
+    assert.deepEqual(reported.get(given.eventIds[0] as string), { outcome: "failed", via: "webhook" });
   });
 
   test("an agent that hangs holds only its own share: another agent's events go out meanwhile", async () => {

@@ -31,12 +31,18 @@ export interface DeliveryWorkerOptions {
   /** Attempts in flight at once to one agent, so a slow agent holds only its own share. */
   maxPerAgent?: number;
   random?: () => number;
-  /** After every recorded attempt (the console's delivery log refreshes). */
-  onAttempt?: (event: StoredEvent) => void;
+  /** After every recorded attempt (the console's delivery log refreshes; /metrics counts outcomes). */
+  onAttempt?: (event: StoredEvent, result: AttemptResult) => void;
   /** Socket Mode connections: an agent connected here gets its events over the socket instead of a POST. */
   sockets?: Pick<AgentSockets, "connected" | "connectedIds" | "deliver">;
   /** How long a claim on an event lasts: longer than any attempt can take. */
   leaseMs?: number;
+}
+
+/** What became of an attempt: `retry` failed and is scheduled again, `failed` gave up; and how it went out. */
+export interface AttemptResult {
+  outcome: "delivered" | "retry" | "failed";
+  via: "webhook" | "socket";
 }
 
 export interface DeliveryWorker {
@@ -346,7 +352,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     };
     const held = await store.transaction((tx) => tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now), lease));
     if (held && next.next_attempt_at !== null) armTimer(Date.parse(next.next_attempt_at));
-    options.onAttempt?.(event);
+    options.onAttempt?.(event, { outcome: next.status === "pending" ? "retry" : next.status, via: url === SOCKET_URL ? "socket" : "webhook" });
     const fields = {
       event_id: event.id,
       agent_id: event.agent_id,

@@ -135,6 +135,11 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
       }
     },
 
+    /** Console sockets open now. */
+    connections(): number {
+      return held.size;
+    },
+
     close(): void {
       deps.clock.clearTimeout(check);
       for (const { client } of held) client.socket.close(LIVE_CLOSE.shutdown.code, LIVE_CLOSE.shutdown.reason);

@@ -19,8 +19,8 @@ export function createHealthRouter(deps: {
     const ok = checks.database && checks.redis !== false;
     res.status(ok ? 200 : 503).json({ status: ok ? "ready" : "not ready", database: checks.database, ...(checks.redis !== undefined ? { redis: checks.redis } : {}) });
   });
-  router.get("/metrics", named("/metrics"), (_req, res) => {
-    res.type("text/plain; version=0.0.4").send(deps.metrics.render());
+  router.get("/metrics", named("/metrics"), async (_req, res) => {
+    res.type("text/plain; version=0.0.4").send(await deps.metrics.render());
   });
   return router;
 }

@@ -57,7 +57,7 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
     }
 
     const controller = new AbortController();
-    const finished = deps.lifecycle.begin(() => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")));
+    const finished = deps.lifecycle.begin(() => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")), request.stream === true ? "stream" : "answer");
     // The client went away: stop the model at once rather than generate text nobody will read.
     const onClose = () => {
       if (!res.writableFinished) controller.abort(new RelayError("VALIDATION_ERROR", "Client disconnected"));

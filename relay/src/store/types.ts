@@ -207,6 +207,8 @@ export interface Store {
      * whose socket another relay holds (a live `agentSockets` row) is left to that relay.
      */
     due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; socketAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
+    /** How many events are pending and when the oldest of them was created (for /metrics, read when scraped). */
+    pendingSummary(): Promise<{ count: number; oldestCreatedAt: string | undefined }>;
     /** Makes the agent's waiting events due now (it just connected, so retrying need not wait). */
     dueNow(agentId: string, now: string): Promise<number>;
     /**
