@@ -1,27 +1,37 @@
 /**
- * CLI for the echo agent: `npx tsx examples/echo-agent/agent.ts [--port 8788] [--host 127.0.0.1]`.
- * Secrets come only from the environment (AGENT_SIGNING_SECRET, AGENT_TOKEN) so they never show up in `ps`.
- * With `--relay URL` and an API key in TAB_RELAY_API_KEY it connects itself first: it creates the agent with its
- * own webhook URL and uses the token and signing secret it gets back, so one command is enough.
+ * CLI for the echo agent: `npx tsx examples/echo-agent/agent.ts [--port 18788] [--host 127.0.0.1]`.
+ * Secrets come only from the environment (AGENT_SIGNING_SECRET, AGENT_TOKEN) or the credentials file, so they never
+ * show up in `ps`.
+ * With `--relay URL` it connects itself: it opens its port first, then reuses the agent saved in the credentials
+ * file, or creates one with its own webhook URL (with an API key in TAB_RELAY_API_KEY) and saves its token and
+ * signing secret there, so one command is enough, the first time and every time after.
  * With `--socket` it listens on nothing and holds a Socket Mode connection to the relay instead.
  */
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { isValidSigningSecret } from "../../shared/src/webhooks/index";
-import { DEFAULT_HOST, DEFAULT_PORT, startEchoAgent } from "./server";
+import { DEFAULT_CREDENTIALS_FILE, type SavedAgent, findSaved, forgetAgent, relayKey, saveAgent } from "./credentials";
+import { DEFAULT_HOST, DEFAULT_PORT, type OpenEchoAgent, openEchoAgent } from "./server";
 import { startEchoSocketAgent } from "./socket";
 
-const USAGE = `Usage: AGENT_SIGNING_SECRET=whsec_... AGENT_TOKEN=svc_agent_... npx tsx examples/echo-agent/agent.ts [--port N] [--host H]
-   or: TAB_RELAY_API_KEY=svc_ws_... npx tsx examples/echo-agent/agent.ts --relay http://127.0.0.1:8787 [--name Echo]
-   or: npx tsx examples/echo-agent/agent.ts --socket --relay http://127.0.0.1:8787  (with either pair of variables above)
+const USAGE = `Usage: TAB_RELAY_API_KEY=svc_ws_... npx tsx examples/echo-agent/agent.ts --relay http://127.0.0.1:8787 [--name Echo] [--take-over]
+   or: AGENT_SIGNING_SECRET=whsec_... AGENT_TOKEN=svc_agent_... npx tsx examples/echo-agent/agent.ts [--port N] [--host H]
+   or: npx tsx examples/echo-agent/agent.ts --socket --relay http://127.0.0.1:8787  (with either of the above)
 
-  --port N      port to listen on (env PORT, default ${DEFAULT_PORT})
+  --port N      port to listen on (env PORT, default ${DEFAULT_PORT}; 0 picks a free one)
   --host H      address to bind (env HOST, default ${DEFAULT_HOST})
-  --relay URL   connect a new agent on this relay first (needs an API key with agents.write in TAB_RELAY_API_KEY;
-                a relay on your machine must allow private webhook URLs: TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true)
+  --relay URL   connect to this relay first: reuse the agent saved in the credentials file, or create one (needs an
+                API key with agents.write in TAB_RELAY_API_KEY; a relay on your machine must allow private webhook
+                URLs: TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true) and save its token and signing secret there
+  --name NAME   the agent's name (default Echo)
+  --take-over   when an agent of that name exists but is not in the credentials file, give it a new token and
+                signing secret (the old ones stop working), point it at this process and save them
+  --credentials FILE
+                where the token and signing secret are kept, mode 0600 (env ECHO_AGENT_CREDENTIALS,
+                default ${DEFAULT_CREDENTIALS_FILE} in the current directory)
   --socket      Socket Mode: connect to the relay given by --relay over a WebSocket instead of listening for
-                webhooks (works behind NAT). Uses AGENT_TOKEN and AGENT_SIGNING_SECRET when AGENT_TOKEN is set,
-                else creates a new agent without a webhook URL with TAB_RELAY_API_KEY
-  --name NAME   the new agent's name (default Echo)`;
+                webhooks (works behind NAT). Uses AGENT_TOKEN and AGENT_SIGNING_SECRET when AGENT_TOKEN is set;
+                else as --relay above, an agent it creates having no webhook URL`;
 
 function fail(message: string): never {
   console.error(`${message}\n\n${USAGE}`);
@@ -35,6 +45,8 @@ const { values } = parseArgs({
     relay: { type: "string" },
     socket: { type: "boolean" },
     name: { type: "string" },
+    "take-over": { type: "boolean" },
+    credentials: { type: "string" },
     help: { type: "boolean", short: "h" },
   },
   strict: true,
@@ -49,34 +61,123 @@ if (socketMode && values.relay === undefined) fail("--socket needs --relay URL: 
 if (socketMode && (values.port !== undefined || values.host !== undefined)) fail("--socket listens on nothing: drop --port and --host.");
 const portText = values.port ?? process.env.PORT ?? String(DEFAULT_PORT);
 const port = Number(portText);
-if (!/^\d+$/.test(portText) || port < 1 || port > 65535) fail(`Invalid port: ${portText}`);
+if (!/^\d+$/.test(portText) || port > 65535) fail(`Invalid port: ${portText}`);
 const host = values.host ?? process.env.HOST ?? DEFAULT_HOST;
+const name = values.name ?? "Echo";
+const credentialsFile = resolve(values.credentials ?? process.env.ECHO_AGENT_CREDENTIALS ?? DEFAULT_CREDENTIALS_FILE);
+if (values.relay !== undefined) {
+  try {
+    relayKey(values.relay);
+  } catch {
+    fail(`Invalid --relay URL: ${values.relay}`);
+  }
+}
 
 interface Credentials {
   signingSecret: string;
   token: string;
 }
 
-/** Creates the agent on the relay (pointing at this process unless it uses Socket Mode) and returns its secrets (shown this once). */
-async function connect(relay: string): Promise<Credentials> {
-  const apiKey = process.env.TAB_RELAY_API_KEY ?? "";
-  if (apiKey === "") fail("--relay needs an API key with the agents.write scope in TAB_RELAY_API_KEY.");
-  const webhookUrl = socketMode ? null : `http://${host.includes(":") ? `[${host}]` : host}:${port}/`;
-  const response = await fetch(new URL("/api/v1/agents", relay), {
-    method: "POST",
-    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      name: values.name ?? "Echo",
-      description: "Echoes what you tell it (examples/echo-agent)",
-      ...(webhookUrl === null ? {} : { webhook_url: webhookUrl }),
-    }),
+function log(entry: Record<string, unknown>): void {
+  console.log(JSON.stringify({ at: new Date().toISOString(), ...entry }));
+}
+
+interface Answer {
+  status: number;
+  data: Record<string, unknown> | undefined;
+  error: { code?: string; message?: string } | undefined;
+}
+
+/** One call to the relay's API; `key` is the agent token for the Agent API, else the API key from the environment. */
+async function call(relay: string, path: string, init: { method?: string; json?: unknown; key?: string; why?: string } = {}): Promise<Answer> {
+  let key = init.key;
+  if (key === undefined) {
+    key = process.env.TAB_RELAY_API_KEY ?? "";
+    if (key === "") fail(`${init.why ?? "This"} needs an API key with the agents.write scope in TAB_RELAY_API_KEY.`);
+  }
+  const response = await fetch(`${relayKey(relay)}/api/v1${path}`, {
+    method: init.method ?? "GET",
+    headers: { authorization: `Bearer ${key}`, ...(init.json === undefined ? {} : { "content-type": "application/json" }) },
+    ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
   });
-  const body = (await response.json()) as { data?: { agent: { id: string; name: string }; token: string; signing_secret: string }; error?: { message: string } };
-  if (!response.ok || !body.data) fail(`The relay refused to create the agent: ${body.error?.message ?? response.status}`);
-  console.log(
-    JSON.stringify({ at: new Date().toISOString(), kind: "created", agent: body.data.agent.id, name: body.data.agent.name, ...(webhookUrl === null ? { socket: true } : { webhook_url: webhookUrl }) }),
-  );
-  return { signingSecret: body.data.signing_secret, token: body.data.token };
+  const body = (await response.json().catch(() => ({}))) as { data?: Record<string, unknown>; error?: { code?: string; message?: string } };
+  return { status: response.status, data: body.data, error: body.error };
+}
+
+function refused(what: string, answer: Answer): never {
+  fail(`The relay refused to ${what}: ${answer.error?.message ?? `HTTP ${answer.status}`}`);
+}
+
+function save(relay: string, entry: Omit<SavedAgent, "relay" | "name">): Credentials {
+  saveAgent(credentialsFile, { relay, name, ...entry });
+  return { signingSecret: entry.signing_secret, token: entry.token };
+}
+
+/** The saved agent, if its token still works; pointed at `webhookUrl` when it was somewhere else. */
+async function reuse(relay: string, webhookUrl: string | null): Promise<Credentials | undefined> {
+  const saved = findSaved(credentialsFile, relay, name);
+  if (saved === undefined) return undefined;
+  const me = await call(relay, "/agent-api/me", { key: saved.token });
+  if (me.status === 401) {
+    // Removed, given a new token elsewhere, or a relay started over on a fresh data folder.
+    log({ kind: "saved_agent_refused", agent: saved.agent_id, name, credentials: credentialsFile });
+    forgetAgent(credentialsFile, relay, name);
+    return undefined;
+  }
+  const paused = me.status === 403 && me.error?.code === "AGENT_PAUSED";
+  if (me.status !== 200 && !paused) refused("check the saved agent's token", me);
+  let webhook = saved.webhook_url;
+  if (webhookUrl !== null && webhookUrl !== saved.webhook_url) {
+    const moved = await call(relay, `/agents/${saved.agent_id}`, { method: "PATCH", json: { webhook_url: webhookUrl }, why: `Pointing the saved agent at ${webhookUrl}` });
+    if (moved.status !== 200) refused(`point the saved agent at ${webhookUrl}`, moved);
+    webhook = webhookUrl;
+  }
+  log({ kind: "reused", agent: saved.agent_id, name, credentials: credentialsFile, ...(paused ? { state: "paused" } : {}), ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }) });
+  return save(relay, { agent_id: saved.agent_id, webhook_url: webhook, token: saved.token, signing_secret: saved.signing_secret });
+}
+
+/** Replaces the token and signing secret of the agent that holds this name, and points it here. */
+async function takeOver(relay: string, webhookUrl: string | null): Promise<Credentials> {
+  const listed = await call(relay, "/agents", { why: "--take-over" });
+  if (listed.status !== 200) refused("list its agents", listed);
+  const agents = listed.data as unknown as Array<{ id: string; name: string; webhook_url?: string | null }>;
+  const agent = agents.find((candidate) => candidate.name.toLowerCase() === name.toLowerCase());
+  if (agent === undefined) fail(`--take-over: no agent named ${name} on ${relayKey(relay)}.`);
+  const token = await call(relay, `/agents/${agent.id}/token`, { method: "POST" });
+  if (token.status !== 200) refused(`give ${name} a new token`, token);
+  const secret = await call(relay, `/agents/${agent.id}/signing-secret`, { method: "POST" });
+  if (secret.status !== 200) refused(`give ${name} a new signing secret`, secret);
+  let webhook = agent.webhook_url ?? null;
+  if (webhookUrl !== null && webhookUrl !== webhook) {
+    const moved = await call(relay, `/agents/${agent.id}`, { method: "PATCH", json: { webhook_url: webhookUrl } });
+    if (moved.status !== 200) refused(`point ${name} at ${webhookUrl}`, moved);
+    webhook = webhookUrl;
+  }
+  log({ kind: "taken_over", agent: agent.id, name, credentials: credentialsFile, ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }) });
+  return save(relay, { agent_id: agent.id, webhook_url: webhook, token: String(token.data?.token), signing_secret: String(secret.data?.signing_secret) });
+}
+
+/** Reuses the saved agent, or creates one pointing at this process (none for Socket Mode) and saves its secrets. */
+async function connect(relay: string, webhookUrl: string | null): Promise<Credentials> {
+  const reused = await reuse(relay, webhookUrl);
+  if (reused !== undefined) return reused;
+  const created = await call(relay, "/agents", {
+    method: "POST",
+    json: { name, description: "Echoes what you tell it (examples/echo-agent)", ...(webhookUrl === null ? {} : { webhook_url: webhookUrl }) },
+    why: "Creating the agent",
+  });
+  if (created.status === 409 && values["take-over"] === true) return takeOver(relay, webhookUrl);
+  if (created.status === 409) {
+    fail(
+      `An agent named ${name} exists on ${relayKey(relay)}, and ${credentialsFile} does not hold its token and signing secret ` +
+        `(they are shown once, when it is created). Run again with --take-over to give it new ones (the old ones stop working), ` +
+        `point it here and save them; or choose another --name.`,
+    );
+  }
+  if (created.status !== 201 || created.data === undefined) refused("create the agent", created);
+  const agent = created.data.agent as { id: string };
+  log({ kind: "created", agent: agent.id, name, credentials: credentialsFile, ...(webhookUrl === null ? { socket: true } : { webhook_url: webhookUrl }) });
+  return save(relay, { agent_id: agent.id, webhook_url: webhookUrl, token: String(created.data.token), signing_secret: String(created.data.signing_secret) });
 }
 
 function fromEnvironment(): Credentials {
@@ -88,24 +189,52 @@ function fromEnvironment(): Credentials {
   return { signingSecret, token };
 }
 
-function credentials(): Promise<Credentials> {
+function credentials(webhookUrl: string | null): Promise<Credentials> {
   if (values.relay === undefined) return Promise.resolve(fromEnvironment());
   // In Socket Mode --relay is also where to connect, so an existing agent's secrets are used when given.
   if (socketMode && (process.env.AGENT_TOKEN ?? "") !== "") return Promise.resolve(fromEnvironment());
-  return connect(values.relay);
+  return connect(values.relay, webhookUrl);
 }
 
-function start({ signingSecret, token }: Credentials): Promise<{ close(): Promise<void> }> {
-  if (!socketMode) {
-    return startEchoAgent({ signingSecret, token, port, host }).then((agent) => {
-      console.log(JSON.stringify({ at: new Date().toISOString(), kind: "listening", url: agent.url }));
-      return agent;
-    });
+async function listen(): Promise<OpenEchoAgent> {
+  try {
+    return await openEchoAgent({ port, host });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      fail(`Port ${port} on ${host} is already in use (another program, or this agent running already). Choose another with --port N (or PORT=N); nothing was registered on the relay.`);
+    }
+    throw error;
   }
-  return startEchoSocketAgent({
+}
+
+/** What a signal stops; until it is set a signal ends the process at once. */
+let running: { close(): Promise<void> } | undefined;
+let stopping = false;
+// Handlers before any line is printed: a supervisor that signals as soon as it reads one must not meet the default action.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    if (running === undefined) process.exit(0);
+    running.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}
+
+async function start(): Promise<void> {
+  if (!socketMode) {
+    // The port first: an agent registered with a URL this process cannot hold would receive nothing.
+    const agent = await listen();
+    running = agent;
+    agent.useCredentials(await credentials(`${agent.url}/`));
+    log({ kind: "listening", url: agent.url });
+    return;
+  }
+  running = await startEchoSocketAgent({
     relay: values.relay as string,
-    signingSecret,
-    token,
+    ...(await credentials(null)),
     onClosed(code, reason) {
       // Paused, removed or a new token: reconnecting cannot help, so the process ends and says why.
       console.error(`The relay ended the Socket Mode connection for good: ${code} ${reason}`);
@@ -115,21 +244,4 @@ function start({ signingSecret, token }: Credentials): Promise<{ close(): Promis
 }
 
 // No top-level await: the repository root is not "type": "module", so tsx may load this file as CommonJS.
-credentials()
-  .then(start)
-  .then(
-    (agent) => {
-      let stopping = false;
-      for (const signal of ["SIGINT", "SIGTERM"] as const) {
-        process.on(signal, () => {
-          if (stopping) process.exit(1);
-          stopping = true;
-          agent.close().then(
-            () => process.exit(0),
-            () => process.exit(1),
-          );
-        });
-      }
-    },
-    (error: unknown) => fail(`Could not start: ${error instanceof Error ? error.message : String(error)}`),
-  );
+start().catch((error: unknown) => fail(`Could not start: ${error instanceof Error ? error.message : String(error)}`));

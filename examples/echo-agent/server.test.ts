@@ -6,7 +6,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import type { MessageCreatedEvent, PingEvent } from "../../shared/src/webhooks/index";
 import { newSigningSecret, signWebhook } from "../../shared/src/webhooks/index";
 import type { EchoAgent } from "./server";
-import { echoText, startEchoAgent } from "./server";
+import { echoText, openEchoAgent, startEchoAgent } from "./server";
 
 const SECRET = newSigningSecret();
 const TOKEN = "svc_agent_exampletoken0000000000000000000";
@@ -175,6 +175,26 @@ describe("echoText", () => {
 
   test("says so when nothing is left", () => {
     assert.equal(echoText(messageEvent("u", "  @Echo  ")), "Echo: (nothing to echo)");
+  });
+});
+
+describe("openEchoAgent", () => {
+  test("listens before it has its secrets, answers 503 with Retry-After until then, and verifies deliveries after", async () => {
+    const logs: Array<Record<string, unknown>> = [];
+    const agent = await openEchoAgent({ port: 0, log: (entry) => logs.push(entry) });
+    try {
+      const early = await deliver(agent.url, "wh_early", JSON.stringify(PING));
+      assert.equal(early.status, 503);
+      assert.equal(early.headers.get("retry-after"), "1");
+      assert.equal(agent.events.length, 0);
+      agent.useCredentials({ signingSecret: SECRET, token: TOKEN });
+      assert.equal((await deliver(agent.url, "wh_early", JSON.stringify(PING))).status, 204);
+      assert.equal((await deliver(agent.url, "wh_forged", JSON.stringify(PING), { secret: newSigningSecret() })).status, 400);
+      assert.deepEqual(agent.events.map((event) => event.id), ["evt_ping"]);
+      assert.deepEqual(logs.map((entry) => entry.kind), ["rejected", "received", "ping", "rejected"]);
+    } finally {
+      await agent.close();
+    }
   });
 });
 

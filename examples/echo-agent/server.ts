@@ -8,7 +8,8 @@ import type { AddressInfo } from "node:net";
 import type { MessageCreatedEvent, WebhookEvent } from "../../shared/src/webhooks/index";
 import { AgentApiError, WebhookVerificationError, createWebhookReceiver, replyTo } from "../../shared/src/webhooks/index";
 
-export const DEFAULT_PORT = 8788;
+/** Not 8788: that is where a second relay beside one on 8787 would go. */
+export const DEFAULT_PORT = 18788;
 export const DEFAULT_HOST = "127.0.0.1";
 /** Events are small (Standard Webhooks recommends under 20 kB, spec/standard-webhooks.md "Payload size"); anything far bigger is not ours. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -18,7 +19,7 @@ export interface EchoAgentOptions {
   signingSecret: string;
   /** The agent token (`svc_agent_…`) used to reply. */
   token: string;
-  /** Default 8788; 0 picks a free port. */
+  /** Default 18788; 0 picks a free port. */
   port?: number | undefined;
   host?: string | undefined;
   /** Receives one record per delivery and per reply; defaults to one JSON line on stdout. */
@@ -29,6 +30,7 @@ export interface EchoAgentOptions {
 }
 
 export interface EchoAgent {
+  /** Where it listens, without a trailing slash. */
   url: string;
   /** Every verified, non-duplicate event, in arrival order. */
   events: WebhookEvent[];
@@ -112,12 +114,27 @@ export function createEchoWork(options: {
   };
 }
 
+/** An echo agent that listens before it knows its secrets, as when it still has to register its own URL. */
+export interface OpenEchoAgent extends EchoAgent {
+  /** Starts verifying and answering deliveries with these; until then each one is answered `503`, which the relay retries. */
+  useCredentials(credentials: { signingSecret: string; token: string }): void;
+}
+
 export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAgent> {
-  const receiver = createWebhookReceiver({ signingSecret: options.signingSecret, now: options.now });
+  const { signingSecret, token, ...listening } = options;
+  // Thrown for a bad secret before the port is opened; the agent builds its own receiver below.
+  createWebhookReceiver({ signingSecret });
+  const agent = await openEchoAgent(listening);
+  agent.useCredentials({ signingSecret, token });
+  return agent;
+}
+
+/** Opens the port first, so an agent registered with this URL never points at a port someone else holds. */
+export async function openEchoAgent(options: Omit<EchoAgentOptions, "signingSecret" | "token">): Promise<OpenEchoAgent> {
   const log = options.log ?? logLine;
   const events: WebhookEvent[] = [];
   const pending = new Set<Promise<void>>();
-  const work = createEchoWork({ token: options.token, log, fetch: options.fetch });
+  let ready: { receiver: ReturnType<typeof createWebhookReceiver>; work: ReturnType<typeof createEchoWork> } | undefined;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== "POST") {
@@ -125,6 +142,13 @@ export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAge
       answer(res, 405, { error: "method_not_allowed" });
       return;
     }
+    if (ready === undefined) {
+      log({ kind: "rejected", reason: "not_ready" });
+      res.setHeader("retry-after", "1");
+      answer(res, 503, { error: "not_ready" });
+      return;
+    }
+    const { receiver, work } = ready;
     let raw: string;
     try {
       raw = await readRawBody(req);
@@ -192,6 +216,9 @@ export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAge
     url,
     events,
     idle,
+    useCredentials({ signingSecret, token }) {
+      ready = { receiver: createWebhookReceiver({ signingSecret, now: options.now }), work: createEchoWork({ token, log, fetch: options.fetch }) };
+    },
     async close() {
       const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
       server.closeIdleConnections();

@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { EventEmitter, once } from "node:events";
+import { rmSync } from "node:fs";
 import { type IncomingMessage, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MessageCreatedEvent, PingEvent } from "@tab-relay/shared";
@@ -654,10 +657,13 @@ describe("the echo agent in Socket Mode", () => {
     }
   });
 
-  test("the CLI with --socket creates an agent without a webhook URL, connects it and answers", async () => {
+  test("the CLI with --socket creates an agent without a webhook URL, connects it and answers", async (t) => {
+    const credentials = join(tmpdir(), `echo-agent-socket-${process.pid}.json`);
+    t.after(() => rmSync(credentials, { force: true }));
     const child = spawn(process.execPath, ["--import", "tsx", "examples/echo-agent/agent.ts", "--socket", "--relay", relay.url, "--name", "CliEcho"], {
       cwd: new URL("../..", import.meta.url),
-      env: { PATH: process.env.PATH ?? "", TAB_RELAY_API_KEY: relay.apiKey },
+      // The agent saves its new token and secret; not in the repository's .tab-relay/.
+      env: { PATH: process.env.PATH ?? "", TAB_RELAY_API_KEY: relay.apiKey, ECHO_AGENT_CREDENTIALS: credentials },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const lines: Record<string, unknown>[] = [];
