@@ -281,9 +281,21 @@ interface StartRun {
   firstRun: Initialised | undefined;
 }
 
+/** The README's first completion: the local engine continues the second `add` with the body of the first. */
+const FIRST_COMPLETION_TEXT = "function add(a, b) {\\n  return a + b;\\n}\\nfunction add(a, b) {";
+
 /** The lines `start` adds below `serving on`: a first run's next step, or how to get a key on later ones. */
-function startLines(run: StartRun, config: Pick<Config, "databaseUrl">): string[] {
-  if (run.firstRun) return [];
+function startLines(run: StartRun, config: Pick<Config, "databaseUrl">, url: string): string[] {
+  if (run.firstRun) {
+    const { apiKey, workspaceSlug } = run.firstRun;
+    const body = `{"stream":true,"tab_context":{"surface":"code","workspace_slug":"${workspaceSlug}","entity_id":"a.js","document_type":"plaintext","active_text_before_cursor":"${FIRST_COMPLETION_TEXT}"}}`;
+    return [
+      "",
+      "A first completion, from another terminal:",
+      `  export KEY=${apiKey}`,
+      `  curl -N ${url}/api/v1/tab/chat/completions -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" -d '${body}'`,
+    ];
+  }
   const where = config.databaseUrl ? `--database "$${SETTINGS.databaseUrl.env}"` : `--data ${shellWord(run.dataDir)}`;
   return [`  owner key  shown on the first run only; to make a new one: npx tab-relay keys create ${where} --owner`];
 }
@@ -310,7 +322,9 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   process.once("SIGINT", () => stop("SIGINT"));
   // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
   // line must get the graceful stop, not the default exit by signal.
-  const lines = [`tab-relay serving on ${relay.url} (Ctrl+C to stop)`, ...(run ? startLines(run, config) : [])];
+  // The console is served at `/` of the public URL when there is one (behind a proxy), else where the relay listens.
+  const consoleUrl = `${config.publicUrl ?? relay.url}/`;
+  const lines = [`tab-relay serving on ${relay.url} (Ctrl+C to stop)`, `  console    ${consoleUrl}`, ...(run ? startLines(run, config, relay.url) : [])];
   process.stderr.write(`${lines.join("\n")}\n`);
 }
 

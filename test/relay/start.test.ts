@@ -139,6 +139,52 @@ describe("tab-relay start", () => {
     assert.equal((await relay.exited).code, 0, relay.stderr());
   };
 
+  test("the first start prints the console URL, an export KEY line and a curl that streams a completion, on the port chosen", async () => {
+    const data = freshData();
+    const port = await freePort();
+    const relay = await start(["--data", data], { TAB_RELAY_PORT: String(port) });
+    const err = relay.stderr();
+    assert.equal(lineAfter(err, "console"), `http://127.0.0.1:${port}/`);
+    const page = await fetch(`http://127.0.0.1:${port}/`, { headers: { Accept: "text/html" } });
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /text\/html/);
+
+    const exportLine = err.split("\n").find((line) => line.trimStart().startsWith("export KEY="))?.trim();
+    const curlLine = err.split("\n").find((line) => line.trimStart().startsWith("curl "))?.trim();
+    assert.ok(exportLine && curlLine, err);
+    assert.equal(exportLine.slice("export KEY=".length), /svc_ws_[0-9A-Za-z]{36}/.exec(relay.stdout())?.[0], "the key printed above");
+    assert.ok(curlLine.includes(`http://127.0.0.1:${port}/api/v1/tab/chat/completions`), curlLine);
+
+    let answer: string;
+    if (spawnSync("curl", ["--version"]).status === 0) {
+      // The lines as a person pastes them into a shell.
+      const pasted = spawnSync("sh", ["-c", `${exportLine}\n${curlLine} -sS`], { encoding: "utf8", env: cleanEnv });
+      assert.equal(pasted.status, 0, pasted.stderr);
+      answer = pasted.stdout;
+    } else {
+      const body = /-d '(.*)'$/.exec(curlLine)?.[1];
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${exportLine.slice("export KEY=".length)}`, "Content-Type": "application/json" },
+        body,
+      });
+      answer = await response.text();
+    }
+    assert.ok(answer.trimEnd().endsWith("data: [DONE]"), answer);
+    const suggestion = answer
+      .split("\n")
+      .filter((line) => line.startsWith("data: {"))
+      .map((line) => (JSON.parse(line.slice("data: ".length)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "")
+      .join("");
+    assert.equal(suggestion, "\n  return a + b;\n}");
+
+    await stop(relay);
+    const again = await start(["--data", data, "--port", "0"]);
+    assert.equal(again.stderr().split("\n").find((line) => line.includes("export KEY=")), undefined, "later starts print no key");
+    assert.equal(lineAfter(again.stderr(), "console"), `${again.url}/`);
+    await stop(again);
+  });
+
   test("a later start prints no key but the command that makes a new owner key, which works on the serving relay", async () => {
     const data = freshData();
     const first = await start(["--data", data, "--port", "0"]);
