@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { existsSync } from "node:fs";
+import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
@@ -300,13 +302,33 @@ function startLines(run: StartRun, config: Pick<Config, "databaseUrl">, url: str
   return [`  owner key  shown on the first run only; to make a new one: npx tab-relay keys create ${where} --owner`];
 }
 
+/** What to say when the address cannot be listened on: the port taken (or not ours to take), and how to pick another. */
+function listenProblem(error: unknown, config: Pick<Config, "host" | "port">): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "needs privileges this process does not have" : undefined;
+  if (why === undefined) return undefined;
+  return `port ${config.port} on ${config.host} ${why}; choose another with --port N (npm start -- --port N) or ${SETTINGS.port.env}=N`;
+}
+
+/** Fails before anything is created when the port cannot be listened on (the relay listens only once its store is open). */
+async function checkPortFree(config: Pick<Config, "host" | "port">): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createServer().listen(config.port, config.host);
+  try {
+    await once(probe, "listening");
+  } catch (error) {
+    fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
+  }
+  await new Promise((resolve) => probe.close(resolve));
+}
+
 async function serve(values: Record<string, unknown>, run?: StartRun): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
   try {
     relay = await startRelay(config);
   } catch (error) {
-    fail(error instanceof Error ? error.message : String(error));
+    fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
   const stop = (signal: string) => {
     process.stderr.write(`tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`);
@@ -382,6 +404,8 @@ async function main(): Promise<void> {
       values["data"] = dataDir;
       let firstRun: Initialised | undefined;
       if (!existsSync(databasePath(dataDir))) {
+        // A port clash found after init would leave a new folder behind and its key printed for nothing.
+        await checkPortFree(loadOrExit(overridesFrom(values)));
         process.stdout.write("First run: creating the data folder, a workspace and its owner.\n");
         firstRun = await init(
           {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -183,6 +183,30 @@ describe("tab-relay start", () => {
     assert.equal(again.stderr().split("\n").find((line) => line.includes("export KEY=")), undefined, "later starts print no key");
     assert.equal(lineAfter(again.stderr(), "console"), `${again.url}/`);
     await stop(again);
+  });
+
+  test("a port in use stops start before it creates anything, naming the port and how to choose another; serve says the same", async () => {
+    const taken = createServer().listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const data = freshData();
+      const refused = spawnSync(process.execPath, [BIN, "start", "--data", data], { encoding: "utf8", env: { ...cleanEnv, TAB_RELAY_PORT: String(port) } });
+      assert.equal(refused.status, 2, refused.stderr);
+      const advice = `tab-relay: port ${port} on 127.0.0.1 is already in use; choose another with --port N (npm start -- --port N) or TAB_RELAY_PORT=N\n`;
+      assert.equal(refused.stderr, advice);
+      assert.doesNotMatch(refused.stdout, /svc_ws_/, "no key printed for a relay that never served");
+      assert.equal(existsSync(data), false, "no data folder left behind");
+
+      assert.equal(spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], { env: cleanEnv }).status, 0);
+      for (const command of ["serve", "start"]) {
+        const busy = spawnSync(process.execPath, [BIN, command, "--data", data, "--port", String(port)], { encoding: "utf8", env: cleanEnv });
+        assert.equal(busy.status, 2, busy.stderr);
+        assert.equal(busy.stderr, advice, command);
+      }
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   test("a later start prints no key but the command that makes a new owner key, which works on the serving relay", async () => {
