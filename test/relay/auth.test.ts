@@ -23,15 +23,29 @@ describe("API keys and authentication", () => {
     assert.ok(!JSON.stringify(data).includes(relay.apiKey), "the secret is never echoed");
   });
 
-  test("a missing Authorization header is 401", async () => {
+  test("a missing Authorization header is 401 saying the API key is missing", async () => {
     const response = await relay.request("/api/v1/me", { key: null });
     assert.equal(response.status, 401);
     const error = await errorOf(response);
     assert.equal(error.code, "UNAUTHORIZED");
-    assert.match(error.message, /Authorization/);
+    assert.equal(error.message, "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`");
   });
 
-  for (const header of ["Basic abc", "Bearer", "bearer KEY", "Bearer  KEY", "Bearer KEY extra", "KEY"]) {
+  for (const header of ["", "Bearer", "Bearer   ", "bearer"]) {
+    test(`an Authorization header with no key in it (${JSON.stringify(header)}, as \`Bearer $KEY\` with KEY unset sends) is 401 saying the API key is missing`, async () => {
+      const response = await fetch(`${relay.url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { Authorization: header, "Content-Type": "application/json" },
+        body: JSON.stringify(completionBody()),
+      });
+      assert.equal(response.status, 401);
+      const error = await errorOf(response);
+      assert.equal(error.code, "UNAUTHORIZED");
+      assert.match(error.message, /^Missing API key: the Authorization header holds none /);
+    });
+  }
+
+  for (const header of ["Basic abc", "bearer KEY", "Bearer  KEY", "Bearer KEY extra", "KEY"]) {
     test(`a malformed Authorization header (${JSON.stringify(header)}) is 401`, async () => {
       const value = header.replace("KEY", relay.apiKey);
       const response = await fetch(`${relay.url}/api/v1/me`, { headers: { Authorization: value } });

@@ -9,6 +9,8 @@ import type { Links } from "../links";
 import type { KeyOwner, Store } from "../store/types";
 
 const BEARER = /^Bearer ([^\s]+)$/;
+/** A header with no key in it: empty, or `Bearer` alone (what `Bearer $KEY` becomes when KEY is unset). */
+const NO_KEY = /^(?:Bearer)?\s*$/i;
 
 /** The token of an `Authorization: Bearer <token>` header: exactly that form, one space, nothing else. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -52,7 +54,11 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
       return next();
     }
     if (header === undefined) {
-      req.authError = new RelayError("UNAUTHORIZED", "Missing Authorization header; send `Authorization: Bearer <API key>`");
+      req.authError = new RelayError("UNAUTHORIZED", "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`");
+      return next();
+    }
+    if (NO_KEY.test(header)) {
+      req.authError = new RelayError("UNAUTHORIZED", "Missing API key: the Authorization header holds none (is the variable meant to hold it empty?); send `Authorization: Bearer <API key>`");
       return next();
     }
     const token = bearerToken(header);
