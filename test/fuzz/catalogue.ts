@@ -127,7 +127,7 @@ const http = (method: string, mount: Mount, path: string, fields: readonly strin
 
 export const HTTP_ROUTES: readonly HttpRoute[] = [
   // The main API (README: API reference).
-  http("POST", "api", "/tab/chat/completions", ["model", "stream", "stream_options", "tab_context", "max_completion_tokens"], (f, r) => ({
+  http("POST", "api", "/tab/chat/completions", ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"], (f, r) => ({
     credential: r.pick(["owner", "tabOnly"]),
     body: completionSample(f, r),
   })),

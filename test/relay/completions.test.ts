@@ -365,6 +365,64 @@ describe("Tab completions through an OpenAI-compatible upstream", () => {
     assert.equal(body.choices[0]?.message.content, "  return a + b;\n}");
   });
 
+  /** The postprocessed text and the raw text of one stream. */
+  async function readWithRaw(response: Response): Promise<{ text: string; raw: string; rawFrames: number }> {
+    let text = "";
+    let raw = "";
+    let rawFrames = 0;
+    for await (const event of readSseEvents(response.body as ReadableStream<Uint8Array>)) {
+      if (event.event === "raw") {
+        rawFrames += 1;
+        raw += (JSON.parse(event.data) as { text: string }).text;
+      } else if (event.data !== "[DONE]") {
+        text += (JSON.parse(event.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "";
+      }
+    }
+    return { text, raw, rawFrames };
+  }
+
+  test("tab_raw_text streams the model's own text as raw frames beside the postprocessed answer", async () => {
+    const said = "Here is the completion:\n```ts\n  return a + b;\n}\n```";
+    upstream.enqueue({ kind: "reply", text: said, chunks: 5 });
+    const response = await chat.request(PATH, { method: "POST", json: completionBody({ active_text_before_cursor: "function add(a, b) {\n" }, { stream: true, tab_raw_text: true }) });
+    assert.equal(response.status, 200);
+    const { text, raw } = await readWithRaw(response);
+    assert.equal(raw, said);
+    assert.equal(text, "  return a + b;\n}");
+  });
+
+  test("a stream without tab_raw_text carries no raw frames", async () => {
+    upstream.enqueue({ kind: "reply", text: "Here is the completion:\n  return a + b;", chunks: 3 });
+    const response = await chat.request(PATH, { method: "POST", json: completionBody({ active_text_before_cursor: "function add(a, b) {\n" }, { stream: true }) });
+    const { text, rawFrames } = await readWithRaw(response);
+    assert.equal(rawFrames, 0);
+    assert.equal(text, "  return a + b;");
+  });
+
+  test("a cached answer carries the raw text it was made from", async () => {
+    const cached = await startTestRelay({ env: { TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "stand-in-coder", TAB_RELAY_UPSTREAM_API: "chat" } });
+    try {
+      const said = "```ts\n  return a * b;\n```";
+      upstream.enqueue({ kind: "reply", text: said, chunks: 2 });
+      const json = completionBody({ active_text_before_cursor: "function multiply(a, b) {\n" }, { stream: true, tab_raw_text: true });
+      const first = await readWithRaw(await cached.request(PATH, { method: "POST", json }));
+      const asked = upstream.requests.length;
+      const second = await readWithRaw(await cached.request(PATH, { method: "POST", json }));
+      assert.equal(upstream.requests.length, asked, "the second request reached the upstream");
+      assert.deepEqual({ text: second.text, raw: second.raw }, { text: first.text, raw: said });
+    } finally {
+      await cached.close();
+    }
+  });
+
+  test("tab_raw_text without a stream is refused, naming the field", async () => {
+    const response = await chat.request(PATH, { method: "POST", json: completionBody({}, { stream: false, tab_raw_text: true }) });
+    assert.equal(response.status, 400);
+    const error = await errorOf(response);
+    assert.equal(error.code, "VALIDATION_ERROR");
+    assert.match(error.message, /^tab_raw_text: /);
+  });
+
   test("an upstream 500 becomes 502 UPSTREAM_ERROR", async () => {
     upstream.enqueue({ kind: "error", status: 500, body: { error: { message: "model crashed" } } });
     const response = await chat.request(PATH, { method: "POST", json: completionBody({}, { stream: true }) });

@@ -12,6 +12,8 @@ export interface CompletionSink {
   /** The provider (or the cache) has answered; called once, before any text. */
   start(): void;
   text(text: string): void;
+  /** The model's own text, fragment by fragment, before postprocessing; only for a sink that asks for it. */
+  raw?(text: string): void;
 }
 
 export interface CompletionService {
@@ -21,6 +23,8 @@ export interface CompletionService {
 
 interface CachedCompletion {
   text: string;
+  /** What the model answered before postprocessing, for a later request that asks for it. */
+  raw: string;
   finishReason: FinishReason;
 }
 
@@ -42,6 +46,7 @@ export function createCompletionService(deps: {
       metrics.cache.inc({ result: hit ? "hit" : "miss" });
       if (hit) {
         sink.start();
+        if (hit.raw !== "") sink.raw?.(hit.raw);
         if (hit.text !== "") sink.text(hit.text);
         return hit.finishReason;
       }
@@ -51,6 +56,7 @@ export function createCompletionService(deps: {
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;
       let text = "";
+      let raw = "";
       try {
         const input = { context: request.tab_context, maxTokens, temperature: TAB_DEFAULTS.temperature };
         // Returning false once the postprocessor is done (suffix reached, token limit) makes the provider release
@@ -61,6 +67,8 @@ export function createCompletionService(deps: {
             metrics.upstreamFirstByte.observe(labels, elapsed());
             sink.start();
           }
+          raw += fragment;
+          sink.raw?.(fragment);
           const out = post.push(fragment);
           if (out !== "") {
             text += out;
@@ -76,7 +84,7 @@ export function createCompletionService(deps: {
         }
         metrics.upstreamRequests.inc({ ...labels, outcome: "ok" });
         metrics.upstreamDuration.observe(labels, elapsed());
-        cache?.set(key, { text, finishReason: post.finishReason });
+        cache?.set(key, { text, raw, finishReason: post.finishReason });
         return post.finishReason;
       } catch (error) {
         if (signal.aborted) {

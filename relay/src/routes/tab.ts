@@ -52,6 +52,9 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
     if (!findModel(model)) {
       throw new RelayError("VALIDATION_ERROR", `model: unknown model "${model}"; available: ${TAB_MODELS.map((m) => m.id).join(", ")}`);
     }
+    if (request.tab_raw_text === true && request.stream !== true) {
+      throw new RelayError("VALIDATION_ERROR", "tab_raw_text: the model's raw text is only sent in a stream; set stream to true");
+    }
     if (request.tab_context.workspace_slug !== req.caller?.workspace.slug) {
       throw new RelayError("UNAUTHORIZED", "This API key is scoped to a different workspace than tab_context.workspace_slug");
     }
@@ -147,6 +150,7 @@ async function streamCompletion(
         completion += text;
         send(frames.text(text));
       },
+      ...(request.tab_raw_text === true ? { raw: (text: string) => send(encodeSseEvent({ event: "raw", data: JSON.stringify({ text }) })) } : {}),
     });
     let tail = frames.finish(finishReason);
     if (promptTokens) tail += frames.usage(usageOf(await promptTokens, completion));

@@ -38,6 +38,11 @@ export const CompletionRequest = z.object({
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
   tab_context: TabContext,
   max_completion_tokens: z.number().int().min(1).max(TAB_LIMITS.maxCompletionTokens).optional(),
+  /**
+   * Also stream the model's own text before the relay's postprocessing, as `event: raw` frames (the console's
+   * playground shows it); only with `stream: true` (docs/api.md#the-models-raw-text).
+   */
+  tab_raw_text: z.boolean().optional(),
 });
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
