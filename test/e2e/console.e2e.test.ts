@@ -9,6 +9,7 @@ import type { Browser, Locator, Page } from "playwright-core";
 import { startEchoAgent, type EchoAgent } from "../../examples/echo-agent/server";
 import { createJsonLogger } from "../../relay/src/logger";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { readSseEvents } from "@tab-relay/shared";
 import type { AgentCreated } from "@tab-relay/shared/api";
 import { createAgent, createChannel, createUser, postMessage } from "../support/workspace";
 import { REPO_ROOT } from "./codeServer";
@@ -591,6 +592,62 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         assert.equal(size.width, width, `${file} is ${size.width} px wide`);
         assert.ok(size.height >= (width === PHONE.width ? PHONE.height : LAPTOP.height), `${file} is only ${size.height} px high`);
       }
+    }));
+
+  test("the completion playground streams a real completion at the cursor with the session, its timing, and the model's raw text", () =>
+    step("playground", owner, async () => {
+      const { page } = owner;
+      await page.setViewportSize(LAPTOP);
+      await page.locator(t("nav-playground")).click();
+      await page.waitForURL(`${relay.url}/playground`);
+      const earlier = "function total(items) {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\n";
+      const before = `${earlier}function total(items) {`;
+      const after = "\n\nexport { total };\n";
+      const text = page.locator(t("playground-text"));
+      await text.fill(before + after);
+      await text.evaluate((el, at) => {
+        const area = el as unknown as { setSelectionRange(start: number, end: number): void; dispatchEvent(event: unknown): boolean };
+        area.setSelectionRange(at, at);
+        area.dispatchEvent(new (globalThis as unknown as { Event: new (type: string) => unknown }).Event("select"));
+      }, before.length);
+      assert.match(await page.locator(t("playground-cursor")).innerText(), new RegExp(`line 5, column 24 \\(character ${before.length} of ${(before + after).length}\\)`));
+      await page.locator(t("playground-surface")).selectOption("code");
+      await page.locator(t("playground-language")).fill("javascript");
+      await page.locator(t("playground-send")).click();
+      const result = page.locator(`${t("playground-result")}[data-state="done"]`);
+      await result.waitFor({ timeout: 15_000 });
+
+      // The same request with the owner's key answers the same text and raw text: the page showed the real answer.
+      const direct = await fetch(`${relay.url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          stream: true,
+          tab_raw_text: true,
+          tab_context: { surface: "code", workspace_slug: relay.workspace.slug, entity_id: "console-playground", document_type: "plaintext", active_text_before_cursor: before, active_text_after_cursor: after, code_language: "javascript" },
+        }),
+      });
+      let answer = "";
+      let raw = "";
+      for await (const event of readSseEvents(direct.body as ReadableStream<Uint8Array>)) {
+        if (event.event === "raw") raw += (JSON.parse(event.data) as { text: string }).text;
+        else if (event.data !== "[DONE]") answer += (JSON.parse(event.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "";
+      }
+      assert.match(answer, /items\.reduce/, "the local engine did not continue the function (the test's premise)");
+      assert.equal(await result.locator(t("playground-answer")).innerText(), answer);
+      assert.equal(await result.locator(t("playground-raw")).innerText(), raw);
+      assert.match(await result.locator(t("playground-finish")).innerText(), /^(stop|length)$/);
+      const first = Number((await result.locator(t("playground-first-ms")).innerText()).replace(/ ms$/, ""));
+      const total = Number((await result.locator(t("playground-total-ms")).innerText()).replace(/ ms$/, ""));
+      assert.ok(Number.isInteger(first) && Number.isInteger(total) && first <= total, `timing ${first} ms to first text, ${total} ms in all`);
+      for (const viewport of [LAPTOP, PHONE]) {
+        await page.setViewportSize(viewport);
+        await checkLayout(page, viewport.width === PHONE.width);
+        const file = join(OUTPUT, `playground-${viewport.width}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        assert.equal(pngSize(file).width, viewport.width, `${file} has the wrong width`);
+      }
+      await page.setViewportSize(LAPTOP);
     }));
 
   test("no page raised a script error, and the relay logged no error", () => {

@@ -66,23 +66,79 @@ export async function api<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: 
     throw new ApiError(0, "NETWORK_ERROR", "Could not reach the relay. Check the connection and try again.");
   }
 
-  const text = await response.text();
-  let payload: unknown = null;
-  if (text) {
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      payload = null;
+  const payload = parseJson(await response.text());
+  if (!response.ok) throw failureOf(response, payload, options.expect401 === true);
+  return (payload as { data: T } | null)?.data as T;
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** The error envelope of a failed answer as an ApiError; a 401 also tells the app the session is gone. */
+function failureOf(response: Response, payload: unknown, expect401: boolean): ApiError {
+  const envelope = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  const code = typeof envelope?.code === "string" ? envelope.code : `HTTP_${response.status}`;
+  let message = typeof envelope?.message === "string" && envelope.message ? envelope.message : `The relay answered ${response.status} ${response.statusText}`.trim();
+  const retryAfter = response.headers.get("Retry-After");
+  if (response.status === 429 && retryAfter) message += ` Try again in ${retryAfter} s.`;
+  if (response.status === 401 && !expect401) unauthorized?.();
+  return new ApiError(response.status, code, message);
+}
+
+export interface StreamEvent {
+  /** The SSE `event:` field; "message" when there was none. */
+  event: string;
+  data: string;
+}
+
+/**
+ * POSTs a JSON body to a route that answers with server-sent events and hands each event over as it arrives; an error
+ * before the stream is thrown as an ApiError like api()'s.
+ */
+export async function postForEvents(path: string, body: unknown, onEvent: (event: StreamEvent) => void, signal?: AbortSignal): Promise<void> {
+  const headers: Record<string, string> = { Accept: "text/event-stream", "Content-Type": "application/json" };
+  if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  let response: Response;
+  try {
+    response = await fetch(`/api/v1${path}`, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin", signal: signal ?? null });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new ApiError(0, "NETWORK_ERROR", "Could not reach the relay. Check the connection and try again.");
+  }
+  if (!response.ok || !response.body) throw failureOf(response, parseJson(await response.text()), false);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    await readEvents(reader, onEvent);
+  } catch (error) {
+    // The handler refused an event (an error frame): the rest of the stream is not wanted.
+    void reader.cancel().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function readEvents(reader: ReadableStreamDefaultReader<string>, onEvent: (event: StreamEvent) => void): Promise<void> {
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffered += value.replace(/\r\n?/g, "\n");
+    let end: number;
+    while ((end = buffered.indexOf("\n\n")) !== -1) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+      }
+      if (data.length) onEvent({ event, data: data.join("\n") });
     }
   }
-  if (!response.ok) {
-    const envelope = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-    const code = typeof envelope?.code === "string" ? envelope.code : `HTTP_${response.status}`;
-    let message = typeof envelope?.message === "string" && envelope.message ? envelope.message : `The relay answered ${response.status} ${response.statusText}`.trim();
-    const retryAfter = response.headers.get("Retry-After");
-    if (response.status === 429 && retryAfter) message += ` Try again in ${retryAfter} s.`;
-    if (response.status === 401 && !options.expect401) unauthorized?.();
-    throw new ApiError(response.status, code, message);
-  }
-  return (payload as { data: T } | null)?.data as T;
 }

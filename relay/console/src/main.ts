@@ -8,6 +8,7 @@ import type { LiveEvent, Session } from "@tab-relay/shared/api";
 import { agentView, agentsView } from "./views/agents";
 import { conversationView, homeView, isOwnMessage } from "./views/conversations";
 import { keysView } from "./views/keys";
+import { playgroundView } from "./views/playground";
 import { loadConversations, markUnread, renderSidebar, resetSidebar, setActive } from "./views/sidebar";
 import { signinView } from "./views/signin";
 import type { View } from "./views/view";
@@ -95,6 +96,8 @@ function viewFor(route: Route): View {
       return agentView(route.id);
     case "keys":
       return keysView();
+    case "playground":
+      return playgroundView();
     default:
       return notFoundView();
   }

@@ -7,6 +7,7 @@ export type Route =
   | { name: "agents" }
   | { name: "agent"; id: string }
   | { name: "keys" }
+  | { name: "playground" }
   | { name: "signin"; next: string }
   | { name: "notfound" };
 
@@ -21,6 +22,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === "agents" && parts.length === 1) return { name: "agents" };
   if (first === "agents" && second && parts.length === 2) return { name: "agent", id: second };
   if (first === "keys" && parts.length === 1) return { name: "keys" };
+  if (first === "playground" && parts.length === 1) return { name: "playground" };
   if (first === "signin" && parts.length === 1) return { name: "signin", next: safeNext(new URLSearchParams(search).get("next")) };
   return { name: "notfound" };
 }

@@ -2,7 +2,7 @@
 import { api } from "../api";
 import { byId, clearError, errorSlot, h, replaceKeepingFocus, showError } from "../dom";
 import type { Route } from "../router";
-import { app, me } from "../state";
+import { app, hasScope, me } from "../state";
 import type { Conversation, ConversationType } from "@tab-relay/shared/api";
 
 const store = {
@@ -137,6 +137,7 @@ export function renderSidebar(): void {
       sectionLink("/", "Conversations", "nav-conversations", inConversations),
       sectionLink("/agents", "Agents", "nav-agents", store.route === "agents" || store.route === "agent"),
       sectionLink("/keys", "API keys", "nav-keys", store.route === "keys"),
+      hasScope("tab.complete") ? sectionLink("/playground", "Playground", "nav-playground", store.route === "playground") : null,
     ),
     h(
       "section",
