@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,7 @@ import type { MessageCreatedEvent } from "@tab-relay/shared";
 import { Webhook } from "standardwebhooks";
 import pg from "pg";
 import { completionBody } from "../support/relayHarness";
-import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
+import { type CommandRun as Run, type RelayProcess, runCommand, spawnRelay, until } from "../support/relayProcess";
 import { createDatabase, dropDatabases, postgresProblem } from "../support/scaleOutServices";
 import { type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
 
@@ -37,27 +37,9 @@ const POST_TEXT = "lorem ipsum dolor sit amet ".repeat(250);
 /** Posted before the backup starts; every third one mentions the agent. */
 const POSTS_BEFORE_BACKUP = 90;
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs a command without blocking this process, whose load must go on while it runs. */
 function run(command: string, args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: relayEnv, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.once("error", reject);
-    child.once("close", (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(command, args, { cwd: ROOT, env: relayEnv, killAfterMs: 60_000 });
 }
 
 function cli(args: string[]): Promise<Run> {
@@ -215,7 +197,7 @@ describe("tab-relay backup and restore", () => {
     const backupLines = backup.stdout.trimEnd().split("\n");
     assert.match(backupLines[0] ?? "", new RegExp(`^Backing up ${join(data, "relay.db")} \\(\\d+\\.\\d (KiB|MiB)\\) to ${backupFile}$`));
     assert.match(backup.stdout, /^ {2}copied (\d+) of \1 pages \(100%\)$/m);
-    assert.match(backupLines.at(-1) ?? "", new RegExp(`^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0005_sessions_by_key; \\d+\\.\\d (KiB|MiB)$`));
+    assert.match(backupLines.at(-1) ?? "", new RegExp(`^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0006_audit_log; \\d+\\.\\d (KiB|MiB)$`));
     assert.equal(mode(backupFile), "600");
 
     // Restoring over the folder the relay is serving is refused, naming the process.
@@ -225,7 +207,7 @@ describe("tab-relay backup and restore", () => {
     const restoredData = join(tempDir(), "new", "data");
     const restore = await cli(["restore", "--from", backupFile, "--data", restoredData]);
     assert.equal(restore.status, 0, restore.stdout + restore.stderr);
-    assert.match(restore.stdout, new RegExp(`^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0005_sessions_by_key; `, "m"));
+    assert.match(restore.stdout, new RegExp(`^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0006_audit_log; `, "m"));
     assert.match(restore.stdout, new RegExp(`^Restored ${join(restoredData, "relay.db")}\\. Start the relay with: tab-relay serve --data ${restoredData}$`, "m"));
     assert.deepEqual([mode(restoredData), mode(join(restoredData, "relay.db"))], ["700", "600"]);
     assert.deepEqual(readdirSync(restoredData), ["relay.db"]);

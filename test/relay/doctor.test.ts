@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { type CommandRun as Run, runCommand } from "../support/relayProcess";
 import { startLlamaCppStandIn } from "../support/standIns/llamaCpp";
 import { startMistralStandIn } from "../support/standIns/mistral";
 import { startOllamaStandIn } from "../support/standIns/ollama";
@@ -23,27 +23,9 @@ const REPLY = "return a + b;";
 const BEFORE = "function add(a, b) {\n  ";
 const AFTER = "\n}\n";
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs doctor asynchronously: the stand-ins live in this process and must go on answering while it runs. */
 function doctor(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "doctor", ...args], { env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-    child.once("error", reject);
-    child.once("close", (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(process.execPath, [BIN, "doctor", ...args], { env: { ...cleanEnv, ...env }, killAfterMs: 30_000 });
 }
 
 /** The lines doctor prints for `tab-relay serve`, after "Start the relay with:" (or the failed settings). */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { FIXTURE_DIR } from "../support/makeUpgradeFixture";
+import { type CommandRun as Run, runCommand } from "../support/relayProcess";
 import { REDIS_URL, createDatabase, dropDatabases, servicesProblem } from "../support/scaleOutServices";
 import { startVllmStandIn } from "../support/standIns/vllm";
 
@@ -19,27 +20,9 @@ import { startVllmStandIn } from "../support/standIns/vllm";
 const BIN = fileURLToPath(new URL("../../relay/bin/tab-relay.js", import.meta.url));
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_")));
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Asynchronous: a stand-in in this process must go on answering while doctor runs. */
 function tabRelay(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.once("error", reject);
-    child.once("close", (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(process.execPath, [BIN, ...args], { env: { ...cleanEnv, ...env }, killAfterMs: 60_000 });
 }
 
 interface JsonCheck {

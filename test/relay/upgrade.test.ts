@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,7 @@ import pg from "pg";
 import { Webhook } from "standardwebhooks";
 import { migrationProvider } from "../../relay/src/store/migrations";
 import { FIXTURE_DIR, type Fixture, type FixtureData } from "../support/makeUpgradeFixture";
-import { type RelayProcess, spawnRelay, until } from "../support/relayProcess";
+import { type CommandRun as Run, type RelayProcess, runCommand, spawnRelay, until } from "../support/relayProcess";
 import { createDatabase, dropDatabases, postgresProblem } from "../support/scaleOutServices";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 
@@ -35,26 +35,8 @@ const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) =
  */
 const relayEnv = { ...baseEnv, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_LOG_LEVEL: "warn", TAB_RELAY_WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => "2000").join(",") };
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: relayEnv, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.once("error", reject);
-    child.once("close", (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    });
-  });
+  return runCommand(process.execPath, [BIN, ...args], { cwd: ROOT, env: relayEnv, killAfterMs: 60_000 });
 }
 
 const children = new Set<ChildProcess>();

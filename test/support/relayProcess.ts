@@ -55,6 +55,33 @@ export async function spawnRelay(options: {
   return { name, url, child, exited, output: () => output };
 }
 
+/** How a command that ran to its end ended, and what it printed. */
+export interface CommandRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a command to its end without blocking this process, so that stand-ins, receivers and load in it go on while
+ * it runs (spawnSync would stop them); killed after `killAfterMs`.
+ */
+export function runCommand(command: string, args: readonly string[], options: { cwd?: string; env: NodeJS.ProcessEnv; killAfterMs: number }): Promise<CommandRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, [...args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs);
+    child.once("error", reject);
+    child.once("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 /** Polls `probe` until it answers something other than undefined, or fails after `timeoutMs` naming `what`. */
 export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined, everyMs = 50): Promise<T> {
   const deadline = performance.now() + timeoutMs;
