@@ -278,6 +278,9 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const panel = page.locator(t("secrets-panel"));
       await panel.waitFor();
       assert.match(await panel.locator(t("secrets-warning")).innerText(), /you will not see this again/i);
+      await page.locator(t("key-row")).filter({ hasText: "ci-runner" }).waitFor();
+      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, { timeout: 2_000 });
+      await expectOnScreen(page, panel.locator(t("secret-api-key")), "the new key's secret");
       const secret = ((await panel.locator(t("secret-api-key")).textContent()) ?? "").trim();
       assert.match(secret, /^svc_ws_/);
       const me = (key: string) => fetch(`${relay.url}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } });

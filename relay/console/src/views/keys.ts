@@ -1,6 +1,6 @@
 /** API keys: the person's keys, creating one with scopes from the catalogue (secret shown once), revoking. */
 import { api } from "../api";
-import { InputError, announce, busy, clearError, confirmDialog, errorSlot, field, h, headed, onSubmit, replaceKeepingFocus, secretsPanel, showError, timeEl } from "../dom";
+import { InputError, announce, busy, clearError, confirmDialog, errorSlot, field, h, headed, onSubmit, replaceKeepingFocus, reveal, secretsPanel, showError, timeEl } from "../dom";
 import { hasScope } from "../state";
 import { type ApiKey, type ApiKeyCreated, SCOPES, type Scope } from "@tab-relay/shared/api";
 import type { View } from "./view";
@@ -91,7 +91,7 @@ export function keysView(): View {
     h("p", { class: "muted" }, "A key acts as you, with the scopes it was created with (limited by your role). Keep keys secret."),
     error,
     headed("Your keys", "h2", list),
-    createKeyForm(() => void reload()),
+    createKeyForm(reload),
   );
   void reload();
   return {
@@ -104,7 +104,7 @@ export function keysView(): View {
   };
 }
 
-function createKeyForm(created: () => void): HTMLElement {
+function createKeyForm(created: () => Promise<void>): HTMLElement {
   const name = h("input", { name: "name", autocomplete: "off", maxlength: "100", "data-testid": "key-name" });
   const scopes = h(
     "fieldset",
@@ -134,9 +134,12 @@ function createKeyForm(created: () => void): HTMLElement {
     if (chosen.length === 0) throw new InputError("Choose at least one scope.");
     const key = await api<ApiKeyCreated>("POST", "/api-keys", { body: { name: name.value.trim(), scopes: chosen } });
     form.reset();
-    secrets.replaceChildren(secretsPanel(`Your new key ${key.name}`, [{ key: "api-key", label: "API key", value: key.secret }]));
+    const panel = secretsPanel(`Your new key ${key.name}`, [{ key: "api-key", label: "API key", value: key.secret }]);
+    secrets.replaceChildren(panel);
     announce(`Key ${key.name} created`);
-    created();
+    // The list above grows by the new key, which would push its secret out of sight: show it once it has.
+    await created();
+    reveal(panel);
   });
   return headed("Create a key", "h2", form, secrets);
 }
