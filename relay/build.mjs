@@ -1,9 +1,8 @@
-// Bundles the relay CLI into dist/cli.js (and its token-counting worker into dist/tokenWorker.js); dependencies stay in node_modules (better-sqlite3 is native).
+// Bundles the relay CLI into dist/cli.js; dependencies stay in node_modules (better-sqlite3 is native).
 import { build } from "esbuild";
 
 await build({
-  // The token counter's worker is its own entry point: a worker thread loads a file, not a function.
-  entryPoints: { cli: "src/cli.ts", tokenWorker: "src/completion/tokenWorker.ts" },
+  entryPoints: { cli: "src/cli.ts" },
   outdir: "dist",
   bundle: true,
   platform: "node",

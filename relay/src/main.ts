@@ -5,11 +5,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createApp } from "./app";
+import { startAuditRetention } from "./audit/retention";
 import { createClientAddress } from "./http/clientAddress";
 import { HTTP_TIMEOUTS, type HttpTimeouts, attachClientErrors } from "./http/clientErrors";
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
-import { createWorkerTokenCounter } from "./completion/tokenCounter";
+import { createSlicedTokenCounter } from "./completion/tokenCounter";
 import { type Config, plainHttpWarning } from "./config";
 import { createLifecycle } from "./lifecycle";
 import { type Logger, createJsonLogger } from "./logger";
@@ -62,12 +63,6 @@ export function createProvider(config: Pick<Config, "provider" | "upstream">, po
   return createLocalProvider();
 }
 
-/** The worker sits beside this module: `tokenWorker.ts` in the sources, `tokenWorker.js` in the bundle. */
-function tokenWorkerUrl(): URL {
-  const bundled = import.meta.url.endsWith(".js");
-  return new URL(bundled ? "./tokenWorker.js" : "./completion/tokenWorker.ts", import.meta.url);
-}
-
 /** `dist/console` of the relay package, from the bundle (`dist/cli.js`) or the sources (`src/main.ts`). */
 function consoleDir(): string | undefined {
   const bundled = import.meta.url.endsWith(".js");
@@ -115,18 +110,23 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   observeState(services, realtime, store, clock);
   const url = await listen(http.server, config, async () => {
     // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
-    await Promise.all([store.close(), services.tokens.close()]);
+    await store.close();
     await services.transport.destroy();
     unlockDataFolder();
   });
   services.links.setListeningUrl(url);
+  // Off the request path, and after listening so start-up is not slower for it: the first completion then finds the
+  // tokenizer warm instead of paying for its first use.
+  setImmediate(() => services.tokens.warm());
   // Whatever was pending when the relay last stopped goes out now.
   await realtime.deliveries.start();
+  // Audit records past the retention are deleted on a timer of their own, never while a request waits.
+  const retention = startAuditRetention({ store, clock, logger, retentionDays: config.usageRetentionDays });
   logger.info("relay listening", { url, public_url: services.links.base(), provider: services.provider.name, data: config.dataDir });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, unlockDataFolder });
-  return { url, server: http.server, store, close };
+  return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
 }
 
 async function requireWorkspace(config: Readonly<Config>, store: Store): Promise<void> {
@@ -175,7 +175,7 @@ function createServices(config: Readonly<Config>, options: StartOptions, logger:
     transport,
     provider,
     completions: createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries }),
-    tokens: createWorkerTokenCounter({ workerUrl: tokenWorkerUrl(), logger }),
+    tokens: createSlicedTokenCounter({ now: () => performance.now() }),
     ids: createSortableIds(clock),
     links: createLinks(config.publicUrl),
   };
@@ -435,7 +435,6 @@ function closer(deps: {
       await closed;
       await deps.store.close();
       await deps.rateLimits.redis?.close();
-      await services.tokens.close();
       await services.transport.destroy();
       deps.unlockDataFolder();
       deps.logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });

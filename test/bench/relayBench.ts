@@ -17,13 +17,14 @@ import { killAllSync, stopAll } from "./processes";
 import { type BenchContext, type BenchSection, type Goal, type SectionReport, goalsTable, markdownTable } from "./sections";
 import { cleanEnv } from "./servers";
 import { scaleOutSection } from "./scaleOutSection";
+import { startupSection } from "./startupSection";
 import { round } from "./stats";
 import { streamingSection } from "./streamingSection";
 import { upstreamModesSection } from "./upstreamModesSection";
 import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [streamingSection, webhookSection, scaleOutSection, mentionsSection, upstreamModesSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [startupSection, streamingSection, webhookSection, scaleOutSection, mentionsSection, upstreamModesSection, localEngineSection];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import type { TabContext } from "@tab-relay/shared";
-import { silentLogger } from "../logger";
-import { createWorkerTokenCounter, inlineTokenCounter } from "./tokenCounter";
+import { createSlicedTokenCounter, inlineTokenCounter } from "./tokenCounter";
 
 const source = readFileSync(new URL("../../../node_modules/typescript/lib/lib.es5.d.ts", import.meta.url), "utf8");
 const context = (offset: number): TabContext => ({
@@ -16,8 +15,7 @@ const context = (offset: number): TabContext => ({
   surrounding_context: source.slice(offset + 40_000, offset + 72_768),
 });
 
-const counter = createWorkerTokenCounter({ workerUrl: new URL("./tokenWorker.ts", import.meta.url), logger: silentLogger });
-after(() => counter.close());
+const counter = createSlicedTokenCounter({ now: () => performance.now() });
 
 test("counts the same tokens as counting inline", async () => {
   for (const offset of [0, 100_000, 145_000]) {
@@ -25,17 +23,29 @@ test("counts the same tokens as counting inline", async () => {
   }
 });
 
-test("leaves the event loop free while it counts a full-size prompt", async () => {
+test("lets the event loop run while it counts full-size prompts: timers fire between its slices", async () => {
   let ticks = 0;
   const timer = setInterval(() => ticks++, 1);
   const counts = await Promise.all([20_000, 70_000, 140_000].map((offset) => counter.countPrompt(context(offset))));
   clearInterval(timer);
   assert.ok(counts.every((count) => count > 5_000));
-  // Inline, three full prompts block the loop for tens of milliseconds with no tick at all.
+  // Inline, three full prompts hold the loop for tens of milliseconds with no tick at all.
   assert.ok(ticks > 0, "timers kept firing during the count");
 });
 
-test("starts a new worker after the old one is gone", async () => {
-  await counter.close();
-  assert.equal(await counter.countPrompt(context(0)), await inlineTokenCounter.countPrompt(context(0)));
+test("yields once a slice has run its time, and not before", async () => {
+  // A clock that moves 1 ms per reading: every second piece ends a 2 ms slice.
+  let now = 0;
+  let yields = 0;
+  const stepping = createSlicedTokenCounter({
+    now: () => now++,
+    yieldToLoop: async () => {
+      yields++;
+    },
+  });
+  const small: TabContext = { ...context(0), active_text_before_cursor: "const a = 1;", active_text_after_cursor: "", surrounding_context: "" };
+  await stepping.countPrompt(small);
+  assert.equal(yields, 0, "one piece, one reading after the start: no slice ended");
+  await stepping.countPrompt(context(0));
+  assert.ok(yields > 100, `a full prompt of some 300 pieces yields about every other piece (${yields})`);
 });

@@ -1,84 +1,51 @@
-import { Worker } from "node:worker_threads";
 import type { TabContext } from "@tab-relay/shared";
-import type { Logger } from "../logger";
-import { countTokens } from "./tokens";
+import { countPiece, countTokens, tokenPieces } from "./tokens";
 
 /** Counts prompt tokens for `usage`. Tokenising a full 64k-character context takes 5 to 30 ms of CPU. */
 export interface TokenCounter {
   countPrompt(context: TabContext): Promise<number>;
-  close(): Promise<void>;
+  /** Runs the tokenizer once on a short text, so the first request does not pay for its first use. */
+  warm(): void;
 }
+
+/** How long counting may hold the event loop before it lets other work run. */
+const SLICE_MS = 2;
 
 function promptTexts(context: TabContext): string[] {
   return [context.active_text_before_cursor, context.active_text_after_cursor ?? "", context.surrounding_context ?? ""];
 }
 
-/** Counts on the calling thread; for tools and tests that do not serve traffic. */
+/** Counts in one go; for tools and tests that do not serve traffic. */
 export const inlineTokenCounter: TokenCounter = {
   countPrompt: async (context) => promptTexts(context).reduce((sum, text) => sum + countTokens(text), 0),
-  close: async () => undefined,
+  warm: () => undefined,
 };
 
 /**
- * Counts in one worker thread, started on first use (most clients stream without asking for usage), so a big
- * prompt never stalls other requests' streams. If the worker fails,
- * the count is made inline rather than lost, and a new worker is started for the next request.
+ * Counts on the event loop a slice of at most SLICE_MS at a time, so a big prompt never stalls other requests'
+ * streams for longer than that. It used to count in a worker thread: the worker held a second copy of the
+ * tokenizer's tables (about 70 MB of resident memory) and took some 250 ms to start on the first request that
+ * asked for usage, for work the event loop does in slices at no extra memory.
  */
-export function createWorkerTokenCounter(options: { workerUrl: URL; logger: Logger }): TokenCounter {
-  let worker: Worker | undefined;
-  let nextId = 0;
-  const pending = new Map<number, { resolve: (count: number) => void; reject: (error: Error) => void }>();
-
-  const start = (): Worker => {
-    const created = spawnWorker(options.workerUrl);
-    created.unref();
-    created.on("message", (message: { id: number; count: number }) => {
-      const waiter = pending.get(message.id);
-      pending.delete(message.id);
-      waiter?.resolve(message.count);
-    });
-    const fail = (error: Error) => {
-      if (worker === created) worker = undefined;
-      for (const waiter of pending.values()) waiter.reject(error);
-      pending.clear();
-    };
-    created.on("error", (error) => {
-      options.logger.error("token counter worker failed", { error });
-      fail(error);
-    });
-    created.on("exit", (code) => fail(new Error(`token counter worker exited with code ${code}`)));
-    return created;
-  };
-
+export function createSlicedTokenCounter(options: { now: () => number; yieldToLoop?: () => Promise<void> }): TokenCounter {
+  const yieldToLoop = options.yieldToLoop ?? (() => new Promise<void>((resolve) => setImmediate(resolve)));
   return {
     async countPrompt(context) {
-      const texts = promptTexts(context);
-      worker ??= start();
-      const id = ++nextId;
-      const target = worker;
-      try {
-        return await new Promise<number>((resolve, reject) => {
-          pending.set(id, { resolve, reject });
-          target.postMessage({ id, texts });
-        });
-      } catch {
-        return inlineTokenCounter.countPrompt(context);
+      let total = 0;
+      let sliceStart = options.now();
+      for (const text of promptTexts(context)) {
+        for (const piece of tokenPieces(text)) {
+          total += countPiece(piece);
+          if (options.now() - sliceStart >= SLICE_MS) {
+            await yieldToLoop();
+            sliceStart = options.now();
+          }
+        }
       }
+      return total;
     },
-    async close() {
-      const current = worker;
-      worker = undefined;
-      await current?.terminate();
+    warm() {
+      countTokens("export function warm(up: string): number {\n  return up.length; // the tokenizer's first use\n}\n");
     },
   };
-}
-
-/**
- * The bundle ships the worker as JavaScript. Run from the TypeScript sources (tests, benchmarks), the worker
- * thread needs tsx's loader, which a worker does not inherit, so it registers it before importing the file.
- */
-function spawnWorker(url: URL): Worker {
-  if (!url.pathname.endsWith(".ts")) return new Worker(url);
-  const bootstrap = `import("tsx/esm/api").then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`;
-  return new Worker(bootstrap, { eval: true });
 }

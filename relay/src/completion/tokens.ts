@@ -11,9 +11,17 @@ const PIECE_CHARS = 256;
  * a few per cent of counting the text whole.
  */
 export function countTokens(text: string): number {
-  if (text === "") return 0;
-  if (text.length <= PIECE_CHARS) return countGptTokens(text);
+  if (text.length <= PIECE_CHARS) return text === "" ? 0 : countGptTokens(text);
   let total = 0;
+  for (const piece of tokenPieces(text)) total += countGptTokens(piece);
+  return total;
+}
+
+/** Counts one piece that tokenPieces gave, whole. */
+export const countPiece: (piece: string) => number = countGptTokens;
+
+/** The pieces countTokens counts one by one: at most PIECE_CHARS each, cut before whitespace where there is some. */
+export function* tokenPieces(text: string): Generator<string> {
   let start = 0;
   while (start < text.length) {
     let end = Math.min(text.length, start + PIECE_CHARS);
@@ -23,10 +31,9 @@ export function countTokens(text: string): number {
       // Never cut a surrogate pair in two.
       else if (isHighSurrogate(text.charCodeAt(end - 1))) end--;
     }
-    total += countGptTokens(text.slice(start, end));
+    yield text.slice(start, end);
     start = end;
   }
-  return total;
 }
 
 function lastWhitespace(text: string, from: number, to: number): number {
