@@ -118,6 +118,7 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
       slug: workspace as string,
       name: typeof values["name"] === "string" ? values["name"] : undefined,
       ownerName: owner as string,
+      general: true,
     });
     if (quietJson) {
       process.stdout.write(`${JSON.stringify({ workspace: result.workspace, user: result.user, api_key: result.apiKey })}\n`);
@@ -127,6 +128,7 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
           `Initialised ${config.databaseUrl ? "the PostgreSQL database" : resolve(config.dataDir)}`,
           `  workspace  ${result.workspace.slug} (${result.workspace.id})`,
           `  owner      ${result.user.name} (${result.user.id})`,
+          ...(result.general ? [`  channel    #${result.general.name} (${result.general.id})`] : []),
           "",
           "Owner API key (shown once, it cannot be retrieved again; store it now):",
           "",

@@ -90,7 +90,7 @@ export async function createFixtures(base: string, ownerKey: string): Promise<Fi
   const victimAgent = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Victim Agent" } });
   const delivery = await call<{ id: string }>(base, "POST", `/api/v1/agents/${managed.data.agent.id}/test-event`, { key: owner });
 
-  const channel = await call<{ id: string }>(base, "POST", "/api/v1/channels", { key: owner, json: { name: "general", visibility: "public" } });
+  const channel = await call<{ id: string }>(base, "POST", "/api/v1/channels", { key: owner, json: { name: "fuzzing", visibility: "public" } });
   const privateChannel = await call<{ id: string }>(base, "POST", "/api/v1/channels", { key: owner, json: { name: "secret", visibility: "private" } });
   for (const member_ of [{ agent_id: agent.data.agent.id }, { user_id: member.id }, { user_id: guest.id }]) {
     await call(base, "POST", `/api/v1/channels/${channel.data.id}/members`, { key: owner, json: member_ });

@@ -162,7 +162,7 @@ describe("tab-relay start", () => {
       assert.equal(pasted.status, 0, pasted.stderr);
       answer = pasted.stdout;
     } else {
-      const body = /-d '(.*)'$/.exec(curlLine)?.[1];
+      const body = /-d '(.*)'$/.exec(curlLine)?.[1] ?? "";
       const response = await fetch(`http://127.0.0.1:${port}/api/v1/tab/chat/completions`, {
         method: "POST",
         headers: { Authorization: `Bearer ${exportLine.slice("export KEY=".length)}`, "Content-Type": "application/json" },
@@ -207,6 +207,24 @@ describe("tab-relay start", () => {
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }
+  });
+
+  test("init creates a public #general with the owner in it, where a message can be posted at once", async () => {
+    const data = freshData();
+    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], { encoding: "utf8", env: cleanEnv });
+    assert.equal(init.status, 0, init.stderr);
+    assert.match(init.stdout, /^ {2}channel {4}#general \(ch_\w+\)$/m);
+    const key = /svc_ws_[0-9A-Za-z]{36}/.exec(init.stdout)?.[0] ?? "";
+    const relay = await start(["--data", data, "--port", "0"]);
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+    const listed = (await (await fetch(`${relay.url}/api/v1/conversations`, { headers })).json()) as { data: { type: string; id: string; name: string; visibility: string; is_member: boolean }[] };
+    assert.deepEqual(
+      listed.data.map(({ type, name, visibility, is_member }) => ({ type, name, visibility, is_member })),
+      [{ type: "channel", name: "#general", visibility: "public", is_member: true }],
+    );
+    const posted = await fetch(`${relay.url}/api/v1/conversations/channel/${listed.data[0]?.id}/messages`, { method: "POST", headers, body: JSON.stringify({ text: "hello" }) });
+    assert.equal(posted.status, 201, await posted.text());
+    await stop(relay);
   });
 
   test("a later start prints no key but the command that makes a new owner key, which works on the serving relay", async () => {

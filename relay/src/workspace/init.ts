@@ -4,7 +4,8 @@ import { createApiKey } from "../auth/apiKeys";
 import { SCOPES } from "../auth/scopes";
 import { newId } from "../auth/secrets";
 import type { WallClock } from "../clock";
-import type { Store, User, Workspace } from "../store/types";
+import { createSortableIds } from "../store/sortableIds";
+import type { Conversation, Store, User, Workspace } from "../store/types";
 
 export const WorkspaceSlug = z
   .string()
@@ -14,13 +15,21 @@ export interface InitializedWorkspace {
   workspace: Workspace;
   user: User;
   apiKey: string;
+  /** The public `#general` the owner is in, when asked for. */
+  general?: Conversation | undefined;
 }
 
-/** Creates a workspace, its owner, and an owner key with every scope, all in one transaction. */
+/** The channel `tab-relay init` starts a workspace with, so there is somewhere to talk (and mention an agent) at once. */
+export const GENERAL_CHANNEL = "general";
+
+/**
+ * Creates a workspace, its owner, and an owner key with every scope, all in one transaction; with `general`, also a
+ * public #general with the owner in it (the CLI's init asks for it; tests that build their own channels do not).
+ */
 export async function initWorkspace(
   store: Store,
   clock: WallClock,
-  input: { slug: string; name?: string | undefined; ownerName: string },
+  input: { slug: string; name?: string | undefined; ownerName: string; general?: boolean },
 ): Promise<InitializedWorkspace> {
   const slug = WorkspaceSlug.safeParse(input.slug);
   if (!slug.success) throw new RelayError("VALIDATION_ERROR", `workspace: ${slug.error.issues[0]?.message ?? "invalid"}`);
@@ -34,6 +43,20 @@ export async function initWorkspace(
     const workspace = await tx.workspaces.create({ id: newId("ws"), slug: slug.data, name: input.name?.trim() || slug.data, createdAt: now });
     const user = await tx.users.create({ id: newId("usr"), workspaceId: workspace.id, name: ownerName, role: "owner", createdAt: now });
     const { secret } = await createApiKey(tx, clock, { workspaceId: workspace.id, user, name: "Owner key (created by init)", scopes: SCOPES });
-    return { workspace, user, apiKey: secret };
+    let general: Conversation | undefined;
+    if (input.general === true) {
+      general = await tx.conversations.create({
+        id: createSortableIds(clock)("ch"),
+        workspace_id: workspace.id,
+        type: "channel",
+        name: GENERAL_CHANNEL,
+        visibility: "public",
+        dm_key: null,
+        created_by: user.id,
+        created_at: now,
+      });
+      await tx.conversations.addMember(general.id, { id: user.id, type: "user" }, now);
+    }
+    return { workspace, user, apiKey: secret, general };
   });
 }
