@@ -3,6 +3,8 @@
  * text on screen. Pure and seeded, so a run is reproducible and the model can be tested.
  */
 
+export { seededRandom } from "../support/seededRandom";
+
 export interface TypistModel {
   /** Mean time between keystrokes; 125 ms is 8 characters a second. */
   readonly keyMs: number;
@@ -30,18 +32,6 @@ export const DEFAULT_TYPIST: TypistModel = {
   typoRate: 0.01,
   reactionMs: 300,
 };
-
-/** mulberry32: a small, fast, seedable PRNG; uniform in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 export type GapKind = "typing" | "pause";
 

@@ -15,20 +15,9 @@ import { inputAt } from "../../extension/src/core/testing/fixtures";
 import { createPostprocessor } from "../../relay/src/completion/postprocess";
 import { TypedPrefixFilter } from "../../relay/src/completion/postprocess/typedPrefix";
 import { isWordChar as relayIsWordChar } from "../../relay/src/completion/text";
+import { seededRandom } from "../support/seededRandom";
 
 const ROUNDS = 2000;
-
-/** mulberry32: small, fast and good enough to spread cases; the seed is in every failure message. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
@@ -122,7 +111,7 @@ const show = (seed: number, c: Case) => `seed ${seed}: ${JSON.stringify(c)}`;
 describe("the relay and the extension on the same random suggestions", () => {
   test("agree on what repeats the typed text: the relay's streaming stage, however split, drops what the extension drops", () => {
     const seed = 15;
-    const random = generator(seed);
+    const random = seededRandom(seed);
     let dropped = 0;
     let kept = 0;
     for (let round = 0; round < ROUNDS; round++) {
@@ -139,7 +128,7 @@ describe("the relay and the extension on the same random suggestions", () => {
 
   test("the extension removes nothing from the start of the relay's answer but blanks, and finds no repeat left in it", () => {
     const seed = 1415;
-    const random = generator(seed);
+    const random = seededRandom(seed);
     let shown = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const c = randomCase(random);
@@ -158,7 +147,7 @@ describe("the relay and the extension on the same random suggestions", () => {
 
   test("agree on word characters: the extension skips a cursor before exactly the characters the relay takes for a word", () => {
     const seed = 2;
-    const random = generator(seed);
+    const random = seededRandom(seed);
     const samples = [..."azAZ09_$ .,()-@#'\"`\t€é名Я٣\u0301\u093f\u00a0\u2028"];
     for (let round = 0; round < 500; round++) samples.push(String.fromCharCode(Math.floor(random() * 0x3000)));
     for (const char of samples) {

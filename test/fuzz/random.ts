@@ -1,3 +1,5 @@
+import { seededRandom } from "../support/seededRandom";
+
 /**
  * The fuzzer's only source of randomness. Every case draws from its own generator, seeded from the run's seed and
  * the case's number, so one case can be replayed alone (`--seed S --case h123`) without replaying the others, and
@@ -29,15 +31,9 @@ export function caseSeed(seed: number, stream: number, index: number): number {
   return mix(mix(mix(seed) ^ stream) ^ index);
 }
 
-/** mulberry32: small, fast, and good enough to pick mutations; not for secrets. */
+/** A case's generator: the tests' seeded mulberry32 underneath, so a seed replays the same mutations. */
 export function createRandom(seed: number): Random {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   const random: Random = {
     next,
     int: (min, max) => min + Math.floor(next() * (max - min + 1)),
