@@ -14,6 +14,25 @@ interface Log {
   attempts: { status_code: number | null; error: string | null; outcome: string }[];
 }
 
+describe("an agent's webhook URL on this machine", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay();
+  });
+  after(() => relay.close());
+
+  test("is refused naming the loopback address and TAB_RELAY_WEBHOOK_ALLOW_PRIVATE, not https", async () => {
+    const response = await relay.request("/api/v1/agents", { method: "POST", json: { name: "Local", webhook_url: "http://127.0.0.1:8788/webhook" } });
+    assert.equal(response.status, 400);
+    const { error } = (await response.json()) as { error: { code: string; message: string } };
+    assert.equal(error.code, "VALIDATION_ERROR");
+    assert.equal(
+      error.message,
+      "webhook_url: Webhook URL points at 127.0.0.1, a loopback address (this machine): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true (for an agent on this machine or a private network).",
+    );
+  });
+});
+
 /**
  * The address rule holds at delivery time, on the address the name resolves to, not only on the URL as written:
  * this machine's own host name passes the static check (it is not an IP literal or "localhost") but resolves to

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isBlockedAddress, webhookUrlProblem } from "./addresses";
+import { SETTINGS } from "../config";
+import { ALLOW_PRIVATE_VARIABLE, isBlockedAddress, webhookUrlProblem } from "./addresses";
 
 const blocked = [
   "0.0.0.0",
@@ -94,6 +95,21 @@ test("a public https URL has no problem", () => {
   assert.equal(webhookUrlProblem("https://[2606:4700:4700::1111]/hook", false), undefined);
 });
 
+test("http to a loopback or private address names the address and the setting, not https", () => {
+  assert.equal(
+    webhookUrlProblem("http://127.0.0.1:8788/hook", false),
+    "Webhook URL points at 127.0.0.1, a loopback address (this machine): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true (for an agent on this machine or a private network).",
+  );
+  assert.match(webhookUrlProblem("http://[::1]:8788/hook", false) ?? "", /^Webhook URL points at ::1, a loopback address/);
+  assert.match(webhookUrlProblem("http://localhost:8788/hook", false) ?? "", /^Webhook URL points at localhost, a loopback name \(this machine\): .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/);
+  assert.match(webhookUrlProblem("http://192.168.1.20/hook", false) ?? "", /^Webhook URL points at 192\.168\.1\.20, a private, link-local or reserved address: .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/);
+  assert.equal(webhookUrlProblem("http://127.0.0.1:8788/hook", true), undefined);
+});
+
+test("the setting named is the one the configuration reads", () => {
+  assert.equal(ALLOW_PRIVATE_VARIABLE, SETTINGS.webhookAllowPrivate.env);
+});
+
 test("http is refused unless private targets are allowed", () => {
   assert.match(webhookUrlProblem("http://agent.example.com/hook", false) ?? "", /https/);
   assert.equal(webhookUrlProblem("http://agent.example.com/hook", true), undefined);
@@ -139,7 +155,7 @@ test("literal blocked addresses are refused in every spelling the URL parser acc
     "https://0.0.0.0/",
   ];
   for (const url of urls) {
-    assert.match(webhookUrlProblem(url, false) ?? "", /private, loopback, link-local/, url);
+    assert.match(webhookUrlProblem(url, false) ?? "", /^Webhook URL points at \S+, a (loopback address \(this machine\)|private, link-local or reserved address): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true /, url);
     assert.equal(webhookUrlProblem(url, true), undefined, url);
   }
 });

@@ -97,6 +97,15 @@ export function isLocalhostName(hostname: string): boolean {
   return name === "localhost" || name.endsWith(".localhost");
 }
 
+/** The setting that lets webhooks reach this machine and private networks (relay/src/config.ts). */
+export const ALLOW_PRIVATE_VARIABLE = "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE";
+const UNLESS_ALLOWED = `refused unless the relay runs with ${ALLOW_PRIVATE_VARIABLE}=true (for an agent on this machine or a private network)`;
+
+/** 127.0.0.0/8, ::1, and 127/8 written as IPv4-mapped IPv6 (the URL parser's `::ffff:7f00:1`). */
+function isLoopback(host: string): boolean {
+  return /^127\./.test(host) || host === "::1" || /^::ffff:7f[0-9a-f]{2}:/i.test(host) || /^::ffff:127\./i.test(host);
+}
+
 /**
  * Checks a webhook URL when an agent's URL is set. Addresses behind a host name are checked again at delivery time on
  * the address actually connected to; this only refuses what is wrong on its face.
@@ -113,15 +122,17 @@ export function webhookUrlProblem(url: string, allowPrivate: boolean): string | 
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     return allowPrivate ? "Webhook URL must use https or http." : "Webhook URL must use https.";
   }
-  if (parsed.protocol === "http:" && !allowPrivate) return "Webhook URL must use https.";
   if (parsed.username !== "" || parsed.password !== "") return "Webhook URL must not contain a user name or password.";
+  // The address comes before the scheme: for http://127.0.0.1 the address is what stands in the way, not the http.
   if (!allowPrivate) {
-    if (isLocalhostName(parsed.hostname)) return "Webhook URL must not point at localhost.";
+    if (isLocalhostName(parsed.hostname)) return `Webhook URL points at ${parsed.hostname}, a loopback name (this machine): ${UNLESS_ALLOWED}.`;
     // The URL parser has already normalised odd IPv4 spellings such as 2130706433 or 0x7f.1 to dotted form.
     const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
     if (isIP(host) !== 0 && isBlockedAddress(host)) {
-      return "Webhook URL must not point at a private, loopback, link-local or reserved address.";
+      const kind = isLoopback(host) ? "a loopback address (this machine)" : "a private, link-local or reserved address";
+      return `Webhook URL points at ${host}, ${kind}: ${UNLESS_ALLOWED}.`;
     }
   }
+  if (parsed.protocol === "http:" && !allowPrivate) return `Webhook URL must use https (plain http is accepted only with ${ALLOW_PRIVATE_VARIABLE}=true).`;
   return undefined;
 }
