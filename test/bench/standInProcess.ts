@@ -9,6 +9,7 @@ import { startMistralStandIn } from "../support/standIns/mistral";
 import { startOllamaStandIn } from "../support/standIns/ollama";
 import type { Reply, StandIn } from "../support/standIns/server";
 import { startVllmStandIn } from "../support/standIns/vllm";
+import { stopWith } from "./stopWith";
 
 const kind = process.argv[2] ?? "";
 const reply = JSON.parse(process.argv[3] ?? '{"text":"Hello from the stand-in"}') as Reply;
@@ -24,19 +25,6 @@ if (!start) {
   process.exit(2);
 }
 const standIn = await start();
+// The handlers first: the benchmark may stop this process as soon as it reads the address.
+stopWith(() => standIn.close());
 process.stdout.write(`${JSON.stringify({ url: standIn.origin })}\n`);
-
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  standIn.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
-// The benchmark holds our stdin open; when it closes, the benchmark is gone and so should we be.
-process.stdin.once("close", stop);
-process.stdin.resume();

@@ -5,22 +5,10 @@
  * Prints one JSON line `{"url": "http://127.0.0.1:PORT/v1"}` on stdout once it listens; stops on SIGTERM or when stdin closes.
  */
 import { type StandInBehaviour, startUpstreamStandIn } from "../support/upstreamStandIn";
+import { stopWith } from "./stopWith";
 
 const behaviour = JSON.parse(process.argv[2] ?? '{"kind":"reply","text":"Hello from the stand-in"}') as StandInBehaviour;
 const standIn = await startUpstreamStandIn({ behaviour, model: "bench", record: false });
+// The handlers first: the benchmark may stop this process as soon as it reads the address.
+stopWith(() => standIn.close());
 process.stdout.write(`${JSON.stringify({ url: standIn.url })}\n`);
-
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  standIn.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
-// The benchmark holds our stdin open; when it closes, the benchmark is gone and so should we be.
-process.stdin.once("close", stop);
-process.stdin.resume();
