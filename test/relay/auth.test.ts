@@ -57,7 +57,7 @@ describe("API keys and authentication", () => {
   test("an unknown key with a valid checksum is 401", async () => {
     const response = await relay.request("/api/v1/me", { key: generateSecret(SECRET_PREFIXES.apiKey) });
     assert.equal(response.status, 401);
-    assert.equal((await errorOf(response)).message, "Invalid API key");
+    assert.equal((await errorOf(response)).message, "API key not recognised: it is not a key of this relay (check it was copied whole)");
   });
 
   test("a key with a broken checksum is 401", async () => {

@@ -160,11 +160,23 @@ describe("console sessions", () => {
     assert.equal(data.csrf_token, session.csrf);
   });
 
-  test("a wrong key does not sign in", async () => {
-    const response = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: "svc_ws_nope" } });
-    assert.equal(response.status, 401);
-    assert.match((await errorOf(response)).message, /api_key/);
-    assert.equal(response.headers.get("set-cookie"), null);
+  test("a wrong or revoked key does not sign in, and is told so in the words the API uses for it as a bearer key", async () => {
+    const made = await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "soon revoked", scopes: ["messages.read"] } });
+    const { id, secret } = ((await made.json()) as DataBody<ApiKeyCreated>).data;
+    assert.equal((await relay.request(`/api/v1/api-keys/${id}`, { method: "DELETE" })).status, 200);
+    const cases = [
+      ["svc_ws_nope", "API key not recognised: it is not a key of this relay (check it was copied whole)"],
+      [secret, "This API key has been revoked"],
+    ] as const;
+    for (const [key, message] of cases) {
+      const response = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: key } });
+      assert.equal(response.status, 401);
+      assert.deepEqual(await errorOf(response), { code: "UNAUTHORIZED", message });
+      assert.equal(response.headers.get("set-cookie"), null);
+      const asBearer = await relay.request("/api/v1/me", { key });
+      assert.equal(asBearer.status, 401);
+      assert.equal((await errorOf(asBearer)).message, message);
+    }
   });
 
   test("writes with a session need the CSRF token; reads do not", async () => {

@@ -18,6 +18,12 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** How a key that cannot be used is refused, in the same words wherever it is presented (a header, the console's sign-in). */
+export const KEY_REFUSALS = {
+  unknown: "API key not recognised: it is not a key of this relay (check it was copied whole)",
+  revoked: "This API key has been revoked",
+} as const;
+
 function headerValue(value: string | string[] | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
@@ -69,9 +75,9 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
     // The checksum rejects typos and foreign tokens without touching the database.
     const owner = looksLikeApiKey(token) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(token)) : undefined;
     if (!owner) {
-      req.authError = new RelayError("UNAUTHORIZED", "Invalid API key");
+      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.unknown);
     } else if (owner.key.revoked_at !== null) {
-      req.authError = new RelayError("UNAUTHORIZED", "This API key has been revoked");
+      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.revoked);
     } else {
       req.caller = { ...owner, scopes: scopes(owner) };
       if (owner.user.removed_at !== null) {

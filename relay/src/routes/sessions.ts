@@ -5,6 +5,7 @@ import { effectiveScopes } from "../auth/apiKeys";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
 import { CONSOLE_SCOPES, MAX_SESSIONS_PER_KEY, SESSION_LIFETIME_MS, csrfTokenFor, newSessionToken, sessionCookieName } from "../auth/sessions";
 import type { Clock } from "../clock";
+import { KEY_REFUSALS } from "../http/authenticate";
 import { parseWith } from "../http/body";
 import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
@@ -42,7 +43,7 @@ export function createSignInHandler(deps: { store: Store; clock: Clock; links: L
   return async function signIn(req, res) {
     const { api_key } = parseWith(SignInBody, req.body);
     const owner = looksLikeApiKey(api_key) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(api_key)) : undefined;
-    if (!owner || owner.key.revoked_at !== null) throw new RelayError("UNAUTHORIZED", "api_key: not a valid API key");
+    if (!owner || owner.key.revoked_at !== null) throw new RelayError("UNAUTHORIZED", owner ? KEY_REFUSALS.revoked : KEY_REFUSALS.unknown);
     if (owner.user.removed_at !== null) throw new RelayError("FORBIDDEN", "The user of this API key was removed from the workspace");
     const scopes = effectiveScopes(owner.key, owner.user);
     if (!CONSOLE_SCOPES.some((scope) => scopes.has(scope))) {
