@@ -2,7 +2,7 @@ import { Agent, request } from "node:http";
 import { performance } from "node:perf_hooks";
 import { HOSTILE_MESSAGES, type HostileMessage, everyNameAtEveryAt, sharedPrefixDirectory } from "../support/mentions";
 import type { BenchContext, BenchSection, SectionReport } from "./sections";
-import { type BenchRelay, startBenchRelay } from "./servers";
+import { type BenchRelay, relayApi, startBenchRelay } from "./servers";
 import { type LatencySummary, formatMs, round, summarize } from "./stats";
 
 /**
@@ -82,17 +82,6 @@ async function parseInProcess(context: BenchContext, timing: Plan): Promise<{ in
   return { indexMs, parses };
 }
 
-async function api<T>(relay: BenchRelay, path: string, json: unknown): Promise<T> {
-  const response = await fetch(`${relay.url}/api/v1${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify(json),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
 /** One request over `pool`; resolves with its time and answer, rejects on anything but `expected`. */
 function timedRequest(pool: Agent, url: URL, method: "GET" | "POST", expected: number, headers: Record<string, string> = {}, body?: Buffer): Promise<{ ms: number; text: string }> {
   return new Promise((resolve, reject) => {
@@ -152,8 +141,8 @@ async function postThroughRelay(context: BenchContext, timing: Plan): Promise<Po
     cpuProfileDir: context.cpuProfileDir,
   });
   try {
-    for (const person of sharedPrefixDirectory()) await api(relay, "/users", { name: person.name, role: "member" });
-    const channel = await api<{ id: string }>(relay, "/channels", { name: "mentions" });
+    for (const person of sharedPrefixDirectory()) await relayApi(relay, "POST", "/users", { name: person.name, role: "member" });
+    const channel = await relayApi<{ id: string }>(relay, "POST", "/channels", { name: "mentions" });
     const results: PostResult[] = [];
     for (const message of [ORDINARY, ...HOSTILE_MESSAGES]) {
       context.progress(`  posting ${message.what}, ${timing.posts} times back to back`);

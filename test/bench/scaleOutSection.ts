@@ -11,7 +11,7 @@ import { type LoadSlice, type StreamTarget, runSlice } from "./load";
 import { type Post, postMention } from "./posting";
 import { type ChildServer, processCpuMs, spawnServer } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport, Table } from "./sections";
-import { startBenchRelay } from "./servers";
+import { relayApi, startBenchRelay } from "./servers";
 import { type LatencySummary, formatMs, round, summarize } from "./stats";
 
 /**
@@ -176,17 +176,6 @@ async function completions(setup: Setup, plan: Timing): Promise<CompletionResult
   };
 }
 
-async function api<T>(relay: Endpoint, path: string, json: unknown): Promise<T> {
-  const response = await fetch(`${relay.url}/api/v1${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify(json),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
 
 interface WebhookResult {
   postsPerSecond: number;
@@ -208,12 +197,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): Promise<WebhookResult> {
   const first = setup.relays[0] as Endpoint;
-  const channel = await api<{ id: string }>(first, "/channels", { name: `bench-${setup.id}` });
+  const channel = await relayApi<{ id: string }>(first, "POST", "/channels", { name: `bench-${setup.id}` });
   const names: string[] = [];
   for (let n = 0; n < AGENTS; n++) {
     const name = `${setup.id}-agent-${String(n).padStart(2, "0")}`;
-    const created = await api<{ agent: { id: string } }>(first, "/agents", { name, webhook_url: receiver.url });
-    await api(first, `/channels/${channel.id}/members`, { agent_id: created.agent.id });
+    const created = await relayApi<{ agent: { id: string } }>(first, "POST", "/agents", { name, webhook_url: receiver.url });
+    await relayApi(first, "POST", `/channels/${channel.id}/members`, { agent_id: created.agent.id });
     names.push(name);
   }
   const from = receiver.deliveries.length;

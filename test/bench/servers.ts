@@ -34,6 +34,18 @@ export interface BenchRelay {
   stop(): Promise<void>;
 }
 
+/** Calls the relay's API with its owner key, for a section's setup; fails on any answer but 2xx. */
+export async function relayApi<T>(relay: Pick<BenchRelay, "url" | "apiKey">, method: "POST" | "PATCH", path: string, json: unknown): Promise<T> {
+  const response = await fetch(`${relay.url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(json),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+  return (JSON.parse(text) as { data: T }).data;
+}
+
 export function cleanEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith("TAB_RELAY_")));
 }

@@ -5,7 +5,7 @@ import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } fro
 import { type Post as MentionPost, postMention } from "./posting";
 import { processCpuMs } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport, Table } from "./sections";
-import { type BenchRelay, startBenchRelay } from "./servers";
+import { type BenchRelay, relayApi, startBenchRelay } from "./servers";
 import { type LatencySummary, formatMs, round, summarize } from "./stats";
 
 /**
@@ -112,17 +112,6 @@ interface BacklogResult extends Omit<Inspection, "first"> {
   relayCpuUsPerEvent: number | undefined;
 }
 
-async function api<T>(relay: BenchRelay, method: "POST" | "PATCH", path: string, json: unknown): Promise<T> {
-  const response = await fetch(`${relay.url}/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify(json),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
 /**
  * Agents and a channel per agent count. Connected agents are shared between the channels; agents without a URL
  * are not, so setting the URLs of one backlog cannot release events of another.
@@ -134,16 +123,16 @@ async function createAudience(relay: BenchRelay, receiver: WebhookReceiver, pref
     const name = `${prefix}-agent-${String(i).padStart(3, "0")}`;
     const path = `/webhook/${name}`;
     const body = connected ? { name, webhook_url: new URL(path, receiver.url).href } : { name };
-    const created = await api<{ agent: { id: string }; signing_secret: string }>(relay, "POST", "/agents", body);
+    const created = await relayApi<{ agent: { id: string }; signing_secret: string }>(relay, "POST", "/agents", body);
     agents.push({ id: created.agent.id, name, secret: created.signing_secret, path });
   }
   const audiences: Record<number, Audience> = {};
   let offset = 0;
   for (const count of AGENT_COUNTS) {
-    const channel = await api<{ id: string }>(relay, "POST", "/channels", { name: `${prefix}-${count}` });
+    const channel = await relayApi<{ id: string }>(relay, "POST", "/channels", { name: `${prefix}-${count}` });
     const members = agents.slice(offset, offset + count);
     if (!connected) offset += count;
-    for (const agent of members) await api(relay, "POST", `/channels/${channel.id}/members`, { agent_id: agent.id });
+    for (const agent of members) await relayApi(relay, "POST", `/channels/${channel.id}/members`, { agent_id: agent.id });
     audiences[count] = { channelId: channel.id, agents: members };
   }
   return audiences;
@@ -328,7 +317,7 @@ async function backlog(fixture: Fixture, audience: Audience, timing: Plan): Prom
   const from = fixture.receiver.deliveries.length;
   const cpuStart = cpuMs(fixture.relay);
   const released = performance.now();
-  await Promise.all(audience.agents.map((agent) => api(fixture.relay, "PATCH", `/agents/${agent.id}`, { webhook_url: new URL(agent.path, fixture.receiver.url).href })));
+  await Promise.all(audience.agents.map((agent) => relayApi(fixture.relay, "PATCH", `/agents/${agent.id}`, { webhook_url: new URL(agent.path, fixture.receiver.url).href })));
   await drain(fixture.receiver, from, posts, released);
   const cpuEnd = cpuMs(fixture.relay);
   const { first, ...problems } = await inspect(audience, posts, arrivalsSince(fixture.receiver, from));
