@@ -18,6 +18,8 @@ import type { Logger } from "./logger";
 import type { Metrics } from "./metrics";
 import type { RateLimitStore } from "./rateLimit/types";
 import { createApiKeysRouter } from "./routes/apiKeys";
+import { createAuditRouter } from "./routes/audit";
+import { createAudit } from "./audit/record";
 import { createHealthRouter } from "./routes/health";
 import { createMeRouter } from "./routes/me";
 import { createCompletionHandlers, createTabRouter } from "./routes/tab";
@@ -93,6 +95,7 @@ export function createApp(deps: AppDeps): RequestListener {
     },
     socketConnected,
   });
+  const audit = createAudit(deps);
   const authenticate = createAuthenticate(deps);
   const jsonBody = createJsonBody(deps.config.maxBodyBytes);
   const rateLimit = (classOf: (req: Request) => LimitClass) =>
@@ -127,11 +130,12 @@ export function createApp(deps: AppDeps): RequestListener {
   api.use(
     createTabRouter(deps, completionHandlers),
     createMeRouter(),
-    createApiKeysRouter(deps),
-    createUsersRouter({ ...deps, agents }),
+    createApiKeysRouter({ ...deps, audit }),
+    createUsersRouter({ ...deps, audit, agents }),
     createSessionsRouter(deps),
     createConversationsRouter({ ...deps, conversations }),
-    createAgentsRouter({ store: deps.store, agents, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected }),
+    createAgentsRouter({ store: deps.store, agents, audit, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected }),
+    createAuditRouter(deps),
     notFound,
   );
 
@@ -148,7 +152,7 @@ export function createApp(deps: AppDeps): RequestListener {
       policy: (req) => ({ bucket: `ip:${deps.clientAddress(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
     }),
     jsonBody,
-    createSignInHandler(deps),
+    createSignInHandler({ ...deps, audit }),
   );
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
   const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });

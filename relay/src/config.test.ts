@@ -160,6 +160,18 @@ describe("loadConfig", () => {
     assert.match(problemsWith(" , "), /no address/);
   });
 
+  test("the audit log keeps 90 days unless told otherwise: 1 to 3650 days", () => {
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "/tmp/x" }).usageRetentionDays, 90);
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "/tmp/x", TAB_RELAY_USAGE_RETENTION_DAYS: "30" }).usageRetentionDays, 30);
+    assert.equal(loadConfig({ TAB_RELAY_DATA: "/tmp/x" }, { usageRetentionDays: "7" }).usageRetentionDays, 7);
+    for (const bad of ["0", "3651", "1.5", "forever"]) {
+      assert.throws(
+        () => loadConfig({ TAB_RELAY_DATA: "/tmp/x", TAB_RELAY_USAGE_RETENTION_DAYS: bad }),
+        (error: unknown) => error instanceof ConfigError && error.problems.some((problem) => problem.startsWith("TAB_RELAY_USAGE_RETENTION_DAYS (--usage-retention-days): ")),
+      );
+    }
+  });
+
   test("rejects a non-http upstream URL", () => {
     assert.throws(() => loadConfig({ TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "ftp://x", TAB_RELAY_UPSTREAM_MODEL: "m" }), /TAB_RELAY_UPSTREAM_URL/);
   });

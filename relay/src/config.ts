@@ -62,6 +62,8 @@ export interface Config {
   /** Whose `X-Forwarded-For` entries name the client (for per-address limits and logs). */
   trustProxy: TrustProxy;
   webhooks: Readonly<WebhookConfig>;
+  /** How many days the audit log keeps a record; older ones are pruned in the background. */
+  usageRetentionDays: number;
 }
 
 export interface WebhookConfig {
@@ -112,6 +114,7 @@ export const SETTINGS = {
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
   socketAckTimeoutMs: { env: "TAB_RELAY_SOCKET_ACK_TIMEOUT_MS", flag: "socket-ack-timeout-ms" },
+  usageRetentionDays: { env: "TAB_RELAY_USAGE_RETENTION_DAYS", flag: "usage-retention-days" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -191,6 +194,7 @@ const RawConfig = z.object({
   webhookAllowPrivate: z.enum(["true", "false", "1", "0"], "must be true or false").transform((v) => v === "true" || v === "1").default(false),
   webhookTimeoutMs: integer(100, 60_000).default(15_000),
   socketAckTimeoutMs: integer(100, 60_000).default(10_000),
+  usageRetentionDays: integer(1, 3650).default(90),
 });
 
 export class ConfigError extends Error {
@@ -274,6 +278,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       timeoutMs: c.webhookTimeoutMs,
       socketAckTimeoutMs: c.socketAckTimeoutMs,
     }),
+    usageRetentionDays: c.usageRetentionDays,
   });
 }
 

@@ -120,8 +120,10 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   setImmediate(() => services.tokens.warm());
   // Whatever was pending when the relay last stopped goes out now.
   await realtime.deliveries.start();
-  // Audit records past the retention are deleted on a timer of their own, never while a request waits.
+  // Audit records past the retention are deleted on a timer of their own, never while a request waits; the first
+  // pass is over by the time the relay says it is up.
   const retention = startAuditRetention({ store, clock, logger, retentionDays: config.usageRetentionDays });
+  await retention.idle();
   logger.info("relay listening", { url, public_url: services.links.base(), provider: services.provider.name, data: config.dataDir });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);

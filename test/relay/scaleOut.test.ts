@@ -26,7 +26,7 @@ import { type ReceivedDelivery, type WebhookReceiver, startWebhookReceiver } fro
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = join(ROOT, "relay/bin/tab-relay.js");
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key"];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key", "0006_audit_log"];
 
 /** Everything but reads is lifted: the documented 300 reads a minute (docs/api.md#rate-limits) are what the rate-limit test checks. */
 const LIFTED = "writes=100000,agent_reads=100000,agent_posts=100000,session_reads=100000,session_writes=100000";

@@ -31,6 +31,9 @@ export interface AgentServiceDeps {
   socketConnected(agentId: string): Promise<boolean>;
 }
 
+/** Writes a change's audit record in the change's own transaction. */
+export type AuditHook = (tx: Store, agent: Agent) => Promise<void>;
+
 export interface Delivery {
   event: StoredEvent;
   attempts: DeliveryAttempt[];
@@ -39,52 +42,61 @@ export interface Delivery {
 export function createAgentService(deps: AgentServiceDeps) {
   const iso = () => new Date(deps.clock.now()).toISOString();
 
-  async function create(input: { workspace: Workspace; owner: User; name: string; description: string; webhookUrl: string | null }) {
+  async function create(input: { workspace: Workspace; owner: User; name: string; description: string; webhookUrl: string | null }, audit?: AuditHook) {
     const token = newAgentToken();
     const signingSecret = newSigningSecret();
-    const agent = await deps.store.agents.create({
-      id: deps.ids("agt"),
-      workspaceId: input.workspace.id,
-      ownerUserId: input.owner.id,
-      name: input.name,
-      description: input.description,
-      webhookUrl: input.webhookUrl,
-      tokenHash: hashSecret(token),
-      tokenHint: secretHint(token),
-      signingSecret,
-      createdAt: iso(),
+    const agent = await deps.store.transaction(async (tx) => {
+      const agent = await tx.agents.create({
+        id: deps.ids("agt"),
+        workspaceId: input.workspace.id,
+        ownerUserId: input.owner.id,
+        name: input.name,
+        description: input.description,
+        webhookUrl: input.webhookUrl,
+        tokenHash: hashSecret(token),
+        tokenHint: secretHint(token),
+        signingSecret,
+        createdAt: iso(),
+      });
+      await audit?.(tx, agent);
+      return agent;
     });
     deps.agentChanged(agent, "updated");
     return { agent, token, signingSecret };
   }
 
-  async function update(agent: Agent, patch: AgentPatch): Promise<Agent> {
-    const updated = await deps.store.agents.update(agent.workspace_id, agent.id, patch, iso());
-    if (!updated) throw new RelayError("NOT_FOUND", `path.id: no agent ${agent.id} in this workspace`);
+  async function update(agent: Agent, patch: AgentPatch, audit?: AuditHook): Promise<Agent> {
+    const updated = await deps.store.transaction(async (tx) => {
+      const updated = await tx.agents.update(agent.workspace_id, agent.id, patch, iso());
+      if (!updated) throw new RelayError("NOT_FOUND", `path.id: no agent ${agent.id} in this workspace`);
+      await audit?.(tx, updated);
+      return updated;
+    });
     // Events held while the agent had no URL or was paused may now go.
     if (patch.state === "active" || patch.webhook_url) deps.eventsQueued();
     deps.agentChanged(updated, patch.state === "paused" ? "paused" : patch.token_hash !== undefined ? "token" : "updated");
     return updated;
   }
 
-  async function rotateToken(agent: Agent) {
+  async function rotateToken(agent: Agent, audit?: AuditHook) {
     const token = newAgentToken();
-    const updated = await update(agent, { token_hash: hashSecret(token), token_hint: secretHint(token) });
+    const updated = await update(agent, { token_hash: hashSecret(token), token_hint: secretHint(token) }, audit);
     return { agent: updated, token };
   }
 
-  async function rotateSigningSecret(agent: Agent) {
+  async function rotateSigningSecret(agent: Agent, audit?: AuditHook) {
     const signingSecret = newSigningSecret();
-    const updated = await update(agent, { signing_secret: signingSecret });
+    const updated = await update(agent, { signing_secret: signingSecret }, audit);
     return { agent: updated, signingSecret };
   }
 
   /** Removes the agent: its token stops at once and its undelivered events are dropped. */
-  async function remove(agent: Agent): Promise<void> {
+  async function remove(agent: Agent, audit?: AuditHook): Promise<void> {
     await deps.store.transaction(async (tx) => {
       const at = iso();
       await tx.agents.remove(agent.workspace_id, agent.id, at);
       await tx.events.cancelPending(agent.id, at);
+      await audit?.(tx, agent);
     });
     deps.agentChanged(agent, "removed");
   }
@@ -94,7 +106,7 @@ export function createAgentService(deps: AgentServiceDeps) {
    * they own: nobody would be left answering for them. The pauses reach the rest of the relay as any pause does (their Socket Mode
    * sockets close with 4003, consoles refresh); an owner or admin may resume them later.
    */
-  async function removeUser(user: User): Promise<{ removed: boolean; paused: Agent[] }> {
+  async function removeUser(user: User, audit?: (tx: Store, paused: Agent[]) => Promise<void>): Promise<{ removed: boolean; paused: Agent[] }> {
     const result = await deps.store.transaction(async (tx) => {
       const at = iso();
       const paused: Agent[] = [];
@@ -109,6 +121,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         const updated = await tx.agents.update(agent.workspace_id, agent.id, { state: "paused" }, at);
         if (updated) paused.push(updated);
       }
+      await audit?.(tx, paused);
       return { removed: true, paused };
     });
     for (const agent of result.paused) deps.agentChanged(agent, "paused");
@@ -144,7 +157,7 @@ export function createAgentService(deps: AgentServiceDeps) {
    * Sends the event again now, with the same `webhook-id`. A pending event keeps its retry schedule after the
    * manual attempt; a finished one gets exactly one more attempt.
    */
-  async function redeliver(agent: Agent, eventId: string): Promise<Delivery> {
+  async function redeliver(agent: Agent, eventId: string, audit?: AuditHook): Promise<Delivery> {
     const event = await deps.store.events.get(agent.id, eventId);
     if (!event) throw new RelayError("NOT_FOUND", `path.delivery_id: no delivery ${eventId} for this agent`);
     if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
@@ -152,7 +165,10 @@ export function createAgentService(deps: AgentServiceDeps) {
     }
     const retries = event.status === "pending" ? event.retries : 0;
     const update = { status: "pending" as const, next_attempt_at: iso(), next_trigger: "manual" as const, retries };
-    await deps.store.events.schedule(event.id, update, iso());
+    await deps.store.transaction(async (tx) => {
+      await tx.events.schedule(event.id, update, iso());
+      await audit?.(tx, agent);
+    });
     deps.eventsQueued();
     return { event: { ...event, ...update }, attempts: await deps.store.events.attempts([event.id]) };
   }

@@ -1,7 +1,8 @@
 import { type Api, RelayError } from "@tab-relay/shared";
 import { Router, type Request } from "express";
 import { z } from "zod";
-import { type AgentService, type Delivery, canConnectAgents, canManageAgent } from "../agents/service";
+import { type AgentService, type AuditHook, type Delivery, canConnectAgents, canManageAgent } from "../agents/service";
+import { type Audit, type AuditChange, auditedUrl } from "../audit/record";
 import { webhookUrlProblem } from "../delivery/addresses";
 import { requireScope } from "../http/authenticate";
 import { parseWith } from "../http/body";
@@ -83,9 +84,20 @@ function presentDelivery({ event, attempts }: Delivery): Api.Delivery {
 }
 
 /** Connecting and managing outside agents: /agents and everything under it. */
-export function createAgentsRouter(deps: { store: Store; agents: AgentService; allowPrivateWebhooks: boolean; socketConnected(agentId: string): Promise<boolean> }): Router {
+export function createAgentsRouter(deps: {
+  store: Store;
+  agents: AgentService;
+  audit: Audit;
+  allowPrivateWebhooks: boolean;
+  socketConnected(agentId: string): Promise<boolean>;
+}): Router {
   const router = Router();
   const { store } = deps;
+  /** Records the change in its own transaction, as the agent is after it. */
+  const audited =
+    (req: Request, action: AuditChange["action"], details?: (agent: Agent) => NonNullable<AuditChange["details"]>): AuditHook =>
+    (tx, agent) =>
+      deps.audit.record(tx, req, { action, target: { type: "agent", id: agent.id }, ...(details ? { details: details(agent) } : {}) });
   const CreateAgentBody = z.object({ name: Name, description: Description.default(""), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() });
   const PatchAgentBody = z
     .object({ name: Name.optional(), description: Description.optional(), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() })
@@ -119,7 +131,7 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
       name: body.name,
       description: body.description,
       webhookUrl: body.webhook_url ?? null,
-    });
+    }, audited(req, "agent.created", (agent) => ({ name: agent.name, webhook_url: auditedUrl(agent.webhook_url) })));
     const answer: Api.AgentCreated = { agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret };
     res.status(201).json({ data: answer });
   });
@@ -143,32 +155,38 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
     const { caller, agent } = await agentFor(req, "manage");
     const body = parseWith(PatchAgentBody, req.body);
     if (body.name !== undefined) await uniqueName(caller, body.name, agent.id);
-    const updated = await deps.agents.update(agent, {
-      ...(body.name !== undefined ? { name: body.name } : {}),
-      ...(body.description !== undefined ? { description: body.description } : {}),
-      ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url } : {}),
-    });
+    // Where events go is what matters to security; a new name or description is not recorded.
+    const urlChanged = body.webhook_url !== undefined && body.webhook_url !== agent.webhook_url;
+    const updated = await deps.agents.update(
+      agent,
+      {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(body.description !== undefined ? { description: body.description } : {}),
+        ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url } : {}),
+      },
+      urlChanged ? audited(req, "agent.webhook_url_changed", (after) => ({ from: auditedUrl(agent.webhook_url), to: auditedUrl(after.webhook_url) })) : undefined,
+    );
     res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
   });
 
-  for (const [action, state] of [["pause", "paused"], ["resume", "active"]] as const) {
+  for (const [action, state, recorded] of [["pause", "paused", "agent.paused"], ["resume", "active", "agent.resumed"]] as const) {
     router.post(`/agents/:id/${action}`, named(`/agents/:id/${action}`), requireScope("agents.write"), async (req, res) => {
       const { caller, agent } = await agentFor(req, "manage");
-      const updated = agent.state === state ? agent : await deps.agents.update(agent, { state });
+      const updated = agent.state === state ? agent : await deps.agents.update(agent, { state }, audited(req, recorded));
       res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
     });
   }
 
   router.post("/agents/:id/token", named("/agents/:id/token"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
-    const rotated = await deps.agents.rotateToken(agent);
+    const rotated = await deps.agents.rotateToken(agent, audited(req, "agent.token_replaced"));
     const answer: Api.AgentTokenRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), token: rotated.token };
     res.json({ data: answer });
   });
 
   router.post("/agents/:id/signing-secret", named("/agents/:id/signing-secret"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
-    const rotated = await deps.agents.rotateSigningSecret(agent);
+    const rotated = await deps.agents.rotateSigningSecret(agent, audited(req, "agent.signing_secret_replaced"));
     const answer: Api.AgentSigningSecretRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret };
     res.json({ data: answer });
   });
@@ -181,7 +199,7 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
 
   router.delete("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
     const { agent } = await agentFor(req, "manage");
-    await deps.agents.remove(agent);
+    await deps.agents.remove(agent, audited(req, "agent.removed", (removed) => ({ name: removed.name })));
     const answer: Api.AgentRemoved = { id: agent.id, removed: true };
     res.json({ data: answer });
   });
@@ -199,7 +217,9 @@ export function createAgentsRouter(deps: { store: Store; agents: AgentService; a
     async (req, res) => {
       const { agent } = await agentFor(req, "manage");
       const { delivery_id } = parseWith(DeliveryParams, req.params, "path");
-      res.status(202).json({ data: presentDelivery(await deps.agents.redeliver(agent, delivery_id)) });
+      const hook: AuditHook = (tx, redelivered) =>
+        deps.audit.record(tx, req, { action: "agent.redelivery_requested", target: { type: "delivery", id: delivery_id }, details: { agent_id: redelivered.id } });
+      res.status(202).json({ data: presentDelivery(await deps.agents.redeliver(agent, delivery_id, hook)) });
     },
   );
 

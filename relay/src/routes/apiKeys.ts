@@ -1,6 +1,7 @@
 import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { z } from "zod";
+import type { Audit } from "../audit/record";
 import { createApiKey } from "../auth/apiKeys";
 import { SCOPES } from "../auth/scopes";
 import type { Clock } from "../clock";
@@ -23,7 +24,7 @@ function present(key: ApiKey): Api.ApiKey {
 }
 
 /** POST/GET /api-keys and DELETE /api-keys/{id}. */
-export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Router {
+export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: Audit }): Router {
   const router = Router();
 
   router.post("/api-keys", named("/api-keys"), requireScope("keys.write"), async (req, res) => {
@@ -32,11 +33,16 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
     // A key can hand on only what it holds itself.
     const wider = body.scopes.filter((scope) => !caller.scopes.has(scope));
     if (wider.length > 0) throw new RelayError("FORBIDDEN", `scopes: this key cannot grant scopes it does not hold: ${wider.join(", ")}`);
-    const { key, secret } = await createApiKey(deps.store, deps.clock, {
-      workspaceId: caller.workspace.id,
-      user: caller.user,
-      name: body.name,
-      scopes: body.scopes,
+    const { key, secret } = await deps.store.transaction(async (tx) => {
+      const created = await createApiKey(tx, deps.clock, {
+        workspaceId: caller.workspace.id,
+        user: caller.user,
+        name: body.name,
+        scopes: body.scopes,
+      });
+      const details = { name: created.key.name, scopes: created.key.scopes };
+      await deps.audit.record(tx, req, { action: "api_key.created", target: { type: "api_key", id: created.key.id }, details });
+      return created;
     });
     const answer: Api.ApiKeyCreated = { ...present(key), secret };
     res.status(201).json({ data: answer });
@@ -68,7 +74,10 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock }): Route
       return;
     }
     const at = new Date(deps.clock.now()).toISOString();
-    await deps.store.apiKeys.revoke(caller.workspace.id, id, at);
+    await deps.store.transaction(async (tx) => {
+      await tx.apiKeys.revoke(caller.workspace.id, id, at);
+      await deps.audit.record(tx, req, { action: "api_key.revoked", target: { type: "api_key", id }, details: { holder_user_id: key.user_id, name: key.name } });
+    });
     res.json({ data: present({ ...key, revoked_at: at }) });
   });
 

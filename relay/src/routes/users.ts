@@ -10,6 +10,7 @@ import { parseWith } from "../http/body";
 import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
 import type { AgentService } from "../agents/service";
+import type { Audit } from "../audit/record";
 import type { Store, User } from "../store/types";
 
 const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
@@ -21,7 +22,7 @@ function present(user: User): Api.User {
 }
 
 /** The workspace's people: listing them (for mentions), adding one with a first key, changing a role, removing one. */
-export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pick<AgentService, "removeUser"> }): Router {
+export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Audit; agents: Pick<AgentService, "removeUser"> }): Router {
   const router = Router();
   const { store } = deps;
 
@@ -47,6 +48,7 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
         createdAt: new Date(deps.clock.now()).toISOString(),
       });
       const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes });
+      await deps.audit.record(tx, req, { action: "user.added", target: { type: "user", id: user.id }, details: { role: user.role, first_key_id: created.key.id } });
       return { user, ...created };
     });
     const answer: Api.UserCreated = { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } };
@@ -70,6 +72,7 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
         throw new RelayError("CONFLICT", `role: ${id} is the workspace's last owner and stays one; make someone else an owner first`);
       }
       await tx.users.setRole(caller.workspace.id, id, body.role);
+      await deps.audit.record(tx, req, { action: "user.role_changed", target: { type: "user", id }, details: { from: current.role, to: body.role } });
       return { ...current, role: body.role };
     });
     res.json({ data: present(updated) });
@@ -82,7 +85,9 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; agents: Pi
     if (!user || user.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
     if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
     if (user.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
-    const { paused } = await deps.agents.removeUser(user);
+    const { paused } = await deps.agents.removeUser(user, (tx, agents) =>
+      deps.audit.record(tx, req, { action: "user.removed", target: { type: "user", id }, details: { role: user.role, paused_agent_ids: agents.map((agent) => agent.id) } }),
+    );
     const answer: Api.UserRemoved = { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) };
     res.json({ data: answer });
   });

@@ -10,7 +10,7 @@ import { POSTGRES_HOST, dropDatabases as dropScratchDatabases, postgresProblem, 
 import { migratePostgres, openPostgresStore } from "./postgres";
 import { createSortableIds } from "./sortableIds";
 import { openSqliteStore } from "./sqlite";
-import type { Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notification, Store, StoredEvent } from "./types";
+import type { AuditRecord, Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notification, Store, StoredEvent } from "./types";
 
 /**
  * One contract for every Store engine: each test runs on SQLite and on PostgreSQL, from empty tables, and
@@ -19,10 +19,10 @@ import type { Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notif
 
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
-  "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
+  "audit_log", "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
   "sessions", "agent_sockets", "api_keys", "agents", "users", "workspaces",
 ];
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key"];
+const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key", "0006_audit_log"];
 
 interface Harness {
   store: Store;
@@ -933,6 +933,54 @@ for (const engine of engines) {
         assert.deepEqual(await store.sessions.endOldest("key_1", 2, at(101)), []);
         assert.deepEqual(await store.sessions.endOldest("key_1", 0, at(102)), ["ses_d", "ses_c2"]);
         assert.deepEqual(await store.sessions.endOldest("key_nobody", 0, at(103)), []);
+      });
+    });
+
+    describe("the audit log", () => {
+      const record = (id: string, seconds: number, extra: Partial<AuditRecord> = {}): AuditRecord => ({
+        id, workspace_id: WS, at: at(seconds), action: "api_key.created", actor_user_id: OLIVE, via: "api_key", via_id: "key_1",
+        address: "203.0.113.7", target_type: "api_key", target_id: "key_2", details: JSON.stringify({ scopes: ["tab.complete"] }), ...extra,
+      });
+
+      test("keeps each record as written and lists the workspace's, and those of no workspace, newest first", async () => {
+        await store.audit.create(record("aud_1", 1));
+        await store.audit.create(record("aud_2", 2, { workspace_id: null, action: "session.sign_in_failed", actor_user_id: null, via: "none", via_id: null, target_type: null, target_id: null }));
+        await store.audit.create(record("aud_3", 3, { workspace_id: "ws_other" }));
+        await store.audit.create(record("aud_4", 4, { action: "user.role_changed", actor_user_id: BOB, target_type: "user", target_id: OLIVE }));
+        const rows = await store.audit.list(WS, { limit: 10 });
+        assert.deepEqual(ids(rows), ["aud_4", "aud_2", "aud_1"]);
+        assert.deepEqual(rows[2], record("aud_1", 1));
+        assert.deepEqual(ids(await store.audit.list("ws_other", { limit: 10 })), ["aud_3", "aud_2"]);
+      });
+
+      test("filter by time (since inclusive, until exclusive), actor and action, and page with before and limit", async () => {
+        for (let i = 1; i <= 6; i++) await store.audit.create(record(`aud_${i}`, i * 10, i % 2 === 0 ? { actor_user_id: BOB, action: "agent.paused" } : {}));
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, since: at(20), until: at(50) })), ["aud_4", "aud_3", "aud_2"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, actor: BOB })), ["aud_6", "aud_4", "aud_2"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, action: "api_key.created" })), ["aud_5", "aud_3", "aud_1"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 2 })), ["aud_6", "aud_5"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 2, before: "aud_5" })), ["aud_4", "aud_3"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 2, before: "aud_5", actor: BOB, since: at(30) })), ["aud_4"]);
+      });
+
+      test("prune deletes exactly the records older than the given time, in every workspace", async () => {
+        await store.audit.create(record("aud_1", 1));
+        await store.audit.create(record("aud_2", 2, { workspace_id: null }));
+        await store.audit.create(record("aud_3", 3, { workspace_id: "ws_other" }));
+        await store.audit.create(record("aud_4", 4));
+        assert.equal(await store.audit.prune(at(4)), 3);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10 })), ["aud_4"]);
+        assert.equal(await store.audit.prune(at(4)), 0);
+      });
+
+      test("a record written in a transaction that fails is not kept", async () => {
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.audit.create(record("aud_1", 1));
+            throw new Error("the change failed");
+          }),
+        );
+        assert.deepEqual(await store.audit.list(WS, { limit: 10 }), []);
       });
     });
 

@@ -190,6 +190,28 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
         await db.schema.createIndex("sessions_key").on("sessions").columns(["api_key_id", "created_at"]).execute();
       },
     },
+    "0006_audit_log": {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable("audit_log")
+          .addColumn("id", text, (c) => c.primaryKey())
+          // No foreign keys: a record outlives the key, agent or person it names, and names them only by id.
+          .addColumn("workspace_id", text)
+          .addColumn("at", text, (c) => c.notNull())
+          .addColumn("action", text, (c) => c.notNull())
+          .addColumn("actor_user_id", text)
+          .addColumn("via", text, (c) => c.notNull())
+          .addColumn("via_id", text)
+          .addColumn("address", text, (c) => c.notNull())
+          .addColumn("target_type", text)
+          .addColumn("target_id", text)
+          .addColumn("details", text, (c) => c.notNull())
+          .execute();
+        // Ids sort by time: the log lists newest first and pages with `before` along this index.
+        await db.schema.createIndex("audit_log_workspace").on("audit_log").columns(["workspace_id", "id"]).execute();
+        await db.schema.createIndex("audit_log_at").on("audit_log").column("at").execute();
+      },
+    },
   };
 }
 

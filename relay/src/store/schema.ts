@@ -1,4 +1,5 @@
 import type { Generated, Kysely, Transaction } from "kysely";
+import type { AuditAction, Api } from "@tab-relay/shared";
 import type { Role } from "../auth/scopes";
 
 /*
@@ -161,6 +162,23 @@ export interface NotificationsTable {
   read_at: string | null;
 }
 
+// From migration 0006 on: the audit log. Rows are only ever added and, past the retention, deleted.
+export interface AuditLogTable {
+  id: string;
+  /** Null for a failed sign-in with a key the relay does not know: it belongs to no workspace. */
+  workspace_id: string | null;
+  at: string;
+  action: AuditAction;
+  actor_user_id: string | null;
+  via: Api.AuditVia;
+  via_id: string | null;
+  address: string;
+  target_type: NonNullable<Api.AuditEntry["target"]>["type"] | null;
+  target_id: string | null;
+  /** A JSON object of the entry's details; never a secret. */
+  details: string;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -174,6 +192,7 @@ export interface Database {
   events: EventsTable;
   delivery_attempts: DeliveryAttemptsTable;
   notifications: NotificationsTable;
+  audit_log: AuditLogTable;
 }
 
 /** What every repository queries through: the database, or a transaction on it. */

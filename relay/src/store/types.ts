@@ -3,6 +3,7 @@ import type { Role, Scope } from "../auth/scopes";
 import type {
   AgentsTable,
   ApiKeysTable,
+  AuditLogTable,
   ConversationType,
   ConversationsTable,
   DeliveryAttemptsTable,
@@ -133,6 +134,21 @@ export type Notification = Selectable<NotificationsTable>;
 
 /** A console sign-in: it acts with the API key it was made from, and ends when that key is revoked. Never the cookie token's hash. */
 export type Session = Omit<Selectable<SessionsTable>, "token_hash">;
+
+/** One audit record as stored; `details` is its JSON text. */
+export type AuditRecord = Selectable<AuditLogTable>;
+
+export interface AuditQuery {
+  /** Inclusive. */
+  since?: string | undefined;
+  /** Exclusive. */
+  until?: string | undefined;
+  actor?: string | undefined;
+  action?: AuditRecord["action"] | undefined;
+  /** An id: only older records. */
+  before?: string | undefined;
+  limit: number;
+}
 
 /** The relay's data layer. Routes use only this; SQLite and PostgreSQL implement it. */
 export interface Store {
@@ -273,6 +289,14 @@ export interface Store {
      * `created_at`, then id); answers the ids it ended.
      */
     endOldest(apiKeyId: string, keep: number, at: string): Promise<string[]>;
+  };
+  /** The audit log: added to and pruned, never changed. */
+  readonly audit: {
+    create(record: AuditRecord): Promise<void>;
+    /** The workspace's records and those of no workspace, newest first. */
+    list(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]>;
+    /** Deletes the records older than `before`; answers how many. */
+    prune(before: string): Promise<number>;
   };
   /** Runs `fn` atomically: all of its writes happen, or none. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;

@@ -250,6 +250,49 @@ export interface AgentRemoved {
   removed: true;
 }
 
+/** What the audit log records (docs/api.md#audit-log). */
+export const AUDIT_ACTIONS = [
+  "session.signed_in",
+  "session.sign_in_failed",
+  "api_key.created",
+  "api_key.revoked",
+  "user.added",
+  "user.removed",
+  "user.role_changed",
+  "agent.created",
+  "agent.paused",
+  "agent.resumed",
+  "agent.removed",
+  "agent.token_replaced",
+  "agent.signing_secret_replaced",
+  "agent.webhook_url_changed",
+  "agent.redelivery_requested",
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** How the actor was signed in: an API key, a console session (made from a key), or neither (a failed sign-in). */
+export type AuditVia = "api_key" | "session" | "none";
+
+/** `GET /audit`: one security-relevant change. Never a secret: keys and tokens appear only by id. */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  action: AuditAction;
+  actor: {
+    /** Null when nobody could be named (a sign-in with an unknown key). */
+    user_id: string | null;
+    via: AuditVia;
+    /** The API key's or the session's id. */
+    via_id: string | null;
+    /** The client's address, behind the proxies the relay trusts. */
+    address: string;
+  };
+  /** What the change was made to; null for a failed sign-in that named nobody. */
+  target: { type: "user" | "api_key" | "session" | "agent" | "delivery"; id: string } | null;
+  /** Facts that vary by action (a role's old and new value, a key's scopes, why a sign-in failed). */
+  details: Record<string, string | string[] | null>;
+}
+
 /** A frame on the console's live socket, `/api/v1/live` (docs/api.md#console-sessions-and-live-updates). */
 export type LiveEvent =
   | { type: "hello"; user: UserRef }

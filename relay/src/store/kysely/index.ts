@@ -1,6 +1,7 @@
 import type { Db } from "../schema";
 import type { Store } from "../types";
 import { agentSocketsStore } from "./agentSockets";
+import { auditStore } from "./audit";
 import { agentsStore } from "./agents";
 import { type OwnerLookup, apiKeysStore } from "./apiKeys";
 import { conversationsStore } from "./conversations";
@@ -36,6 +37,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     agentSockets: agentSocketsStore(db),
     sessions: sessionsStore(db, apiKeys),
     apiKeys,
+    audit: auditStore(db),
     async transaction(fn) {
       if (db.isTransaction) return fn(store);
       return db.transaction().execute((trx) => fn(createKyselyStore(trx, async () => undefined, { rowLocks: fast?.rowLocks === true }, exclusive)));

@@ -1,0 +1,80 @@
+import type { Api, AuditAction } from "@tab-relay/shared";
+import type { Request } from "express";
+import type { Clock } from "../clock";
+import type { ClientAddress } from "../http/clientAddress";
+import type { SortableIds } from "../store/sortableIds";
+import type { AuditRecord, Store } from "../store/types";
+
+export type AuditTarget = NonNullable<Api.AuditEntry["target"]>;
+
+export interface AuditChange {
+  action: AuditAction;
+  target: AuditTarget | null;
+  /** Facts about the change, never a secret (keys and tokens by id only). */
+  details?: Api.AuditEntry["details"];
+}
+
+/** Who acted, when the request's own authentication does not say (signing in happens before it). */
+export interface AuditActor {
+  workspaceId: string | null;
+  userId: string | null;
+  via: Api.AuditVia;
+  viaId: string | null;
+}
+
+/**
+ * Records security-relevant changes. Each record is written through the store it is given: the transaction of the
+ * change itself, so the change and its record are kept together or not at all, and a record that cannot be written
+ * fails the request rather than leaving a change nobody can trace.
+ */
+export interface Audit {
+  record(store: Store, req: Request, change: AuditChange, actor?: AuditActor): Promise<void>;
+}
+
+/** The actor of an authenticated request: its user, with the session or key it came with. */
+function actorOf(req: Request): AuditActor {
+  const caller = req.caller;
+  if (!caller) return { workspaceId: null, userId: null, via: "none", viaId: null };
+  const session = req.session;
+  return {
+    workspaceId: caller.workspace.id,
+    userId: caller.user.id,
+    via: session ? "session" : "api_key",
+    viaId: session ? session.id : caller.key.id,
+  };
+}
+
+export function createAudit(deps: { clock: Clock; ids: SortableIds; clientAddress: ClientAddress }): Audit {
+  return {
+    async record(store, req, change, actor = actorOf(req)) {
+      const record: AuditRecord = {
+        id: deps.ids("aud"),
+        workspace_id: actor.workspaceId,
+        at: new Date(deps.clock.now()).toISOString(),
+        action: change.action,
+        actor_user_id: actor.userId,
+        via: actor.via,
+        via_id: actor.viaId,
+        address: deps.clientAddress(req),
+        target_type: change.target?.type ?? null,
+        target_id: change.target?.id ?? null,
+        details: JSON.stringify(change.details ?? {}),
+      };
+      await store.audit.create(record);
+    },
+  };
+}
+
+/**
+ * A webhook URL as the log keeps it: scheme, host and path. Its query, fragment and any user:password are left out,
+ * since some receivers take a token there.
+ */
+export function auditedUrl(url: string | null): string | null {
+  if (url === null) return null;
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return null;
+  }
+}
