@@ -7,11 +7,11 @@ import { pathToFileURL } from "node:url";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
 import { REDIS_URL, type ScratchDatabase, createDatabase, dropDatabases, servicesProblem } from "../support/scaleOutServices";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
-import { type LoadSlice, type StreamTarget, runSlice } from "./load";
+import { type LoadSlice, runSlice } from "./load";
 import { type Post, postMention } from "./posting";
 import { type ChildServer, processCpuMs, spawnServer } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport, Table } from "./sections";
-import { relayApi, startBenchRelay } from "./servers";
+import { cartCompletionTarget, relayApi, startBenchRelay } from "./servers";
 import { type LatencySummary, formatMs, round, summarize } from "./stats";
 
 /**
@@ -119,28 +119,11 @@ async function startPostgres(context: BenchContext, id: SetupId, count: number):
   return { id, relays, stop };
 }
 
-function completionTarget(relay: Endpoint): StreamTarget {
-  return {
-    name: relay.url,
-    url: `${relay.url}/api/v1/tab/chat/completions`,
-    headers: { authorization: `Bearer ${relay.apiKey}` },
-    body: JSON.stringify({
-      model: "tab-v1",
-      stream: true,
-      tab_context: {
-        surface: "code",
-        workspace_slug: relay.workspaceSlug,
-        entity_id: "src/cart.ts",
-        document_type: "plaintext",
-        code_language: "typescript",
-        file_path: "src/cart.ts",
-        active_text_before_cursor:
-          'import type { Item } from "./types";\n\nexport function total(items: readonly Item[]): number {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\nexport function count(items: readonly Item[]): number {\n  return ',
-        active_text_after_cursor: "\n}\n",
-      },
-    }),
-  };
-}
+const CURSOR = {
+  before:
+    'import type { Item } from "./types";\n\nexport function total(items: readonly Item[]): number {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\nexport function count(items: readonly Item[]): number {\n  return ',
+  after: "\n}\n",
+};
 
 interface CompletionResult {
   completed: number;
@@ -158,7 +141,7 @@ async function completions(setup: Setup, plan: Timing): Promise<CompletionResult
   const slices: LoadSlice[] = await Promise.all(
     setup.relays.map((relay, n) =>
       // Only the first slice reads the relays' CPU, so each process is counted once over the window.
-      runSlice(completionTarget(relay), { concurrency: share, warmupMs: plan.warmupMs, durationMs: plan.durationMs, ...(n === 0 ? { processes } : {}) }),
+      runSlice(cartCompletionTarget(relay, relay.url, CURSOR), { concurrency: share, warmupMs: plan.warmupMs, durationMs: plan.durationMs, ...(n === 0 ? { processes } : {}) }),
     ),
   );
   const completed = slices.reduce((sum, s) => sum + s.totalMs.length, 0);

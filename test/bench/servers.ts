@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { StandInBehaviour } from "../support/upstreamStandIn";
+import type { StreamTarget } from "./load";
 import { type ChildServer, spawnServer } from "./processes";
 
 /** Where the benchmark runs from and what it may pass on to the servers it starts. */
@@ -44,6 +45,42 @@ export async function relayApi<T>(relay: Pick<BenchRelay, "url" | "apiKey">, met
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
   return (JSON.parse(text) as { data: T }).data;
+}
+
+/** The cursor in src/cart.ts that a section asks the relay to complete, and the snippets the extension would send. */
+export interface CartCursor {
+  before: string;
+  after: string;
+  surroundingContext?: string;
+}
+
+/** The streamed Tab request the extension sends for `cursor`, as a body. */
+export function cartCompletionBody(workspaceSlug: string, cursor: CartCursor): string {
+  return JSON.stringify({
+    model: "tab-v1",
+    stream: true,
+    tab_context: {
+      surface: "code",
+      workspace_slug: workspaceSlug,
+      entity_id: "src/cart.ts",
+      document_type: "plaintext",
+      code_language: "typescript",
+      file_path: "src/cart.ts",
+      active_text_before_cursor: cursor.before,
+      active_text_after_cursor: cursor.after,
+      ...(cursor.surroundingContext === undefined ? {} : { surrounding_context: cursor.surroundingContext }),
+    },
+  });
+}
+
+/** That request, sent to `relay` with its owner key. */
+export function cartCompletionTarget(relay: Pick<BenchRelay, "url" | "apiKey" | "workspaceSlug">, name: string, cursor: CartCursor): StreamTarget {
+  return {
+    name,
+    url: `${relay.url}/api/v1/tab/chat/completions`,
+    headers: { authorization: `Bearer ${relay.apiKey}` },
+    body: cartCompletionBody(relay.workspaceSlug, cursor),
+  };
 }
 
 export function cleanEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -1,7 +1,7 @@
 import type { StandInBehaviour } from "../support/upstreamStandIn";
 import { type LoadResult, type LoadSlice, type StreamTarget, type WindowProbe, combineSlices, fetchStream, runSlice } from "./load";
 import type { BenchContext, BenchSection, Goal, SectionReport } from "./sections";
-import { type BenchRelay, type RunningProxy, type RunningUpstream, startBenchRelay, startProxy, startUpstream } from "./servers";
+import { type RunningProxy, type RunningUpstream, cartCompletionBody, cartCompletionTarget, startBenchRelay, startProxy, startUpstream } from "./servers";
 import { formatMs, round } from "./stats";
 
 /** A fast upstream: one short line in eight chunks, written back to back with no delay. */
@@ -44,31 +44,7 @@ const BEFORE_CURSOR = [
 ].join("\n");
 const AFTER_CURSOR = "\n}\n\nexport function tax(total: number): number {\n  return total * 0.2;\n}\n";
 
-function relayTarget(relay: BenchRelay): StreamTarget {
-  return {
-    name: "relay",
-    url: `${relay.url}/api/v1/tab/chat/completions`,
-    headers: { authorization: `Bearer ${relay.apiKey}` },
-    body: relayBody(relay.workspaceSlug),
-  };
-}
-
-function relayBody(workspaceSlug: string): string {
-  return JSON.stringify({
-    model: "tab-v1",
-    stream: true,
-    tab_context: {
-      surface: "code",
-      workspace_slug: workspaceSlug,
-      entity_id: "src/cart.ts",
-      document_type: "plaintext",
-      code_language: "typescript",
-      file_path: "src/cart.ts",
-      active_text_before_cursor: BEFORE_CURSOR,
-      active_text_after_cursor: AFTER_CURSOR,
-    },
-  });
-}
+const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR };
 
 /** The same hole-filling request as an OpenAI chat body, about the size of the one the relay sends upstream. */
 function chatBody(): string {
@@ -187,7 +163,7 @@ export const streamingSection: BenchSection = {
       const targets: Record<PathName, StreamTarget> = {
         upstream: { name: "upstream", url: `${upstream.url}/chat/completions`, headers: {}, body: chatBody() },
         proxy: { name: "proxy", url: `${proxy.url}/v1/chat/completions`, headers: {}, body: chatBody() },
-        relay: relayTarget(relay),
+        relay: cartCompletionTarget(relay, "relay", CURSOR),
       };
       for (const path of PATHS) await checkTarget(targets[path]);
       // CPU time per stream of each server explains a throughput ratio better than the ratio alone.
@@ -307,7 +283,7 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
     ],
     data: {
       upstreamReply: REPLY,
-      requestBytes: { relay: Buffer.byteLength(relayBody("acme")), upstream: Buffer.byteLength(chatBody()) },
+      requestBytes: { relay: Buffer.byteLength(cartCompletionBody("acme", CURSOR)), upstream: Buffer.byteLength(chatBody()) },
       cells: cells.map(({ path, result }) => ({
         path,
         concurrency: result.concurrency,

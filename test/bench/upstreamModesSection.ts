@@ -3,7 +3,7 @@ import { type TabContext, formatSnippets, TAB_LIMITS } from "@tab-relay/shared";
 import { type LoadResult, type LoadSlice, type StreamTarget, combineSlices, fetchStream, runSlice } from "./load";
 import { type ChildServer, spawnServer } from "./processes";
 import type { BenchContext, BenchSection, Goal, SectionReport } from "./sections";
-import { type BenchRelay, startBenchRelay } from "./servers";
+import { type BenchRelay, cartCompletionTarget, startBenchRelay } from "./servers";
 import { formatMs, round, summarize } from "./stats";
 
 /**
@@ -58,28 +58,7 @@ const SNIPPETS = [
   { path: "src/shipping.ts", text: "export function shipping(items: readonly Item[]): number {\n  return items.reduce((sum, item) => sum + item.weight, 0) * 0.5;\n}".repeat(3) },
 ];
 
-function relayTarget(relay: BenchRelay): StreamTarget {
-  return {
-    name: "relay",
-    url: `${relay.url}/api/v1/tab/chat/completions`,
-    headers: { authorization: `Bearer ${relay.apiKey}` },
-    body: JSON.stringify({
-      model: "tab-v1",
-      stream: true,
-      tab_context: {
-        surface: "code",
-        workspace_slug: relay.workspaceSlug,
-        entity_id: "src/cart.ts",
-        document_type: "plaintext",
-        code_language: "typescript",
-        file_path: "src/cart.ts",
-        active_text_before_cursor: BEFORE_CURSOR,
-        active_text_after_cursor: AFTER_CURSOR,
-        surrounding_context: formatSnippets(SNIPPETS),
-      },
-    }),
-  };
-}
+const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR, surroundingContext: formatSnippets(SNIPPETS) };
 
 async function startStandIn(context: BenchContext, server: ModeRun["server"]): Promise<{ url: string; server: ChildServer }> {
   const { server: child, match } = await spawnServer({
@@ -188,7 +167,7 @@ export const upstreamModesSection: BenchSection = {
           cpuProfileDir: context.cpuProfileDir,
         });
         started.push(relay);
-        const target = relayTarget(relay);
+        const target = cartCompletionTarget(relay, "relay", CURSOR);
         const { status, text } = await fetchStream(target);
         const content = [...text.matchAll(/"content":("(?:[^"\\]|\\.)*")/g)].map((match) => JSON.parse(match[1] ?? '""') as string).join("");
         if (status !== 200 || !text.endsWith("data: [DONE]\n\n") || content !== REPLY.text) {
