@@ -12,8 +12,8 @@ export interface Violation {
 
 /** The first segment a VALIDATION_ERROR's message may start with besides a body field: what is validated as a whole (the request, when HTTP itself is malformed). */
 const ROOTS = new Set(["request", "body", "path", "query", "headers", "method"]);
-/** `field.sub[0].x: message`: a field path, a colon, a space, then the message. */
-const FIELD_PATH = /^([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[\d+\])*): \S/;
+/** `field.sub[0].x: message` (a field path, a colon, a space, then the message) or `field.sub is required`. */
+const FIELD_PATH = /^([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[\d+\])*)(?:: \S| is required\b)/;
 /** A header named as the field (`Sec-WebSocket-Key: ...`), as the WebSocket handshake's checks do. */
 const HEADER_FIELD = /^([A-Za-z][A-Za-z0-9-]*): \S/;
 const HEADERS = new Set(["authorization", "cookie", "content-type", "content-length", "content-encoding", "transfer-encoding", "x-csrf-token", "host", "origin", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);

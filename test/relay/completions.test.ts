@@ -126,12 +126,13 @@ describe("Tab completions on the local engine", () => {
 
   describe("validation", () => {
     const cases: [string, unknown, RegExp][] = [
-      ["tab_context missing", { model: "tab-v1" }, /^tab_context/],
-      ["surface missing", completionBody({ surface: undefined }), /tab_context\.surface/],
-      ["workspace_slug missing", completionBody({ workspace_slug: undefined }), /tab_context\.workspace_slug/],
-      ["entity_id missing", completionBody({ entity_id: undefined }), /tab_context\.entity_id/],
-      ["document_type missing", completionBody({ document_type: undefined }), /tab_context\.document_type/],
-      ["active_text_before_cursor missing", completionBody({ active_text_before_cursor: undefined }), /tab_context\.active_text_before_cursor/],
+      ["tab_context missing", { model: "tab-v1" }, /^tab_context is required$/],
+      ["surface missing", completionBody({ surface: undefined }), /^tab_context\.surface is required$/],
+      ["workspace_slug missing", completionBody({ workspace_slug: undefined }), /^tab_context\.workspace_slug is required$/],
+      ["entity_id missing", completionBody({ entity_id: undefined }), /^tab_context\.entity_id is required$/],
+      ["document_type missing", completionBody({ document_type: undefined }), /^tab_context\.document_type is required$/],
+      ["active_text_before_cursor missing", completionBody({ active_text_before_cursor: undefined }), /^tab_context\.active_text_before_cursor is required$/],
+      ["entity_id a number (zod's detail kept)", completionBody({ entity_id: 42 }), /^tab_context\.entity_id: Invalid input: expected string, received number$/],
       ["document_type not plaintext or markdown", completionBody({ document_type: "html" }), /tab_context\.document_type/],
       ["tasks without taskboard_file_id", completionBody({ surface: "tasks" }), /tab_context\.taskboard_file_id/],
       ["text before the cursor over 16,384", completionBody({ active_text_before_cursor: "a".repeat(16_385) }), /tab_context\.active_text_before_cursor/],

@@ -68,6 +68,6 @@ function hasBody(req: Request): boolean {
 /** Validates `value` against `schema` at the edge; the error names the offending field. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root?: string): z.infer<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new RelayError("VALIDATION_ERROR", describeZodError(result.error, root));
+  if (!result.success) throw new RelayError("VALIDATION_ERROR", describeZodError(result.error, root, { input: value }));
   return result.data;
 }

@@ -21,7 +21,7 @@ function body(context: Record<string, unknown> = {}, extra: Record<string, unkno
 function failure(input: unknown): string {
   const result = CompletionRequest.safeParse(input);
   if (result.success) assert.fail("expected the request to be rejected");
-  return describeZodError(result.error);
+  return describeZodError(result.error, undefined, { input });
 }
 
 describe("CompletionRequest", () => {
@@ -32,14 +32,26 @@ describe("CompletionRequest", () => {
   });
 
   test("rejects a body without tab_context", () => {
-    assert.match(failure({ model: "tab-v1" }), /^tab_context: /);
+    assert.equal(failure({ model: "tab-v1" }), "tab_context is required");
   });
 
   for (const field of ["surface", "workspace_slug", "entity_id", "document_type", "active_text_before_cursor"]) {
     test(`rejects a tab_context without ${field}, naming the field`, () => {
-      assert.match(failure(body({ [field]: undefined })), new RegExp(`^tab_context\\.${field}: `));
+      assert.equal(failure(body({ [field]: undefined })), `tab_context.${field} is required`);
     });
   }
+
+  test("a field of the wrong type keeps zod's detail after its name; null is not absent", () => {
+    assert.equal(failure(body({ entity_id: 42 })), "tab_context.entity_id: Invalid input: expected string, received number");
+    assert.equal(failure(body({ entity_id: null })), "tab_context.entity_id: Invalid input: expected string, received null");
+    assert.equal(failure({ model: "tab-v1" }), "tab_context is required");
+  });
+
+  test("without the input, an absent field is told from zod's wording", () => {
+    const result = CompletionRequest.safeParse(body({ entity_id: undefined, surface: 1 }));
+    assert.ok(!result.success);
+    assert.equal(describeZodError(result.error), "tab_context.surface: Invalid input: expected string, received number; tab_context.entity_id is required");
+  });
 
   test("an empty text before the cursor is allowed; an empty or blank surface is not", () => {
     assert.ok(CompletionRequest.safeParse(body({ active_text_before_cursor: "" })).success);
