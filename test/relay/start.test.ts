@@ -109,6 +109,16 @@ describe("npm start", () => {
   });
 });
 
+describe("npm install", () => {
+  test("every dependency's install script is approved or denied in the root package.json's allowScripts", (t) => {
+    const listed = spawnSync("npm", ["install-scripts", "ls", "--json"], { cwd: ROOT, encoding: "utf8", env: cleanEnv });
+    // `npm install-scripts` arrived with npm 11's install-script policy; an older npm runs every script anyway.
+    if (listed.status !== 0 && /Unknown command/i.test(listed.stderr)) return t.skip(`this npm has no install-scripts command: ${listed.stderr.trim()}`);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), { allowScripts: [] }, "run `npm install-scripts ls` and review what it lists");
+  });
+});
+
 /** The line of `text` that starts (after its indent) with `label`, without the label. */
 function lineAfter(text: string, label: string): string | undefined {
   const line = text.split("\n").find((candidate) => candidate.trimStart().startsWith(label));
