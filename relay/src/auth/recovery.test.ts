@@ -57,6 +57,23 @@ describe("createRecoveryKey", () => {
     assert.equal((await createRecoveryKey(store, clock, { user: "owner" })).user.id, "usr_second");
   });
 
+  test("the key is in the audit log as made at the command line, without its secret; a refusal records nothing", async () => {
+    await refused({ user: { id: "usr_nobody" } }, /^--user: /);
+    assert.deepEqual(await store.audit.list("ws_acme", { limit: 10 }), []);
+    const made = await createRecoveryKey(store, clock, { user: { id: "usr_guest" }, scopes: ["tab.complete"], name: "laptop" });
+    const records = await store.audit.list("ws_acme", { limit: 10 });
+    assert.deepEqual(
+      records.map(({ id: _id, ...record }) => record),
+      [
+        {
+          workspace_id: "ws_acme", at: at(0), action: "api_key.created", actor_user_id: null, via: "cli", via_id: null, address: "local",
+          target_type: "api_key", target_id: made.key.id, details: JSON.stringify({ name: "laptop", scopes: ["tab.complete"], holder_user_id: "usr_guest" }),
+        },
+      ],
+    );
+    assert.ok(!JSON.stringify(records).includes(made.secret.slice(-8)));
+  });
+
   test("--user gets the role's scopes by default; --scopes are kept in the catalogue's order, each once", async () => {
     assert.deepEqual((await createRecoveryKey(store, clock, { user: { id: "usr_guest" } })).key.scopes, [...ROLE_SCOPES.guest]);
     const named = await createRecoveryKey(store, clock, { user: { id: "usr_guest" }, scopes: ["messages.read ", "tab.complete", "", "messages.read"], name: "  Laptop " });

@@ -1,4 +1,5 @@
 import type { WallClock } from "../clock";
+import { createSortableIds } from "../store/sortableIds";
 import type { ApiKey, Store, User, Workspace } from "../store/types";
 import { createApiKey } from "./apiKeys";
 import { ROLE_SCOPES, SCOPES, type Scope, isScope } from "./scopes";
@@ -46,6 +47,20 @@ export async function createRecoveryKey(store: Store, clock: WallClock, request:
     if (beyond.length > 0) throw new RecoveryKeyError(`--scopes: ${user.name} is ${article(user.role)} ${user.role}, who cannot hold ${beyond.join(", ")}`);
     const scopes = named ?? allowed;
     const { key, secret } = await createApiKey(tx, clock, { workspaceId: workspace.id, user, name, scopes });
+    // Made at the machine, by whoever can open the database: no person or address of the workspace to name.
+    await tx.audit.create({
+      id: createSortableIds(clock)("aud"),
+      workspace_id: workspace.id,
+      at: key.created_at,
+      action: "api_key.created",
+      actor_user_id: null,
+      via: "cli",
+      via_id: null,
+      address: "local",
+      target_type: "api_key",
+      target_id: key.id,
+      details: JSON.stringify({ name: key.name, scopes: key.scopes, holder_user_id: user.id }),
+    });
     return { workspace, user, key, secret };
   });
 }

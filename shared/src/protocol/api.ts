@@ -270,8 +270,11 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** How the actor was signed in: an API key, a console session (made from a key), or neither (a failed sign-in). */
-export type AuditVia = "api_key" | "session" | "none";
+/**
+ * How the actor was signed in: an API key, a console session (made from a key), neither (a failed sign-in), or the
+ * command line at the relay's machine (`tab-relay keys create`).
+ */
+export type AuditVia = "api_key" | "session" | "none" | "cli";
 
 /** `GET /audit`: one security-relevant change. Never a secret: keys and tokens appear only by id. */
 export interface AuditEntry {
