@@ -1,7 +1,8 @@
 // Bundles the relay CLI into dist/cli.js; dependencies stay in node_modules (better-sqlite3 is native).
 import { build } from "esbuild";
+import { writeOutputs } from "./atomicWrite.mjs";
 
-await build({
+const result = await build({
   entryPoints: { cli: "src/cli.ts" },
   outdir: "dist",
   bundle: true,
@@ -13,4 +14,6 @@ await build({
   alias: { "@tab-relay/shared": "../shared/src/index.ts" },
   sourcemap: true,
   logLevel: "warning",
+  write: false,
 });
+await writeOutputs(result);

@@ -1,16 +1,16 @@
 // Bundles the web console into relay/dist/console (app.js + index.html + app.css), which the relay serves at /.
-import { copyFile, mkdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { copyAtomically, writeOutputs } from "../atomicWrite.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outdir = join(here, "..", "dist", "console");
 // The console should load fast on a phone; a budget makes growth a conscious decision.
 const BUDGET_BYTES = 60 * 1024;
 
-await mkdir(outdir, { recursive: true });
-await build({
+const result = await build({
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(outdir, "app.js"),
   bundle: true,
@@ -21,8 +21,10 @@ await build({
   sourcemap: true,
   legalComments: "none",
   logLevel: "warning",
+  write: false,
 });
-await Promise.all(["index.html", "app.css"].map((file) => copyFile(join(here, file), join(outdir, file))));
+await writeOutputs(result);
+await Promise.all(["index.html", "app.css"].map((file) => copyAtomically(join(here, file), join(outdir, file))));
 
 const { size } = await stat(join(outdir, "app.js"));
 if (size > BUDGET_BYTES) {
