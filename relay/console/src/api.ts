@@ -1,15 +1,7 @@
 /** The one way the console talks to the relay: JSON in and out, the error envelope as ApiError, CSRF on writes. */
+import { ApiError, errorOfAnswer } from "./apiError";
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "ApiError";
-  }
-}
+export { ApiError };
 
 const CSRF_KEY = "tab-relay.csrf";
 let csrfToken: string | null = null;
@@ -82,13 +74,8 @@ function parseJson(text: string): unknown {
 
 /** The error envelope of a failed answer as an ApiError; a 401 also tells the app the session is gone. */
 function failureOf(response: Response, payload: unknown, expect401: boolean): ApiError {
-  const envelope = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-  const code = typeof envelope?.code === "string" ? envelope.code : `HTTP_${response.status}`;
-  let message = typeof envelope?.message === "string" && envelope.message ? envelope.message : `The relay answered ${response.status} ${response.statusText}`.trim();
-  const retryAfter = response.headers.get("Retry-After");
-  if (response.status === 429 && retryAfter) message += ` Try again in ${retryAfter} s.`;
   if (response.status === 401 && !expect401) unauthorized?.();
-  return new ApiError(response.status, code, message);
+  return errorOfAnswer(response, payload);
 }
 
 export interface StreamEvent {
