@@ -1,4 +1,4 @@
-import { API_PREFIX, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
+import { API_PREFIX, OPENAI_COMPLETIONS_PATH, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
 import type { RequestListener } from "node:http";
 import express, { type Request, type RequestHandler, Router } from "express";
 import type { Clock } from "./clock";
@@ -119,7 +119,8 @@ export function createApp(deps: AppDeps): RequestListener {
     authenticate,
     rateLimit((req) => {
       // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
-      const streams = req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_COMPLETIONS_PATH;
+      const path = req.path.toLowerCase().replace(/\/+$/, "");
+      const streams = req.method === "POST" && (path === TAB_COMPLETIONS_PATH || path === OPENAI_COMPLETIONS_PATH);
       return classify(req.method, streams);
     }),
     requireCaller,

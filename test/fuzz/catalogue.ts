@@ -132,6 +132,13 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
     body: completionSample(f, r),
   })),
   http("GET", "api", "/tab/models", [], () => ({ credential: "tabOnly" })),
+  // The openai SDK's base URL: OpenAI's model list and the same completion route (docs/api.md#with-the-openai-sdk).
+  http("GET", "api", "/tab/openai/models", [], () => ({ credential: "tabOnly" })),
+  http("GET", "api", "/tab/openai/models/:id", [], () => ({ credential: "tabOnly", params: { id: "tab-v1" } })),
+  http("POST", "api", "/tab/openai/chat/completions", ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"], (f, r) => ({
+    credential: r.pick(["owner", "tabOnly"]),
+    body: completionSample(f, r),
+  })),
   http("GET", "api", "/me", [], (_f, r) => ({ credential: r.pick(["owner", "guest", "tabOnly"]) })),
   http("POST", "api", "/api-keys", ["name", "scopes"], (_f, r) => ({
     credential: "owner",

@@ -1,10 +1,14 @@
 import type { RequestHandler, Response } from "express";
 import { Router } from "express";
+import { z } from "zod";
 import {
   type ChatCompletion,
   type ChatCompletionChunk,
   CompletionRequest,
   type FinishReason,
+  OPENAI_BASE_PATH,
+  OPENAI_COMPLETIONS_PATH,
+  type TabModel,
   type Usage,
   RelayError,
   SSE_DONE,
@@ -27,7 +31,17 @@ import type { Lifecycle } from "../lifecycle";
 
 type TabDeps = { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle };
 
-/** GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1). */
+/** A model as OpenAI's `GET /models` lists it: what the `openai` SDK's `models.list()` reads. */
+function openAiModel(model: TabModel): { id: string; object: "model"; created: number; owned_by: string } {
+  return { id: model.id, object: "model", created: model.created, owned_by: model.owned_by };
+}
+
+const ModelParams = z.object({ id: z.string().min(1).max(128) });
+
+/**
+ * GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1), and under /tab/openai the same
+ * completion route beside OpenAI's model list, so the `openai` SDK's base URL can be that one path.
+ */
 export function createTabRouter(deps: TabDeps, completionHandlers: readonly RequestHandler[] = createCompletionHandlers(deps)): Router {
   const router = Router();
 
@@ -36,6 +50,17 @@ export function createTabRouter(deps: TabDeps, completionHandlers: readonly Requ
   });
 
   router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), ...completionHandlers);
+
+  router.get(`${OPENAI_BASE_PATH}/models`, named(`${OPENAI_BASE_PATH}/models`), (_req, res) => {
+    res.json({ object: "list", data: TAB_MODELS.map(openAiModel) });
+  });
+  router.get(`${OPENAI_BASE_PATH}/models/:id`, named(`${OPENAI_BASE_PATH}/models/:id`), (req, res) => {
+    const { id } = parseWith(ModelParams, req.params, "path");
+    const model = findModel(id);
+    if (!model) throw new RelayError("NOT_FOUND", `path.id: no model ${id}; this relay serves ${TAB_MODELS.map((m) => m.id).join(", ")}`);
+    res.json(openAiModel(model));
+  });
+  router.post(OPENAI_COMPLETIONS_PATH, named(OPENAI_COMPLETIONS_PATH), ...completionHandlers);
 
   return router;
 }

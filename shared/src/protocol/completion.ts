@@ -46,6 +46,17 @@ export const CompletionRequest = z.object({
 });
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
+/** The fields the relay reads beside OpenAI's in a completion body. */
+export type TabCompletionFields = Pick<z.input<typeof CompletionRequest>, "tab_context" | "tab_raw_text">;
+
+/**
+ * A completion body for the `openai` SDK in TypeScript, whose request type has no `tab_context`: the SDK's own type
+ * (`OpenAI.Chat.ChatCompletionCreateParamsStreaming`, or `...NonStreaming`) with the relay's fields. Declared once as
+ * a variable of this type, it passes to `chat.completions.create` unchanged; generic over the SDK's type, so shared
+ * does not depend on `openai` (examples/openai-sdk/complete.ts, docs/api.md#with-the-openai-sdk).
+ */
+export type TabCompletionCreateParams<SdkParams extends object> = SdkParams & TabCompletionFields;
+
 export const FinishReason = z.enum(["stop", "length"]);
 export type FinishReason = z.infer<typeof FinishReason>;
 

@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { APIError } from "openai";
+import { complete, tabClient } from "../../examples/openai-sdk/complete";
+import { startTestRelay, type TestRelay } from "../support/relayHarness";
+
+/** The HTTP status of the SDK's APIError (the example loads the SDK's CommonJS build, so `instanceof` would not do). */
+function statusOf(error: unknown): number | undefined {
+  return (error as Partial<APIError>).status;
+}
+
+describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay();
+  });
+  after(() => relay.close());
+
+  test("models.list() and models.retrieve() read OpenAI's model list, while /tab/models keeps the spec's shape", async () => {
+    const client = tabClient(relay.url, relay.apiKey);
+    const models = [];
+    for await (const model of client.models.list()) models.push(model);
+    assert.deepEqual(models, [{ id: "tab-v1", object: "model", created: 1_735_689_600, owned_by: "tab-relay" }]);
+    assert.deepEqual(await client.models.retrieve("tab-v1"), models[0]);
+    await assert.rejects(client.models.retrieve("gpt-4o"), (error: unknown) => statusOf(error) === 404 && /no model gpt-4o/.test(String(error)));
+
+    const spec = (await (await relay.request("/api/v1/tab/models")).json()) as { data: { models: { id: string }[] } };
+    assert.deepEqual(spec.data.models.map((model) => model.id), ["tab-v1"]);
+  });
+
+  test("a typed streamed completion (examples/openai-sdk) streams the suggestion through the same route", async () => {
+    const fragments: string[] = [];
+    const text = await complete(tabClient(relay.url, relay.apiKey), "acme", "function add(a, b) {\n  return a + b;\n}\nfunction add(a, b) {", (fragment) => fragments.push(fragment));
+    assert.equal(text, "\n  return a + b;\n}");
+    assert.ok(fragments.filter((fragment) => fragment !== "").length > 1, "it arrived in pieces");
+  });
+
+  test("without a key the SDK gets the API's 401", async () => {
+    await assert.rejects(tabClient(relay.url, "svc_ws_nope").models.list(), (error: unknown) => statusOf(error) === 401);
+  });
+});
