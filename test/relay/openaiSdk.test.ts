@@ -35,6 +35,24 @@ describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", (
     assert.ok(fragments.filter((fragment) => fragment !== "").length > 1, "it arrived in pieces");
   });
 
+  test("a 404 repeats the path as sent and, for one that looks like a completion route, says where completions are", async () => {
+    const where = "; completions are at POST /api/v1/tab/chat/completions (for the openai SDK, the base URL /api/v1/tab/openai)";
+    const cases = [
+      ["POST", "/v1/chat/completions", `No route for POST /v1/chat/completions${where}`],
+      ["POST", "/api/v1/chat/completions?stream=true", `No route for POST /api/v1/chat/completions${where}`],
+      ["POST", "/api/v1/tab/completions", `No route for POST /api/v1/tab/completions${where}`],
+      ["GET", "/api/v1/tab/chat/completions", `No route for GET /api/v1/tab/chat/completions${where}`],
+      ["GET", "/api/v1/nothing-here", "No route for GET /api/v1/nothing-here"],
+      ["GET", "/v1/tab/nothing-here", "No route for GET /v1/tab/nothing-here"],
+      ["GET", "/nothing-here", "No route for GET /nothing-here"],
+    ] as const;
+    for (const [method, path, message] of cases) {
+      const response = await relay.request(path, { method, ...(method === "POST" ? { json: {} } : {}) });
+      assert.equal(response.status, 404, path);
+      assert.deepEqual(await response.json(), { error: { code: "NOT_FOUND", message } });
+    }
+  });
+
   test("without a key the SDK gets the API's 401", async () => {
     await assert.rejects(tabClient(relay.url, "svc_ws_nope").models.list(), (error: unknown) => statusOf(error) === 401);
   });

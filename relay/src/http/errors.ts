@@ -1,4 +1,4 @@
-import { RelayError, toRelayError } from "@tab-relay/shared";
+import { API_PREFIX, OPENAI_BASE_PATH, RelayError, TAB_COMPLETIONS_PATH, toRelayError } from "@tab-relay/shared";
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "../logger";
@@ -30,6 +30,21 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
+/** How much of an unknown path the answer repeats. */
+const ECHOED_PATH_CHARS = 200;
+/** A path that was meant for the completion route: OpenAI's `/v1/chat/completions`, a missing `/tab`, and so on. */
+const LOOKS_LIKE_COMPLETIONS = /\/(?:chat\/)?completions\/?$/i;
+
+/** The path as the client sent it (a router mounted at a prefix sees only the rest of it), without the query. */
+function pathAsSent(req: Parameters<RequestHandler>[0]): string {
+  const path = (req.originalUrl || req.url).split("?")[0] ?? "";
+  return path.length > ECHOED_PATH_CHARS ? `${path.slice(0, ECHOED_PATH_CHARS)}…` : path;
+}
+
 export const notFound: RequestHandler = function notFound(req, _res, next) {
-  next(new RelayError("NOT_FOUND", `No route for ${req.method} ${req.path}`));
+  const path = pathAsSent(req);
+  const hint = LOOKS_LIKE_COMPLETIONS.test(path)
+    ? `; completions are at POST ${API_PREFIX}${TAB_COMPLETIONS_PATH} (for the openai SDK, the base URL ${API_PREFIX}${OPENAI_BASE_PATH})`
+    : "";
+  next(new RelayError("NOT_FOUND", `No route for ${req.method} ${path}${hint}`));
 };
