@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import SqliteDatabase from "better-sqlite3";
 import type { AgentCreated, AgentSigningSecretRotated, AgentTokenRotated, ApiKey, ApiKeyCreated, AuditEntry, Delivery, User, UserCreated } from "@tab-relay/shared/api";
 import { newApiKeySecret } from "../../relay/src/auth/secrets";
+import { initWorkspace } from "../../relay/src/workspace/init";
 import { errorOf, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
 
 const START = Date.UTC(2026, 10, 24, 9, 0, 0);
@@ -258,6 +259,23 @@ describe("who may read the audit log", () => {
     } finally {
       db.exec("alter table audit_log_away rename to audit_log");
       db.close();
+    }
+  });
+});
+
+describe("each workspace sees its own records", () => {
+  test("a failed sign-in naming no workspace is in every workspace's log; everything else only in its own", async () => {
+    const relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+    try {
+      const beta = await initWorkspace(relay.relay.store, { now: () => Date.now() }, { slug: "beta", ownerName: "Bea" });
+      await dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "acme's", scopes: ["tab.complete"] } }), 201);
+      await dataOf(await relay.request("/api/v1/api-keys", { key: beta.apiKey, method: "POST", json: { name: "beta's", scopes: ["tab.complete"] } }), 201);
+      assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: newApiKeySecret() } })).status, 401);
+      const actions = (log: AuditEntry[]) => log.map((entry) => `${entry.action} ${entry.details["name"] ?? entry.details["reason"]}`);
+      assert.deepEqual(actions(await auditOf(relay)), ["session.sign_in_failed unknown_key", "api_key.created acme's"]);
+      assert.deepEqual(actions(await auditOf(relay, "", beta.apiKey)), ["session.sign_in_failed unknown_key", "api_key.created beta's"]);
+    } finally {
+      await relay.close();
     }
   });
 });

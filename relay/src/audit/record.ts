@@ -3,7 +3,7 @@ import type { Request } from "express";
 import type { Clock } from "../clock";
 import type { ClientAddress } from "../http/clientAddress";
 import type { SortableIds } from "../store/sortableIds";
-import type { AuditRecord, Store } from "../store/types";
+import type { Store } from "../store/types";
 
 export type AuditTarget = NonNullable<Api.AuditEntry["target"]>;
 
@@ -16,6 +16,7 @@ export interface AuditChange {
 
 /** Who acted, when the request's own authentication does not say (signing in happens before it). */
 export interface AuditActor {
+  /** Null when nothing names the workspace (a sign-in with an unknown key): then each workspace gets the record. */
   workspaceId: string | null;
   userId: string | null;
   via: Api.AuditVia;
@@ -47,20 +48,24 @@ function actorOf(req: Request): AuditActor {
 export function createAudit(deps: { clock: Clock; ids: SortableIds; clientAddress: ClientAddress }): Audit {
   return {
     async record(store, req, change, actor = actorOf(req)) {
-      const record: AuditRecord = {
-        id: deps.ids("aud"),
-        workspace_id: actor.workspaceId,
-        at: new Date(deps.clock.now()).toISOString(),
-        action: change.action,
-        actor_user_id: actor.userId,
-        via: actor.via,
-        via_id: actor.viaId,
-        address: deps.clientAddress(req),
-        target_type: change.target?.type ?? null,
-        target_id: change.target?.id ?? null,
-        details: JSON.stringify(change.details ?? {}),
-      };
-      await store.audit.create(record);
+      const at = new Date(deps.clock.now()).toISOString();
+      const address = deps.clientAddress(req);
+      const workspaces = actor.workspaceId !== null ? [actor.workspaceId] : (await store.workspaces.list()).map((workspace) => workspace.id);
+      for (const workspaceId of workspaces) {
+        await store.audit.create({
+          id: deps.ids("aud"),
+          workspace_id: workspaceId,
+          at,
+          action: change.action,
+          actor_user_id: actor.userId,
+          via: actor.via,
+          via_id: actor.viaId,
+          address,
+          target_type: change.target?.type ?? null,
+          target_id: change.target?.id ?? null,
+          details: JSON.stringify(change.details ?? {}),
+        });
+      }
     },
   };
 }

@@ -942,15 +942,17 @@ for (const engine of engines) {
         address: "203.0.113.7", target_type: "api_key", target_id: "key_2", details: JSON.stringify({ scopes: ["tab.complete"] }), ...extra,
       });
 
-      test("keeps each record as written and lists the workspace's, and those of no workspace, newest first", async () => {
+      test("keeps each record as written and lists the workspace's own, newest first", async () => {
+        const failed = { action: "session.sign_in_failed", actor_user_id: null, via: "none", via_id: null, target_type: null, target_id: null } as const;
         await store.audit.create(record("aud_1", 1));
-        await store.audit.create(record("aud_2", 2, { workspace_id: null, action: "session.sign_in_failed", actor_user_id: null, via: "none", via_id: null, target_type: null, target_id: null }));
+        await store.audit.create(record("aud_2", 2, failed));
         await store.audit.create(record("aud_3", 3, { workspace_id: "ws_other" }));
         await store.audit.create(record("aud_4", 4, { action: "user.role_changed", actor_user_id: BOB, target_type: "user", target_id: OLIVE }));
         const rows = await store.audit.list(WS, { limit: 10 });
         assert.deepEqual(ids(rows), ["aud_4", "aud_2", "aud_1"]);
+        assert.deepEqual(rows[1], record("aud_2", 2, failed));
         assert.deepEqual(rows[2], record("aud_1", 1));
-        assert.deepEqual(ids(await store.audit.list("ws_other", { limit: 10 })), ["aud_3", "aud_2"]);
+        assert.deepEqual(ids(await store.audit.list("ws_other", { limit: 10 })), ["aud_3"]);
       });
 
       test("filter by time (since inclusive, until exclusive), actor and action, and page with before and limit", async () => {
@@ -965,8 +967,8 @@ for (const engine of engines) {
 
       test("prune deletes exactly the records older than the given time, in every workspace", async () => {
         await store.audit.create(record("aud_1", 1));
-        await store.audit.create(record("aud_2", 2, { workspace_id: null }));
-        await store.audit.create(record("aud_3", 3, { workspace_id: "ws_other" }));
+        await store.audit.create(record("aud_2", 2, { workspace_id: "ws_other" }));
+        await store.audit.create(record("aud_3", 3, { workspace_id: "ws_third" }));
         await store.audit.create(record("aud_4", 4));
         assert.equal(await store.audit.prune(at(4)), 3);
         assert.deepEqual(ids(await store.audit.list(WS, { limit: 10 })), ["aud_4"]);

@@ -196,7 +196,7 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .createTable("audit_log")
           .addColumn("id", text, (c) => c.primaryKey())
           // No foreign keys: a record outlives the key, agent or person it names, and names them only by id.
-          .addColumn("workspace_id", text)
+          .addColumn("workspace_id", text, (c) => c.notNull())
           .addColumn("at", text, (c) => c.notNull())
           .addColumn("action", text, (c) => c.notNull())
           .addColumn("actor_user_id", text)
@@ -207,8 +207,11 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .addColumn("target_id", text)
           .addColumn("details", text, (c) => c.notNull())
           .execute();
-        // Ids sort by time: the log lists newest first and pages with `before` along this index.
+        // Ids sort by time: the log lists newest first and pages with `before` along these indexes, the last two when
+        // it is filtered by who acted or by what was done.
         await db.schema.createIndex("audit_log_workspace").on("audit_log").columns(["workspace_id", "id"]).execute();
+        await db.schema.createIndex("audit_log_actor").on("audit_log").columns(["workspace_id", "actor_user_id", "id"]).execute();
+        await db.schema.createIndex("audit_log_action").on("audit_log").columns(["workspace_id", "action", "id"]).execute();
         await db.schema.createIndex("audit_log_at").on("audit_log").column("at").execute();
       },
     },

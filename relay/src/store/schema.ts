@@ -165,8 +165,8 @@ export interface NotificationsTable {
 // From migration 0006 on: the audit log. Rows are only ever added and, past the retention, deleted.
 export interface AuditLogTable {
   id: string;
-  /** Null for a failed sign-in with a key the relay does not know: it belongs to no workspace. */
-  workspace_id: string | null;
+  /** A failed sign-in with a key the relay does not know is recorded once in each workspace. */
+  workspace_id: string;
   at: string;
   action: AuditAction;
   actor_user_id: string | null;

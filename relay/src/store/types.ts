@@ -293,7 +293,7 @@ export interface Store {
   /** The audit log: added to and pruned, never changed. */
   readonly audit: {
     create(record: AuditRecord): Promise<void>;
-    /** The workspace's records and those of no workspace, newest first. */
+    /** The workspace's records, newest first. */
     list(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]>;
     /** Deletes the records older than `before`; answers how many. */
     prune(before: string): Promise<number>;

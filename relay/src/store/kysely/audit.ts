@@ -7,8 +7,7 @@ export function auditStore(db: Db): Store["audit"] {
       await db.insertInto("audit_log").values(entry).execute();
     },
     async list(workspaceId, query) {
-      // A failed sign-in with an unknown key belongs to no workspace; the relay's every workspace sees it.
-      let q = db.selectFrom("audit_log").selectAll().where((eb) => eb.or([eb("workspace_id", "=", workspaceId), eb("workspace_id", "is", null)]));
+      let q = db.selectFrom("audit_log").selectAll().where("workspace_id", "=", workspaceId);
       if (query.since !== undefined) q = q.where("at", ">=", query.since);
       if (query.until !== undefined) q = q.where("at", "<", query.until);
       if (query.actor !== undefined) q = q.where("actor_user_id", "=", query.actor);
