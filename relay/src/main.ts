@@ -116,8 +116,11 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   services.links.setListeningUrl(url);
   // Off the request path, and after listening so start-up is not slower for it: the first completion then finds the
-  // tokenizer warm instead of paying for its first use.
-  setImmediate(() => services.tokens.warm());
+  // tokenizer warm (and the upstream's HTTP client loaded) instead of paying for their first use.
+  setImmediate(() => {
+    services.tokens.warm();
+    if (services.provider.name !== "local") services.transport.warm();
+  });
   // Whatever was pending when the relay last stopped goes out now.
   await realtime.deliveries.start();
   // Audit records past the retention are deleted on a timer of their own, never while a request waits; the first

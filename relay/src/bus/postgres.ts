@@ -1,7 +1,9 @@
-import pg from "pg";
+import type pg from "pg";
+import { lazyRequire } from "../lazyRequire";
 import type { Logger } from "../logger";
 import type { Bus, BusMessage } from "./types";
 
+const loadPg = lazyRequire<typeof pg>("pg");
 const CHANNEL = "tab_relay";
 /** The listening connection is retried after this, doubling up to RECONNECT_MAX_MS while the server stays away. */
 const RECONNECT_FIRST_MS = 250;
@@ -27,7 +29,7 @@ export interface PostgresBusOptions {
 export async function createPostgresBus(url: string, logger: Logger, options: PostgresBusOptions = {}): Promise<Bus> {
   const { first, max } = options.reconnectMs ?? { first: RECONNECT_FIRST_MS, max: RECONNECT_MAX_MS };
   const handlers: ((message: BusMessage) => void)[] = [];
-  const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new (loadPg().Pool)({ connectionString: url, max: 2, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   pool.on("error", (error) => logger.warn("bus pool error", { error }));
   // pg-pool listens for errors only on idle connections (see store/postgres.ts); one that breaks while lent must not end the process.
   pool.on("connect", (client) => client.on("error", () => undefined));
@@ -50,7 +52,7 @@ export async function createPostgresBus(url: string, logger: Logger, options: Po
   };
 
   async function listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new (loadPg().Client)({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     client.on("notification", (notification) => deliver(notification.payload));
     client.on("error", (error) => {
       // pg may report one loss twice (the server's 57P01, then the socket's end), and a connection still being set

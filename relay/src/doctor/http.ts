@@ -1,4 +1,5 @@
-import { Agent } from "undici";
+import type { Agent } from "undici";
+import { lazyRequire } from "../lazyRequire";
 
 /** One probe of a model server: a small request whose whole answer is read, bounded in time and size. */
 export interface ProbeRequest {
@@ -28,6 +29,8 @@ export class ProbeFailure extends Error {
   }
 }
 
+const loadUndici = lazyRequire<{ Agent: typeof Agent }>("undici");
+
 /** llama.cpp's /props carries the chat template, which runs to a few KiB; a model list of hundreds of models more. */
 export const PROBE_MAX_BYTES = 512 * 1024;
 
@@ -37,7 +40,7 @@ export const PROBE_MAX_BYTES = 512 * 1024;
  * URL it was given answers.
  */
 export function createProbeClient(): ProbeClient & { close(): Promise<void> } {
-  const agent = new Agent({ connections: 4, pipelining: 1 });
+  const agent = new (loadUndici().Agent)({ connections: 4, pipelining: 1 });
   const probe: ProbeClient = async (request) => {
     const controller = new AbortController();
     let timedOut = false;

@@ -1,4 +1,7 @@
-import { Pool } from "undici";
+import type { Pool } from "undici";
+import { lazyRequire } from "../lazyRequire";
+
+const loadUndici = lazyRequire<{ Pool: typeof Pool }>("undici");
 
 /**
  * What a reader wants after a chunk: more (nothing returned); `release`: it has all it needs, so the rest is
@@ -49,7 +52,7 @@ export type HttpPost = (url: string, init: PostInit) => Promise<UpstreamResponse
  * synchronously, with no promise per chunk. The idle timeout is the relay's own timer, so its phases (before the
  * headers, before the first byte, mid-stream) are told apart exactly.
  */
-export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost & { destroy(): Promise<void> } {
+export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost & { destroy(): Promise<void>; warm(): void } {
   const connections = options.maxSockets ?? 256;
   const pools = new Map<string, Pool>();
   const targets = new Map<string, { pool: Pool; path: string }>();
@@ -61,7 +64,7 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
       let pool = pools.get(parsed.origin);
       if (!pool) {
         // Silence is timed by the caller's own timer (below), so undici's timeouts are off rather than a second limit.
-        pool = new Pool(parsed.origin, { connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+        pool = new (loadUndici().Pool)(parsed.origin, { connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
         pools.set(parsed.origin, pool);
       }
       target = { pool, path: `${parsed.pathname}${parsed.search}` };
@@ -181,6 +184,10 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
   return Object.assign(post, {
     async destroy() {
       await Promise.all([...pools.values()].map((pool) => pool.destroy()));
+    },
+    /** Loads undici now, so a relay with an upstream does not load it on its first completion. */
+    warm() {
+      loadUndici();
     },
   });
 }

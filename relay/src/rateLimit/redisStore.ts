@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { lazyRequire } from "../lazyRequire";
 import type { Logger } from "../logger";
 import type { RateLimitResult, RateLimitStore } from "./types";
+
+const loadRedis = lazyRequire<{ Redis: typeof Redis }>("ioredis");
 
 export interface RedisRateLimitStore extends RateLimitStore {
   hit(bucket: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult>;
@@ -57,7 +60,7 @@ export function createRedisRateLimitStore(options: RedisRateLimitStoreOptions): 
   const { logger, fallback } = options;
   const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  const client = new Redis(options.url, {
+  const client = new (loadRedis().Redis)(options.url, {
     // Commands fail at once while disconnected rather than waiting in a queue that grows with the outage.
     enableOfflineQueue: false,
     // Commands in flight when the connection drops are rejected, not replayed: a late hit is worth nothing.

@@ -1,11 +1,14 @@
 import { RelayError } from "@tab-relay/shared";
 import { Kysely, type MigrationResult, Migrator, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
-import pg from "pg";
+import type pg from "pg";
+import { lazyRequire } from "../lazyRequire";
 import type { Logger } from "../logger";
 import { createKyselyStore } from "./kysely";
 import { migrationProviderFor } from "./migrations";
 import type { Database } from "./schema";
 import type { Store } from "./types";
+
+const loadPg = lazyRequire<typeof pg>("pg");
 
 /**
  * Serialises migrations across every relay on the database. Kysely's migrator creates its bookkeeping tables before
@@ -131,7 +134,7 @@ export async function migratePostgres(url: string): Promise<string[]> {
 }
 
 function createPool(url: string, poolSize: number, logger?: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: "tab-relay", connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new (loadPg().Pool)({ connectionString: url, max: poolSize, application_name: "tab-relay", connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // Without a listener, a broken idle connection would be an uncaught 'error' event and end the process.
   pool.on("error", (error) => logger?.warn("database connection lost", { error }));
   // pg-pool listens for errors only while a connection is idle (node_modules/pg-pool/index.js, _acquireClient removes

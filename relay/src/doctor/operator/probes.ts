@@ -1,8 +1,12 @@
 import SqliteDatabase from "better-sqlite3";
-import { Redis } from "ioredis";
-import pg from "pg";
+import type { Redis } from "ioredis";
+import type pg from "pg";
+import { lazyRequire } from "../../lazyRequire";
 import type { OperatorConfig } from "../../config";
 import { withoutPassword } from "./result";
+
+const loadPg = lazyRequire<typeof pg>("pg");
+const loadRedis = lazyRequire<{ Redis: typeof Redis }>("ioredis");
 
 /** How long a connection, and each query on it, may take: a database or Redis answers these at once. */
 export const PROBE_TIMEOUT_MS = 5_000;
@@ -58,7 +62,7 @@ export async function openSqliteProbe(path: string): Promise<DatabaseProbe> {
 }
 
 export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS, application_name: "tab-relay doctor" });
+  const client = new (loadPg().Client)({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS, application_name: "tab-relay doctor" });
   // A connection that breaks between queries emits 'error'; the next query fails instead of the process.
   client.on("error", () => undefined);
   try {
@@ -90,7 +94,7 @@ export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
 }
 
 export async function openRedisProbe(url: string): Promise<RedisProbe> {
-  const client = new Redis(url, {
+  const client = new (loadRedis().Redis)(url, {
     lazyConnect: true,
     connectTimeout: PROBE_TIMEOUT_MS,
     commandTimeout: PROBE_TIMEOUT_MS,

@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { runCommand } from "../support/relayProcess";
+
+/**
+ * What a relay loads to start: pg, ioredis and undici are loaded when a setting needs them, not by every relay
+ * (together some 20 MB of resident memory on a relay that never uses them; docs/benchmarks.md).
+ * better-sqlite3 is the control: it is always loaded, so a package the check cannot see would show there.
+ */
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+async function loadedBy(mode: "local" | "upstream"): Promise<string[]> {
+  const run = await runCommand(process.execPath, ["--import", "tsx", "test/support/startupFootprint.ts", mode], { cwd: root, env: process.env, killAfterMs: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  return (JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as { loaded: string[] }).loaded;
+}
+
+test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici", async () => {
+  assert.deepEqual(await loadedBy("local"), ["better-sqlite3"]);
+});
+
+test("a relay with an upstream loads its HTTP client right after listening, before its first completion", async () => {
+  assert.deepEqual(await loadedBy("upstream"), ["better-sqlite3", "undici"]);
+});
