@@ -11,16 +11,29 @@ import { runCommand } from "../support/relayProcess";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-async function loadedBy(mode: "local" | "upstream"): Promise<string[]> {
+interface Footprint {
+  loaded: string[];
+  threadsBefore: number;
+  threadsAfter: number;
+  promptTokens?: number;
+}
+
+async function footprint(mode: "local" | "upstream"): Promise<Footprint> {
   const run = await runCommand(process.execPath, ["--import", "tsx", "test/support/startupFootprint.ts", mode], { cwd: root, env: process.env, killAfterMs: 60_000 });
   assert.equal(run.status, 0, run.stderr);
-  return (JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as { loaded: string[] }).loaded;
+  return JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as Footprint;
 }
 
 test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici", async () => {
-  assert.deepEqual(await loadedBy("local"), ["better-sqlite3"]);
+  assert.deepEqual((await footprint("local")).loaded, ["better-sqlite3"]);
 });
 
 test("a relay with an upstream loads its HTTP client right after listening, before its first completion", async () => {
-  assert.deepEqual(await loadedBy("upstream"), ["better-sqlite3", "undici"]);
+  assert.deepEqual((await footprint("upstream")).loaded, ["better-sqlite3", "undici"]);
+});
+
+test("a non-streamed completion counts its prompt tokens without starting a thread (a worker's second tokenizer)", async () => {
+  const { threadsBefore, threadsAfter, promptTokens } = await footprint("local");
+  assert.equal(promptTokens, 5);
+  assert.equal(threadsAfter, threadsBefore);
 });
