@@ -263,6 +263,39 @@ describe("who may read the audit log", () => {
   });
 });
 
+describe("what else is recorded", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+  });
+  after(() => relay.close());
+
+  test("a sign-in refused for a removed person or an editor-only key says why, naming the key and its holder", async () => {
+    const gone = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gone", role: "member" } }), 201);
+    await dataOf(await relay.request(`/api/v1/users/${gone.user.id}`, { method: "DELETE" }), 200);
+    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: gone.api_key.secret } })).status, 403);
+    const editor = await dataOf<ApiKeyCreated>(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } }), 201);
+    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: editor.secret } })).status, 403);
+    const failed = await auditOf(relay, "?action=session.sign_in_failed");
+    assert.deepEqual(
+      failed.map((entry) => [entry.details["reason"], entry.actor.user_id, entry.actor.via_id, entry.target?.id]),
+      [
+        ["no_console_scope", relay.user.id, editor.id, editor.id],
+        ["removed_user", gone.user.id, gone.api_key.id, gone.api_key.id],
+      ],
+    );
+  });
+
+  test("removing a person records the pause of each agent they owned, as well as the removal", async () => {
+    const mel = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Mel", role: "member" } }), 201);
+    const agent = await dataOf<AgentCreated>(await relay.request("/api/v1/agents", { key: mel.api_key.secret, method: "POST", json: { name: "Mel's bot" } }), 201);
+    await dataOf(await relay.request(`/api/v1/users/${mel.user.id}`, { method: "DELETE" }), 200);
+    const [removal, pause] = (await auditOf(relay, "?limit=2")).reverse();
+    assert.deepEqual([removal?.action, removal?.target?.id, removal?.details["paused_agent_ids"]], ["user.removed", mel.user.id, [agent.agent.id]]);
+    assert.deepEqual([pause?.action, pause?.target?.id, pause?.details, pause?.actor.user_id], ["agent.paused", agent.agent.id, { owner_removed: mel.user.id }, relay.user.id]);
+  });
+});
+
 describe("each workspace sees its own records", () => {
   test("a failed sign-in naming no workspace is in every workspace's log; everything else only in its own", async () => {
     const relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
