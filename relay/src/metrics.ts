@@ -187,9 +187,13 @@ export function createMetrics() {
   };
   return {
     ...metrics,
-    /** Where the scrape-time gauges read from; until set (tools that never serve), they are left out. */
+    /**
+     * Where the scrape-time gauges read from; until set (tools that never serve), they are left out. A serving relay
+     * also starts the runtime monitors here, so event-loop lag and GC are measured from its start, not its first scrape.
+     */
     observe(source: RelayState): void {
       state = source;
+      runtimeRegistry();
     },
     async render(): Promise<string> {
       const own = Object.values(metrics).map((m) => m.render()).join("\n");
