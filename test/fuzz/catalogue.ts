@@ -151,7 +151,23 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
     credential: r.pick(["owner", "admin"]),
     body: { name: name(r, "Person"), role: r.pick(["admin", "member", "guest"]) },
   })),
+  // The admin kept as admin: a change that succeeds without narrowing the keys the other samples use (the victim
+  // user is removed early in a run, after which re-roling them is a 404).
+  http("PATCH", "api", "/users/:id", ["role"], (f, r) => ({
+    credential: r.pick(["owner", "admin"]),
+    params: { id: r.chance(0.8) ? f.admin.id : f.victimUserId },
+    body: { role: "admin" },
+  })),
   http("DELETE", "api", "/users/:id", [], (f) => ({ credential: "owner", params: { id: f.victimUserId } })),
+  http("GET", "api", "/audit", [], (f, r) => ({
+    credential: r.pick(["owner", "admin", "member"]),
+    query: [
+      ...(r.chance(0.5) ? [["limit", String(r.int(1, 100))] as [string, string]] : []),
+      ...(r.chance(0.3) ? [["since", "2026-01-01T00:00:00Z"] as [string, string]] : []),
+      ...(r.chance(0.3) ? [["actor", f.admin.id] as [string, string]] : []),
+      ...(r.chance(0.3) ? [["action", r.pick(["api_key.created", "agent.created", "user.role_changed"])] as [string, string]] : []),
+    ],
+  })),
   http("POST", "api", "/sessions", ["api_key"], (f, r) => ({
     credential: "none",
     body: { api_key: r.chance(0.8) ? f.signInKey : r.pick([f.revokedKey, f.agent.token, f.narrow.tabOnly, `svc_ws_${"A".repeat(36)}`]) },
