@@ -5,23 +5,10 @@ import SqliteDatabase from "better-sqlite3";
 import type { AgentCreated, AgentSigningSecretRotated, AgentTokenRotated, ApiKey, ApiKeyCreated, AuditEntry, Delivery, User, UserCreated } from "@tab-relay/shared/api";
 import { newApiKeySecret } from "../../relay/src/auth/secrets";
 import { initWorkspace } from "../../relay/src/workspace/init";
-import { errorOf, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { dataOf, expectError, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
 
 const START = Date.UTC(2026, 10, 24, 9, 0, 0);
 const LOOPBACK = /^(?:127\.0\.0\.1|::ffff:127\.0\.0\.1|::1)$/;
-
-async function dataOf<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
-async function expectError(response: Response, status: number, code: string, message: RegExp): Promise<void> {
-  assert.equal(response.status, status, `expected ${status} ${code}`);
-  const error = await errorOf(response);
-  assert.equal(error.code, code);
-  assert.match(error.message, message);
-}
 
 async function auditOf(relay: TestRelay, query = "", key?: string): Promise<AuditEntry[]> {
   return dataOf<AuditEntry[]>(await relay.request(`/api/v1/audit${query}`, key === undefined ? {} : { key }), 200);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { AgentApiConversation, AgentApiMessage, AgentCreated, ChannelMemberAdded, Conversation, Me, Message, Notification, User, UserCreated } from "@tab-relay/shared/api";
-import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { dataOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
 
 type Person = Awaited<ReturnType<typeof createUser>>;
@@ -13,20 +13,6 @@ const ROLE_SCOPES: Record<string, string[]> = {
   member: ALL_SCOPES.filter((scope) => scope !== "users.write"),
   guest: ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write"],
 };
-
-async function dataOf<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
-/** Asserts the status, the error code and that the message names what went wrong. */
-async function expectError(response: Response, status: number, code: string, names?: RegExp): Promise<void> {
-  assert.equal(response.status, status, `expected ${status} ${code}`);
-  const error = await errorOf(response);
-  assert.equal(error.code, code);
-  if (names) assert.match(error.message, names);
-}
 
 describe("people and conversations", () => {
   let relay: TestRelay;

@@ -4,22 +4,9 @@ import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
 import type { WebhookEvent } from "@tab-relay/shared";
 import type { Agent, ApiKey, ApiKeyCreated, Delivery, Me, User, UserCreated, UserRemoved } from "@tab-relay/shared/api";
-import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { dataOf, errorOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createUser, postMessage } from "../support/workspace";
-
-async function dataOf<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
-async function expectError(response: Response, status: number, code: string, message: RegExp): Promise<void> {
-  assert.equal(response.status, status, `expected ${status} ${code}`);
-  const error = await errorOf(response);
-  assert.equal(error.code, code);
-  assert.match(error.message, message);
-}
 
 /** A key of the owner holding just these scopes. */
 async function ownerKey(relay: TestRelay, scopes: string[]): Promise<ApiKeyCreated> {

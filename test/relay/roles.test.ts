@@ -1,21 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Me, User, UserCreated, UserRemoved } from "@tab-relay/shared/api";
-import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { dataOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { createUser } from "../support/workspace";
-
-async function dataOf<T>(response: Response, status: number): Promise<T> {
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
-  return (JSON.parse(text) as { data: T }).data;
-}
-
-async function expectError(response: Response, status: number, code: string, message: RegExp): Promise<void> {
-  assert.equal(response.status, status, `expected ${status} ${code}`);
-  const error = await errorOf(response);
-  assert.equal(error.code, code);
-  assert.match(error.message, message);
-}
 
 describe("changing a person's role: PATCH /users/{id}", () => {
   let relay: TestRelay;

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -115,6 +116,21 @@ export async function errorOf(response: Response): Promise<{ code: string; messa
   const body = (await response.json()) as { error: { code: string; message: string } };
   if (Object.keys(body).join() !== "error") throw new Error(`not an error envelope: ${JSON.stringify(body)}`);
   return body.error;
+}
+
+/** The `data` of an answer that has the expected status; the body is in the failure when it has another. */
+export async function dataOf<T>(response: Response, status: number): Promise<T> {
+  const text = await response.text();
+  assert.equal(response.status, status, `expected ${status}, got ${response.status}: ${text}`);
+  return (JSON.parse(text) as { data: T }).data;
+}
+
+/** Asserts the status, the error code and that the message names what went wrong. */
+export async function expectError(response: Response, status: number, code: string, names?: RegExp): Promise<void> {
+  assert.equal(response.status, status, `expected ${status} ${code}`);
+  const error = await errorOf(response);
+  assert.equal(error.code, code);
+  if (names) assert.match(error.message, names);
 }
 
 /** A minimal valid completion body; `context` overrides tab_context fields. */
