@@ -1,11 +1,23 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-const NO_ENV = { object: "process", property: "env", message: "Read configuration in config.ts or main.ts and inject it." };
+const NO_ENV = {
+  object: "process",
+  property: "env",
+  message: "Read configuration in config.ts or main.ts and inject it.",
+};
 const NO_WALL_CLOCK = [{ object: "Date", property: "now", message: "Inject a clock." }];
 const NO_MONOTONIC_CLOCK = [
-  { object: "performance", property: "now", message: "Inject a clock: durations measured on it run on a FakeClock in tests." },
-  { object: "process", property: "hrtime", message: "Inject a clock: durations measured on it run on a FakeClock in tests." },
+  {
+    object: "performance",
+    property: "now",
+    message: "Inject a clock: durations measured on it run on a FakeClock in tests.",
+  },
+  {
+    object: "process",
+    property: "hrtime",
+    message: "Inject a clock: durations measured on it run on a FakeClock in tests.",
+  },
 ];
 
 export default tseslint.config(
@@ -28,7 +40,12 @@ export default tseslint.config(
     extends: [tseslint.configs.recommendedTypeCheckedOnly],
     languageOptions: {
       parserOptions: {
-        project: ["shared/tsconfig.test.json", "relay/tsconfig.json", "relay/console/tsconfig.json", "extension/tsconfig.json"],
+        project: [
+          "shared/tsconfig.test.json",
+          "relay/tsconfig.json",
+          "relay/console/tsconfig.json",
+          "extension/tsconfig.json",
+        ],
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -36,7 +53,15 @@ export default tseslint.config(
       // node:test's test() and describe() return promises the runner itself awaits.
       "@typescript-eslint/no-floating-promises": [
         "error",
-        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "describe", "it", "suite", "before", "after", "beforeEach", "afterEach"] }] },
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: "package",
+              package: "node:test",
+              name: ["test", "describe", "it", "suite", "before", "after", "beforeEach", "afterEach"],
+            },
+          ],
+        },
       ],
       // An async function without await is how a synchronous implementation of an async interface is written here:
       // unlike a plain function returning Promise.resolve(), it turns a throw into a rejection.
@@ -49,12 +74,23 @@ export default tseslint.config(
     // a FakeClock, so its decisions (retries, timeouts, expiry) could only be tested by waiting. The clocks live in
     // relay/src/clock.ts and shared/src/clock.ts; `new Date(ms)` and `Date.parse` read no clock and stay allowed.
     files: ["relay/src/**/*.ts", "extension/src/**/*.ts", "shared/src/**/*.ts"],
-    ignores: ["relay/src/config.ts", "relay/src/clock.ts", "shared/src/clock.ts", "relay/src/main.ts", "relay/src/cli.ts", "**/*.test.ts", "extension/src/vscode/extension.ts"],
+    ignores: [
+      "relay/src/config.ts",
+      "relay/src/clock.ts",
+      "shared/src/clock.ts",
+      "relay/src/main.ts",
+      "relay/src/cli.ts",
+      "**/*.test.ts",
+      "extension/src/vscode/extension.ts",
+    ],
     rules: {
       "no-restricted-properties": ["error", NO_ENV, ...NO_WALL_CLOCK, ...NO_MONOTONIC_CLOCK],
       "no-restricted-syntax": [
         "error",
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "new Date() reads the wall clock: inject a clock and use new Date(clock.now())." },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: "new Date() reads the wall clock: inject a clock and use new Date(clock.now()).",
+        },
         { selector: "CallExpression[callee.name='Date']", message: "Date() reads the wall clock: inject a clock." },
       ],
     },
@@ -63,7 +99,11 @@ export default tseslint.config(
     // Adapters that time real I/O against their own real timers and decide nothing by the result: the webhook client
     // (an attempt's duration on the wire, beside its socket timeout) and the latency histograms of requests and
     // completions. They may read the monotonic clock; the wall clock stays injected.
-    files: ["relay/src/delivery/webhookClient.ts", "relay/src/http/requestContext.ts", "relay/src/completion/service.ts"],
+    files: [
+      "relay/src/delivery/webhookClient.ts",
+      "relay/src/http/requestContext.ts",
+      "relay/src/completion/service.ts",
+    ],
     rules: { "no-restricted-properties": ["error", NO_ENV, ...NO_WALL_CLOCK] },
   },
   {
@@ -73,7 +113,12 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ group: ["vscode"], message: "core and shared must not import vscode." }, { group: ["node:*"], message: "core and shared stay platform-free." }] },
+        {
+          patterns: [
+            { group: ["vscode"], message: "core and shared must not import vscode." },
+            { group: ["node:*"], message: "core and shared stay platform-free." },
+          ],
+        },
       ],
     },
   },

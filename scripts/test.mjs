@@ -22,7 +22,10 @@ function find(dir, out) {
   return out;
 }
 
-const files = roots.flatMap((dir) => find(join(root, dir), [])).filter((file) => !unitOnly || !file.startsWith("test/")).sort();
+const files = roots
+  .flatMap((dir) => find(join(root, dir), []))
+  .filter((file) => !unitOnly || !file.startsWith("test/"))
+  .sort();
 if (files.length === 0) {
   console.error("no test files found");
   process.exit(1);

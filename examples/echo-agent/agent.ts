@@ -58,7 +58,8 @@ if (values.help === true) {
 
 const socketMode = values.socket === true;
 if (socketMode && values.relay === undefined) fail("--socket needs --relay URL: the relay to connect to.");
-if (socketMode && (values.port !== undefined || values.host !== undefined)) fail("--socket listens on nothing: drop --port and --host.");
+if (socketMode && (values.port !== undefined || values.host !== undefined))
+  fail("--socket listens on nothing: drop --port and --host.");
 const portText = values.port ?? process.env.PORT ?? String(DEFAULT_PORT);
 const port = Number(portText);
 if (!/^\d+$/.test(portText) || port > 65535) fail(`Invalid port: ${portText}`);
@@ -89,7 +90,11 @@ interface Answer {
 }
 
 /** One call to the relay's API; `key` is the agent token for the Agent API, else the API key from the environment. */
-async function call(relay: string, path: string, init: { method?: string; json?: unknown; key?: string; why?: string } = {}): Promise<Answer> {
+async function call(
+  relay: string,
+  path: string,
+  init: { method?: string; json?: unknown; key?: string; why?: string } = {},
+): Promise<Answer> {
   let key = init.key;
   if (key === undefined) {
     key = process.env.TAB_RELAY_API_KEY ?? "";
@@ -97,10 +102,16 @@ async function call(relay: string, path: string, init: { method?: string; json?:
   }
   const response = await fetch(`${relayKey(relay)}/api/v1${path}`, {
     method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${key}`, ...(init.json === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(init.json === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
   });
-  const body = (await response.json().catch(() => ({}))) as { data?: Record<string, unknown>; error?: { code?: string; message?: string } };
+  const body = (await response.json().catch(() => ({}))) as {
+    data?: Record<string, unknown>;
+    error?: { code?: string; message?: string };
+  };
   return { status: response.status, data: body.data, error: body.error };
 }
 
@@ -128,12 +139,28 @@ async function reuse(relay: string, webhookUrl: string | null): Promise<Credenti
   if (me.status !== 200 && !paused) refused("check the saved agent's token", me);
   let webhook = saved.webhook_url;
   if (webhookUrl !== null && webhookUrl !== saved.webhook_url) {
-    const moved = await call(relay, `/agents/${saved.agent_id}`, { method: "PATCH", json: { webhook_url: webhookUrl }, why: `Pointing the saved agent at ${webhookUrl}` });
+    const moved = await call(relay, `/agents/${saved.agent_id}`, {
+      method: "PATCH",
+      json: { webhook_url: webhookUrl },
+      why: `Pointing the saved agent at ${webhookUrl}`,
+    });
     if (moved.status !== 200) refused(`point the saved agent at ${webhookUrl}`, moved);
     webhook = webhookUrl;
   }
-  log({ kind: "reused", agent: saved.agent_id, name, credentials: credentialsFile, ...(paused ? { state: "paused" } : {}), ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }) });
-  return save(relay, { agent_id: saved.agent_id, webhook_url: webhook, token: saved.token, signing_secret: saved.signing_secret });
+  log({
+    kind: "reused",
+    agent: saved.agent_id,
+    name,
+    credentials: credentialsFile,
+    ...(paused ? { state: "paused" } : {}),
+    ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }),
+  });
+  return save(relay, {
+    agent_id: saved.agent_id,
+    webhook_url: webhook,
+    token: saved.token,
+    signing_secret: saved.signing_secret,
+  });
 }
 
 /** Replaces the token and signing secret of the agent that holds this name, and points it here. */
@@ -153,8 +180,19 @@ async function takeOver(relay: string, webhookUrl: string | null): Promise<Crede
     if (moved.status !== 200) refused(`point ${name} at ${webhookUrl}`, moved);
     webhook = webhookUrl;
   }
-  log({ kind: "taken_over", agent: agent.id, name, credentials: credentialsFile, ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }) });
-  return save(relay, { agent_id: agent.id, webhook_url: webhook, token: String(token.data?.token), signing_secret: String(secret.data?.signing_secret) });
+  log({
+    kind: "taken_over",
+    agent: agent.id,
+    name,
+    credentials: credentialsFile,
+    ...(webhookUrl === null ? { socket: true } : { webhook_url: webhook }),
+  });
+  return save(relay, {
+    agent_id: agent.id,
+    webhook_url: webhook,
+    token: String(token.data?.token),
+    signing_secret: String(secret.data?.signing_secret),
+  });
 }
 
 /** Reuses the saved agent, or creates one pointing at this process (none for Socket Mode) and saves its secrets. */
@@ -163,7 +201,11 @@ async function connect(relay: string, webhookUrl: string | null): Promise<Creden
   if (reused !== undefined) return reused;
   const created = await call(relay, "/agents", {
     method: "POST",
-    json: { name, description: "Echoes what you tell it (examples/echo-agent)", ...(webhookUrl === null ? {} : { webhook_url: webhookUrl }) },
+    json: {
+      name,
+      description: "Echoes what you tell it (examples/echo-agent)",
+      ...(webhookUrl === null ? {} : { webhook_url: webhookUrl }),
+    },
     why: "Creating the agent",
   });
   if (created.status === 409 && values["take-over"] === true) return takeOver(relay, webhookUrl);
@@ -176,15 +218,28 @@ async function connect(relay: string, webhookUrl: string | null): Promise<Creden
   }
   if (created.status !== 201 || created.data === undefined) refused("create the agent", created);
   const agent = created.data.agent as { id: string };
-  log({ kind: "created", agent: agent.id, name, credentials: credentialsFile, ...(webhookUrl === null ? { socket: true } : { webhook_url: webhookUrl }) });
-  return save(relay, { agent_id: agent.id, webhook_url: webhookUrl, token: String(created.data.token), signing_secret: String(created.data.signing_secret) });
+  log({
+    kind: "created",
+    agent: agent.id,
+    name,
+    credentials: credentialsFile,
+    ...(webhookUrl === null ? { socket: true } : { webhook_url: webhookUrl }),
+  });
+  return save(relay, {
+    agent_id: agent.id,
+    webhook_url: webhookUrl,
+    token: String(created.data.token),
+    signing_secret: String(created.data.signing_secret),
+  });
 }
 
 function fromEnvironment(): Credentials {
   const signingSecret = process.env.AGENT_SIGNING_SECRET ?? "";
   const token = process.env.AGENT_TOKEN ?? "";
-  if (signingSecret === "") fail("AGENT_SIGNING_SECRET is not set (the whsec_ secret shown when the agent was created), or use --relay.");
-  if (!isValidSigningSecret(signingSecret)) fail("AGENT_SIGNING_SECRET is not a valid whsec_ secret (base64 of at least 24 bytes).");
+  if (signingSecret === "")
+    fail("AGENT_SIGNING_SECRET is not set (the whsec_ secret shown when the agent was created), or use --relay.");
+  if (!isValidSigningSecret(signingSecret))
+    fail("AGENT_SIGNING_SECRET is not a valid whsec_ secret (base64 of at least 24 bytes).");
   if (token === "") fail("AGENT_TOKEN is not set (the svc_agent_ token shown when the agent was created).");
   return { signingSecret, token };
 }
@@ -201,7 +256,9 @@ async function listen(): Promise<OpenEchoAgent> {
     return await openEchoAgent({ port, host });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
-      fail(`Port ${port} on ${host} is already in use (another program, or this agent running already). Choose another with --port N (or PORT=N); nothing was registered on the relay.`);
+      fail(
+        `Port ${port} on ${host} is already in use (another program, or this agent running already). Choose another with --port N (or PORT=N); nothing was registered on the relay.`,
+      );
     }
     throw error;
   }

@@ -38,7 +38,8 @@ export function readSaved(file: string): SavedAgent[] {
     throw error;
   }
   const parsed = JSON.parse(text) as { agents?: unknown };
-  if (!Array.isArray(parsed.agents)) throw new Error(`${file} has no "agents" list; remove it or pass another --credentials file`);
+  if (!Array.isArray(parsed.agents))
+    throw new Error(`${file} has no "agents" list; remove it or pass another --credentials file`);
   return parsed.agents as SavedAgent[];
 }
 

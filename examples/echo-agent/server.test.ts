@@ -18,7 +18,11 @@ interface ApiRequest {
   body: string;
 }
 
-function messageEvent(replyUrl: string, text = "@Echo hello   there", threadId: string | null = "msg_1"): MessageCreatedEvent {
+function messageEvent(
+  replyUrl: string,
+  text = "@Echo hello   there",
+  threadId: string | null = "msg_1",
+): MessageCreatedEvent {
   return {
     id: "evt_1",
     type: "message.created",
@@ -26,19 +30,43 @@ function messageEvent(replyUrl: string, text = "@Echo hello   there", threadId: 
     workspace: { slug: "acme", name: "Acme" },
     agent: { id: "agt_1", name: "Echo" },
     conversation: { type: "channel", id: "ch_1", name: "#general" },
-    message: { id: "msg_1", text, thread_id: null, author: { id: "usr_1", name: "Ada" }, mentioned: true, direct: false, url: "http://relay.test/m/msg_1" },
+    message: {
+      id: "msg_1",
+      text,
+      thread_id: null,
+      author: { id: "usr_1", name: "Ada" },
+      mentioned: true,
+      direct: false,
+      url: "http://relay.test/m/msg_1",
+    },
     reply: { url: replyUrl, thread_id: threadId },
   };
 }
 
-const PING: PingEvent = { id: "evt_ping", type: "ping", created_at: "2025-06-15T15:06:40.000Z", workspace: { slug: "acme", name: "Acme" }, agent: { id: "agt_1", name: "Echo" } };
+const PING: PingEvent = {
+  id: "evt_ping",
+  type: "ping",
+  created_at: "2025-06-15T15:06:40.000Z",
+  workspace: { slug: "acme", name: "Acme" },
+  agent: { id: "agt_1", name: "Echo" },
+};
 
-async function deliver(agentUrl: string, webhookId: string, body: string, options: { secret?: string; sentBody?: string; signal?: AbortSignal } = {}): Promise<Response> {
+async function deliver(
+  agentUrl: string,
+  webhookId: string,
+  body: string,
+  options: { secret?: string; sentBody?: string; signal?: AbortSignal } = {},
+): Promise<Response> {
   const timestamp = Math.floor(Date.now() / 1000);
   const signature = await signWebhook(options.secret ?? SECRET, webhookId, timestamp, body);
   return fetch(`${agentUrl}/webhook`, {
     method: "POST",
-    headers: { "content-type": "application/json", "webhook-id": webhookId, "webhook-timestamp": String(timestamp), "webhook-signature": signature },
+    headers: {
+      "content-type": "application/json",
+      "webhook-id": webhookId,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signature,
+    },
     body: options.sentBody ?? body,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
@@ -58,7 +86,12 @@ describe("echo agent", () => {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
-        requests.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+        requests.push({
+          method: req.method,
+          url: req.url,
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+        });
         void holdApi.then(() => {
           res.writeHead(apiAnswer.status, { "content-type": "application/json", ...apiAnswer.headers });
           res.end(apiAnswer.body);
@@ -93,16 +126,27 @@ describe("echo agent", () => {
     assert.equal(request.headers.authorization, `Bearer ${TOKEN}`);
     assert.deepEqual(JSON.parse(request.body), { text: "Echo: hello there", thread_id: "msg_1" });
     assert.deepEqual(agent.events.at(-1), JSON.parse(body));
-    assert.ok(logs.some((entry) => entry.kind === "replied" && entry.webhook_id === "wh_reply" && entry.reply_message_id === "msg_reply"));
+    assert.ok(
+      logs.some(
+        (entry) =>
+          entry.kind === "replied" && entry.webhook_id === "wh_reply" && entry.reply_message_id === "msg_reply",
+      ),
+    );
   });
 
   test("answers before the reply has finished", async () => {
     let release = () => {};
     holdApi = new Promise<void>((resolve) => (release = resolve));
     try {
-      const response = await deliver(agent.url, "wh_slow", JSON.stringify(messageEvent(apiUrl)), { signal: AbortSignal.timeout(2000) });
+      const response = await deliver(agent.url, "wh_slow", JSON.stringify(messageEvent(apiUrl)), {
+        signal: AbortSignal.timeout(2000),
+      });
       assert.equal(response.status, 204);
-      assert.equal(logs.some((entry) => entry.kind === "replied" && entry.webhook_id === "wh_slow"), false, "the reply must still be pending");
+      assert.equal(
+        logs.some((entry) => entry.kind === "replied" && entry.webhook_id === "wh_slow"),
+        false,
+        "the reply must still be pending",
+      );
     } finally {
       release();
     }
@@ -126,7 +170,11 @@ describe("echo agent", () => {
     assert.equal(tampered.status, 400);
     assert.deepEqual(await tampered.json(), { error: "no_matching_signature" });
     assert.equal((await deliver(agent.url, "wh_bad2", body, { secret: newSigningSecret() })).status, 400);
-    const unsigned = await fetch(`${agent.url}/webhook`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const unsigned = await fetch(`${agent.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
     assert.equal(unsigned.status, 400);
     assert.deepEqual(await unsigned.json(), { error: "missing_headers" });
     await agent.idle();
@@ -145,10 +193,22 @@ describe("echo agent", () => {
   });
 
   test("logs a rate-limited reply with its Retry-After", async () => {
-    apiAnswer = { status: 429, headers: { "retry-after": "30" }, body: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "wait" } }) };
+    apiAnswer = {
+      status: 429,
+      headers: { "retry-after": "30" },
+      body: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "wait" } }),
+    };
     assert.equal((await deliver(agent.url, "wh_429", JSON.stringify(messageEvent(apiUrl)))).status, 204);
     await agent.idle();
-    assert.ok(logs.some((entry) => entry.kind === "reply_failed" && entry.webhook_id === "wh_429" && entry.code === "RATE_LIMIT_EXCEEDED" && entry.retry_after_seconds === 30));
+    assert.ok(
+      logs.some(
+        (entry) =>
+          entry.kind === "reply_failed" &&
+          entry.webhook_id === "wh_429" &&
+          entry.code === "RATE_LIMIT_EXCEEDED" &&
+          entry.retry_after_seconds === 30,
+      ),
+    );
   });
 
   test("refuses methods other than POST", async () => {
@@ -189,9 +249,18 @@ describe("openEchoAgent", () => {
       assert.equal(agent.events.length, 0);
       agent.useCredentials({ signingSecret: SECRET, token: TOKEN });
       assert.equal((await deliver(agent.url, "wh_early", JSON.stringify(PING))).status, 204);
-      assert.equal((await deliver(agent.url, "wh_forged", JSON.stringify(PING), { secret: newSigningSecret() })).status, 400);
-      assert.deepEqual(agent.events.map((event) => event.id), ["evt_ping"]);
-      assert.deepEqual(logs.map((entry) => entry.kind), ["rejected", "received", "ping", "rejected"]);
+      assert.equal(
+        (await deliver(agent.url, "wh_forged", JSON.stringify(PING), { secret: newSigningSecret() })).status,
+        400,
+      );
+      assert.deepEqual(
+        agent.events.map((event) => event.id),
+        ["evt_ping"],
+      );
+      assert.deepEqual(
+        logs.map((entry) => entry.kind),
+        ["rejected", "received", "ping", "rejected"],
+      );
     } finally {
       await agent.close();
     }

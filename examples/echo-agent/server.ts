@@ -6,7 +6,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { MessageCreatedEvent, WebhookEvent } from "../../shared/src/webhooks/index";
-import { AgentApiError, WebhookVerificationError, createWebhookReceiver, replyTo } from "../../shared/src/webhooks/index";
+import {
+  AgentApiError,
+  WebhookVerificationError,
+  createWebhookReceiver,
+  replyTo,
+} from "../../shared/src/webhooks/index";
 
 /** Not 8788: that is where a second relay beside one on 8787 would go. */
 export const DEFAULT_PORT = 18788;
@@ -49,7 +54,10 @@ function escapeRegExp(text: string): string {
 
 /** The reply for a message: its text with the agent's own @mention (and a comma or colon right after it) removed. */
 export function echoText(event: MessageCreatedEvent): string {
-  const mention = new RegExp(`@(?:${escapeRegExp(event.agent.name)}|${escapeRegExp(event.agent.id)})(?![\\p{L}\\p{N}_])[,:]?`, "giu");
+  const mention = new RegExp(
+    `@(?:${escapeRegExp(event.agent.name)}|${escapeRegExp(event.agent.id)})(?![\\p{L}\\p{N}_])[,:]?`,
+    "giu",
+  );
   const text = event.message.text.replace(mention, " ").replace(/\s+/g, " ").trim();
   return text === "" ? "Echo: (nothing to echo)" : `Echo: ${text}`;
 }
@@ -96,13 +104,34 @@ export function createEchoWork(options: {
         const text = echoText(event);
         try {
           const posted = await replyTo(event, text, { token: options.token, fetch: options.fetch });
-          const postedId = typeof posted === "object" && posted !== null && "id" in posted ? (posted as { id: unknown }).id : undefined;
-          log({ kind: "replied", webhook_id: webhookId, event_id: event.id, conversation: event.conversation.id, reply_message_id: postedId });
+          const postedId =
+            typeof posted === "object" && posted !== null && "id" in posted
+              ? (posted as { id: unknown }).id
+              : undefined;
+          log({
+            kind: "replied",
+            webhook_id: webhookId,
+            event_id: event.id,
+            conversation: event.conversation.id,
+            reply_message_id: postedId,
+          });
         } catch (error) {
           if (error instanceof AgentApiError) {
-            log({ kind: "reply_failed", webhook_id: webhookId, event_id: event.id, status: error.status, code: error.code, retry_after_seconds: error.retryAfterSeconds });
+            log({
+              kind: "reply_failed",
+              webhook_id: webhookId,
+              event_id: event.id,
+              status: error.status,
+              code: error.code,
+              retry_after_seconds: error.retryAfterSeconds,
+            });
           } else {
-            log({ kind: "reply_failed", webhook_id: webhookId, event_id: event.id, error: error instanceof Error ? error.message : String(error) });
+            log({
+              kind: "reply_failed",
+              webhook_id: webhookId,
+              event_id: event.id,
+              error: error instanceof Error ? error.message : String(error),
+            });
           }
         }
         return;
@@ -130,11 +159,14 @@ export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAge
 }
 
 /** Opens the port first, so an agent registered with this URL never points at a port someone else holds. */
-export async function openEchoAgent(options: Omit<EchoAgentOptions, "signingSecret" | "token">): Promise<OpenEchoAgent> {
+export async function openEchoAgent(
+  options: Omit<EchoAgentOptions, "signingSecret" | "token">,
+): Promise<OpenEchoAgent> {
   const log = options.log ?? logLine;
   const events: WebhookEvent[] = [];
   const pending = new Set<Promise<void>>();
-  let ready: { receiver: ReturnType<typeof createWebhookReceiver>; work: ReturnType<typeof createEchoWork> } | undefined;
+  let ready:
+    { receiver: ReturnType<typeof createWebhookReceiver>; work: ReturnType<typeof createEchoWork> } | undefined;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== "POST") {
@@ -217,10 +249,15 @@ export async function openEchoAgent(options: Omit<EchoAgentOptions, "signingSecr
     events,
     idle,
     useCredentials({ signingSecret, token }) {
-      ready = { receiver: createWebhookReceiver({ signingSecret, now: options.now }), work: createEchoWork({ token, log, fetch: options.fetch }) };
+      ready = {
+        receiver: createWebhookReceiver({ signingSecret, now: options.now }),
+        work: createEchoWork({ token, log, fetch: options.fetch }),
+      };
     },
     async close() {
-      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      const closed = new Promise<void>((resolve, reject) =>
+        server.close((error) => (error ? reject(error) : resolve())),
+      );
       server.closeIdleConnections();
       await closed;
       await idle();

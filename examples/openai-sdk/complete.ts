@@ -12,7 +12,12 @@ export function tabClient(relayUrl: string, apiKey: string): OpenAI {
 }
 
 /** Streams a suggestion for the text before the cursor, handing each fragment to `onText`; resolves to all of it. */
-export async function complete(client: OpenAI, workspaceSlug: string, textBeforeCursor: string, onText: (text: string) => void = () => {}): Promise<string> {
+export async function complete(
+  client: OpenAI,
+  workspaceSlug: string,
+  textBeforeCursor: string,
+  onText: (text: string) => void = () => {},
+): Promise<string> {
   const params: TabCompletionCreateParams<OpenAI.Chat.ChatCompletionCreateParamsStreaming> = {
     model: "tab-v1",
     messages: [],
@@ -38,7 +43,12 @@ async function main(): Promise<void> {
   const client = tabClient(process.argv[2] ?? "http://127.0.0.1:8787", process.env["KEY"] ?? "");
   const models = await client.models.list();
   process.stdout.write(`models: ${models.data.map((model) => model.id).join(", ")}\n`);
-  await complete(client, process.env["WORKSPACE"] ?? "default", "function add(a, b) {\n  return a + b;\n}\nfunction add(a, b) {", (text) => process.stdout.write(text));
+  await complete(
+    client,
+    process.env["WORKSPACE"] ?? "default",
+    "function add(a, b) {\n  return a + b;\n}\nfunction add(a, b) {",
+    (text) => process.stdout.write(text),
+  );
   process.stdout.write("\n");
 }
 

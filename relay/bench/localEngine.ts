@@ -37,7 +37,11 @@ const WARM_UP = 50;
 /** Real declarations source long enough for full-size, non-overlapping windows around each cursor. */
 function loadSource(): string {
   const require = createRequire(import.meta.url);
-  const files = ["typescript/lib/lib.es5.d.ts", "typescript/lib/lib.es2015.core.d.ts", "typescript/lib/lib.es2015.promise.d.ts"];
+  const files = [
+    "typescript/lib/lib.es5.d.ts",
+    "typescript/lib/lib.es2015.core.d.ts",
+    "typescript/lib/lib.es2015.promise.d.ts",
+  ];
   return files.map((file) => readFileSync(require.resolve(file), "utf8")).join("\n");
 }
 
@@ -61,7 +65,11 @@ function contextAt(source: string, index: number): TabContext {
   };
 }
 
-async function completeOnce(context: TabContext, maxTokens: number, countTokens: (text: string) => number): Promise<string> {
+async function completeOnce(
+  context: TabContext,
+  maxTokens: number,
+  countTokens: (text: string) => number,
+): Promise<string> {
   const provider = createLocalProvider();
   const post = createPostprocessor({ context, maxTokens, countTokens });
   const controller = new AbortController();
@@ -83,7 +91,8 @@ export async function benchLocalEngine(options: LocalEngineBenchOptions = {}): P
   const countTokens = options.countTokens ?? countGptTokens;
   const source = loadSource();
 
-  for (let index = 0; index < WARM_UP; index++) await completeOnce(contextAt(source, samples + index), maxTokens, countTokens);
+  for (let index = 0; index < WARM_UP; index++)
+    await completeOnce(contextAt(source, samples + index), maxTokens, countTokens);
 
   const times: number[] = [];
   const cpuTimes: number[] = [];

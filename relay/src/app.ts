@@ -79,12 +79,18 @@ export function createApp(deps: AppDeps): RequestListener {
   const eventsQueued = () => deps.bus.publish({ topic: "events" });
   // Connected here, or to another relay sharing the database (whose renewed row says so).
   const socketConnected = async (agentId: string) =>
-    deps.agentSockets.connected(agentId) || deps.store.agentSockets.connected(agentId, new Date(deps.clock.now()).toISOString());
+    deps.agentSockets.connected(agentId) ||
+    deps.store.agentSockets.connected(agentId, new Date(deps.clock.now()).toISOString());
   const conversations = createConversationService({
     ...deps,
     eventsQueued,
     posted(conversation, message) {
-      deps.bus.publish({ topic: "message", workspaceId: conversation.workspace_id, conversationId: conversation.id, messageId: message.id });
+      deps.bus.publish({
+        topic: "message",
+        workspaceId: conversation.workspace_id,
+        conversationId: conversation.id,
+        messageId: message.id,
+      });
     },
   });
   const agents = createAgentService({
@@ -108,7 +114,11 @@ export function createApp(deps: AppDeps): RequestListener {
         const label = classOf(req);
         // Every session made from one key shares the key's session counters: signing in again buys nothing.
         if (req.session && req.caller) {
-          return { bucket: sessionBucket(req.caller.key.id, label), limit: label === "read" ? limits.session_reads : limits.session_writes, label };
+          return {
+            bucket: sessionBucket(req.caller.key.id, label),
+            limit: label === "read" ? limits.session_reads : limits.session_writes,
+            label,
+          };
         }
         const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${deps.clientAddress(req)}`;
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
@@ -135,7 +145,13 @@ export function createApp(deps: AppDeps): RequestListener {
     createUsersRouter({ ...deps, audit, agents }),
     createSessionsRouter(deps),
     createConversationsRouter({ ...deps, conversations }),
-    createAgentsRouter({ store: deps.store, agents, audit, allowPrivateWebhooks: deps.config.webhooks.allowPrivate, socketConnected }),
+    createAgentsRouter({
+      store: deps.store,
+      agents,
+      audit,
+      allowPrivateWebhooks: deps.config.webhooks.allowPrivate,
+      socketConnected,
+    }),
     createAuditRouter(deps),
     notFound,
   );
@@ -171,7 +187,15 @@ export function createApp(deps: AppDeps): RequestListener {
   const completionLane = createLane({
     method: "POST",
     paths: [`${API_PREFIX}${TAB_COMPLETIONS_PATH}`, `/v1${TAB_COMPLETIONS_PATH}`],
-    handlers: [requestContext, refuseWhileDraining, authenticate, rateLimit(() => "read"), requireCaller, jsonBody, ...completionHandlers],
+    handlers: [
+      requestContext,
+      refuseWhileDraining,
+      authenticate,
+      rateLimit(() => "read"),
+      requireCaller,
+      jsonBody,
+      ...completionHandlers,
+    ],
     onError: errorHandler,
   });
   return function relayApp(req, res) {

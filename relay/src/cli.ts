@@ -4,7 +4,17 @@ import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { systemClock } from "./clock";
-import { type Config, ConfigError, SETTINGS, type Overrides, type SettingName, loadConfig, loadDoctorConfig, loadOperatorConfig, secretFlagWarnings } from "./config";
+import {
+  type Config,
+  ConfigError,
+  SETTINGS,
+  type Overrides,
+  type SettingName,
+  loadConfig,
+  loadDoctorConfig,
+  loadOperatorConfig,
+  secretFlagWarnings,
+} from "./config";
 import { runDoctor } from "./doctor";
 import { operatorChecks } from "./doctor/operator";
 import { DATABASE_FILE, databasePath, openStore, startRelay } from "./main";
@@ -55,7 +65,23 @@ const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.fl
 const DOCTOR_OPTIONS = {
   ...Object.fromEntries(
     (
-      ["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs", "dataDir", "databaseUrl", "redisUrl", "host", "port", "publicUrl", "trustProxy", "webhookAllowPrivate"] as const
+      [
+        "upstreamUrl",
+        "upstreamModel",
+        "upstreamApiKey",
+        "upstreamApi",
+        "fimTemplate",
+        "infillMaxPredictMs",
+        "upstreamTimeoutMs",
+        "dataDir",
+        "databaseUrl",
+        "redisUrl",
+        "host",
+        "port",
+        "publicUrl",
+        "trustProxy",
+        "webhookAllowPrivate",
+      ] as const
     ).map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
   ),
   json: { type: "boolean" as const },
@@ -121,7 +147,9 @@ async function init(values: Record<string, unknown>, quietJson: boolean): Promis
       general: true,
     });
     if (quietJson) {
-      process.stdout.write(`${JSON.stringify({ workspace: result.workspace, user: result.user, api_key: result.apiKey })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ workspace: result.workspace, user: result.user, api_key: result.apiKey })}\n`,
+      );
     } else {
       process.stdout.write(
         [
@@ -155,7 +183,9 @@ async function migrate(values: Record<string, unknown>): Promise<void> {
     } else if (existsSync(databasePath(config.dataDir))) {
       const applied = await migrateSqlite(databasePath(config.dataDir));
       const where = resolve(databasePath(config.dataDir));
-      process.stdout.write(applied.length > 0 ? `Applied ${applied.join(", ")} to ${where}\n` : `${where} is up to date\n`);
+      process.stdout.write(
+        applied.length > 0 ? `Applied ${applied.join(", ")} to ${where}\n` : `${where} is up to date\n`,
+      );
     } else {
       await (await openStore(config)).close();
       process.stdout.write(`${resolve(databasePath(config.dataDir))} is up to date\n`);
@@ -169,9 +199,11 @@ async function migrate(values: Record<string, unknown>): Promise<void> {
 async function keysCreate(values: Record<string, unknown>): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   const user = typeof values["user"] === "string" ? values["user"] : undefined;
-  if ((user !== undefined) === (values["owner"] === true)) fail("keys create needs exactly one of --user ID and --owner");
+  if ((user !== undefined) === (values["owner"] === true))
+    fail("keys create needs exactly one of --user ID and --owner");
   // Opening a missing SQLite file would create an empty database.
-  if (!config.databaseUrl && !existsSync(databasePath(config.dataDir))) fail(`no database in ${resolve(config.dataDir)}: run \`tab-relay init\` first`);
+  if (!config.databaseUrl && !existsSync(databasePath(config.dataDir)))
+    fail(`no database in ${resolve(config.dataDir)}: run \`tab-relay init\` first`);
   let problem: string | undefined;
   const store = await openStore(config);
   try {
@@ -185,7 +217,9 @@ async function keysCreate(values: Record<string, unknown>): Promise<void> {
     const person = { id: made.user.id, name: made.user.name, role: made.user.role };
     if (values["json"] === true) {
       const apiKey = { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret };
-      process.stdout.write(`${JSON.stringify({ workspace: { id: workspace.id, slug: workspace.slug, name: workspace.name }, user: person, api_key: apiKey })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ workspace: { id: workspace.id, slug: workspace.slug, name: workspace.name }, user: person, api_key: apiKey })}\n`,
+      );
     } else {
       process.stdout.write(
         [
@@ -202,7 +236,12 @@ async function keysCreate(values: Record<string, unknown>): Promise<void> {
       );
     }
   } catch (error) {
-    problem = error instanceof RecoveryKeyError ? `keys create: ${error.message}` : error instanceof Error ? error.message : String(error);
+    problem =
+      error instanceof RecoveryKeyError
+        ? `keys create: ${error.message}`
+        : error instanceof Error
+          ? error.message
+          : String(error);
   } finally {
     await store.close();
   }
@@ -211,10 +250,16 @@ async function keysCreate(values: Record<string, unknown>): Promise<void> {
 
 /** The data folder of `backup` and `restore`: --data, else TAB_RELAY_DATA; PostgreSQL is pg_dump's work. */
 function backupDataDir(command: string, values: Record<string, unknown>): string {
-  const dataDir = typeof values["data"] === "string" && values["data"] !== "" ? values["data"] : process.env[SETTINGS.dataDir.env]?.trim();
+  const dataDir =
+    typeof values["data"] === "string" && values["data"] !== ""
+      ? values["data"]
+      : process.env[SETTINGS.dataDir.env]?.trim();
   if (dataDir) return dataDir;
   const postgres = typeof values["database"] === "string" || Boolean(process.env[SETTINGS.databaseUrl.env]?.trim());
-  if (postgres) fail(`${command}: --data: ${command} works on a SQLite data folder; for PostgreSQL use pg_dump and pg_restore (docs/operating.md, Backups and upgrades)`);
+  if (postgres)
+    fail(
+      `${command}: --data: ${command} works on a SQLite data folder; for PostgreSQL use pg_dump and pg_restore (docs/operating.md, Backups and upgrades)`,
+    );
   fail(`${command}: --data: give the data folder (--data DIR or ${SETTINGS.dataDir.env})`);
 }
 
@@ -223,25 +268,45 @@ const backupDeps = { progress: (line: string) => process.stdout.write(`${line}\n
 /** `backup`: see relay/src/store/backup.ts. Mistakes and refusals exit 2 with one line. */
 async function backup(values: Record<string, unknown>): Promise<void> {
   const dataDir = backupDataDir("backup", values);
-  const to = typeof values["to"] === "string" && values["to"] !== "" ? values["to"] : fail("backup: --to: give the file to write (--to FILE)");
+  const to =
+    typeof values["to"] === "string" && values["to"] !== ""
+      ? values["to"]
+      : fail("backup: --to: give the file to write (--to FILE)");
   try {
-    const result = await backupDatabase({ database: databasePath(dataDir), to, force: values["force"] === true }, backupDeps);
+    const result = await backupDatabase(
+      { database: databasePath(dataDir), to, force: values["force"] === true },
+      backupDeps,
+    );
     process.stdout.write(`Backed up to ${result.path} in ${result.ms} ms: ${describeSummary(result.summary)}\n`);
   } catch (error) {
-    fail(`backup: ${error instanceof BackupError ? error.message : error instanceof Error ? error.message : String(error)}`);
+    fail(
+      `backup: ${error instanceof BackupError ? error.message : error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
 /** `restore`: see relay/src/store/backup.ts. Mistakes and refusals exit 2 with one line. */
 async function restore(values: Record<string, unknown>): Promise<void> {
   const dataDir = backupDataDir("restore", values);
-  const from = typeof values["from"] === "string" && values["from"] !== "" ? values["from"] : fail("restore: --from: give the backup file to restore (--from FILE)");
+  const from =
+    typeof values["from"] === "string" && values["from"] !== ""
+      ? values["from"]
+      : fail("restore: --from: give the backup file to restore (--from FILE)");
   try {
-    const result = await restoreDatabase({ from, dataDir, databaseFile: DATABASE_FILE, force: values["force"] === true }, backupDeps);
-    for (const removed of result.removed) process.stdout.write(`Removed ${removed} (it belonged to the database replaced)\n`);
+    const result = await restoreDatabase(
+      { from, dataDir, databaseFile: DATABASE_FILE, force: values["force"] === true },
+      backupDeps,
+    );
+    for (const removed of result.removed)
+      process.stdout.write(`Removed ${removed} (it belonged to the database replaced)\n`);
     for (const warning of looseModeWarnings(dataDir, DATABASE_FILE)) process.stdout.write(`Warning: ${warning}\n`);
-    const pending = result.summary.pending.length > 0 ? ` \`tab-relay serve\` (or \`tab-relay migrate\`) applies ${result.summary.pending.join(", ")}.` : "";
-    process.stdout.write(`Restored ${result.path}.${pending} Start the relay with: tab-relay serve --data ${dataDir}\n`);
+    const pending =
+      result.summary.pending.length > 0
+        ? ` \`tab-relay serve\` (or \`tab-relay migrate\`) applies ${result.summary.pending.join(", ")}.`
+        : "";
+    process.stdout.write(
+      `Restored ${result.path}.${pending} Start the relay with: tab-relay serve --data ${dataDir}\n`,
+    );
   } catch (error) {
     fail(`restore: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -267,10 +332,23 @@ async function doctor(values: Record<string, unknown>): Promise<void> {
   const operator = collect(() => loadOperatorConfig(process.env, overrides));
   const deployment = operator !== undefined || problems.length > 0;
   const upstream = upstreamGiven || !deployment ? collect(() => loadDoctorConfig(process.env, overrides)) : undefined;
-  if (!upstreamGiven && !deployment) problems.push(`or ${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}) or ${SETTINGS.databaseUrl.env} (--${SETTINGS.databaseUrl.flag}): the deployment to check`);
+  if (!upstreamGiven && !deployment)
+    problems.push(
+      `or ${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}) or ${SETTINGS.databaseUrl.env} (--${SETTINGS.databaseUrl.flag}): the deployment to check`,
+    );
   if (problems.length > 0) fail(new ConfigError(problems).message);
-  const more = operator ? await operatorChecks(operator, { clock: systemClock, databaseFile: DATABASE_FILE }) : undefined;
-  const code = await runDoctor(upstream, { json: values["json"] === true, write: (text) => process.stdout.write(text), clock: { now: () => performance.now() } }, more);
+  const more = operator
+    ? await operatorChecks(operator, { clock: systemClock, databaseFile: DATABASE_FILE })
+    : undefined;
+  const code = await runDoctor(
+    upstream,
+    {
+      json: values["json"] === true,
+      write: (text) => process.stdout.write(text),
+      clock: { now: () => performance.now() },
+    },
+    more,
+  );
   process.exit(code);
 }
 
@@ -307,7 +385,12 @@ function startLines(run: StartRun, config: Pick<Config, "databaseUrl">, url: str
 /** What to say when the address cannot be listened on: the port taken (or not ours to take), and how to pick another. */
 function listenProblem(error: unknown, config: Pick<Config, "host" | "port">): string | undefined {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "needs privileges this process does not have" : undefined;
+  const why =
+    code === "EADDRINUSE"
+      ? "is already in use"
+      : code === "EACCES"
+        ? "needs privileges this process does not have"
+        : undefined;
   if (why === undefined) return undefined;
   return `port ${config.port} on ${config.host} ${why}; choose another with --port N (npm start -- --port N) or ${SETTINGS.port.env}=N`;
 }
@@ -333,7 +416,9 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
     fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
   const stop = (signal: string) => {
-    process.stderr.write(`tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`);
+    process.stderr.write(
+      `tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`,
+    );
     relay.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -348,7 +433,11 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   // line must get the graceful stop, not the default exit by signal.
   // The console is served at `/` of the public URL when there is one (behind a proxy), else where the relay listens.
   const consoleUrl = `${config.publicUrl ?? relay.url}/`;
-  const lines = [`tab-relay serving on ${relay.url} (Ctrl+C to stop)`, `  console    ${consoleUrl}`, ...(run ? startLines(run, config, relay.url) : [])];
+  const lines = [
+    `tab-relay serving on ${relay.url} (Ctrl+C to stop)`,
+    `  console    ${consoleUrl}`,
+    ...(run ? startLines(run, config, relay.url) : []),
+  ];
   process.stderr.write(`${lines.join("\n")}\n`);
 }
 
@@ -377,14 +466,21 @@ async function main(): Promise<void> {
             ? { ...BACKUP_OPTIONS, to: { type: "string" } }
             : command === "restore"
               ? { ...BACKUP_OPTIONS, from: { type: "string" } }
-              : { ...settingFlags, workspace: { type: "string" }, owner: { type: "string" }, name: { type: "string" }, json: { type: "boolean" } },
+              : {
+                  ...settingFlags,
+                  workspace: { type: "string" },
+                  owner: { type: "string" },
+                  name: { type: "string" },
+                  json: { type: "boolean" },
+                },
       strict: true,
     });
   } catch (error) {
     fail(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
   }
   const values = parsed.values as Record<string, unknown>;
-  for (const warning of secretFlagWarnings(overridesFrom(values))) process.stderr.write(`tab-relay: warning: ${warning}\n`);
+  for (const warning of secretFlagWarnings(overridesFrom(values)))
+    process.stderr.write(`tab-relay: warning: ${warning}\n`);
   switch (command) {
     case "init":
       await init(values, values["json"] === true);
@@ -402,7 +498,8 @@ async function main(): Promise<void> {
     case "restore":
       return restore(values);
     case "start": {
-      const dataDir = typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
+      const dataDir =
+        typeof values["data"] === "string" ? values["data"] : (process.env[SETTINGS.dataDir.env] ?? "data");
       values["data"] = dataDir;
       let firstRun: Initialised | undefined;
       if (!existsSync(databasePath(dataDir))) {

@@ -83,7 +83,9 @@ export interface WebhookConfig {
 export type TrustProxy = false | number | readonly string[];
 
 /** 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: Svix's schedule, about a day in all. */
-export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = Object.freeze([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = Object.freeze([
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+]);
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -133,13 +135,20 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
   };
   if (value === "false") return false;
   if (value === "true") {
-    return fail("true would believe any X-Forwarded-For a client makes up; give the number of proxies in front of the relay, or their addresses");
+    return fail(
+      "true would believe any X-Forwarded-For a client makes up; give the number of proxies in front of the relay, or their addresses",
+    );
   }
   if (/^\d+$/.test(value)) {
     const hops = Number(value);
-    return hops >= 1 && hops <= MAX_PROXY_HOPS ? hops : fail(`a hop count is 1 to ${MAX_PROXY_HOPS} (false trusts no proxy)`);
+    return hops >= 1 && hops <= MAX_PROXY_HOPS
+      ? hops
+      : fail(`a hop count is 1 to ${MAX_PROXY_HOPS} (false trusts no proxy)`);
   }
-  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
   const bad: string[] = [];
   for (const entry of entries) {
     // proxy-addr would read a bare number as an IPv4 address in its 32-bit form; here it can only be a misplaced hop count.
@@ -154,7 +163,10 @@ const trustProxy = z.string().transform((value, ctx): TrustProxy => {
     }
   }
   if (entries.length === 0) bad.push(`"${value}" (no address)`);
-  if (bad.length > 0) return fail(`must be false, a hop count, or a comma-separated list of addresses and CIDR ranges; not ${bad.join(", ")}`);
+  if (bad.length > 0)
+    return fail(
+      `must be false, a hop count, or a comma-separated list of addresses and CIDR ranges; not ${bad.join(", ")}`,
+    );
   return Object.freeze(entries);
 });
 
@@ -189,9 +201,15 @@ const RawConfig = z.object({
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be a comma-separated list of milliseconds, e.g. 5000,300000")
     .transform((list) => list.split(",").map((ms) => Number(ms.trim())))
-    .refine((list) => list.length <= 20 && list.every((ms) => ms <= 7 * 24 * 3600 * 1000), "allows at most 20 retries of at most 7 days each")
+    .refine(
+      (list) => list.length <= 20 && list.every((ms) => ms <= 7 * 24 * 3600 * 1000),
+      "allows at most 20 retries of at most 7 days each",
+    )
     .optional(),
-  webhookAllowPrivate: z.enum(["true", "false", "1", "0"], "must be true or false").transform((v) => v === "true" || v === "1").default(false),
+  webhookAllowPrivate: z
+    .enum(["true", "false", "1", "0"], "must be true or false")
+    .transform((v) => v === "true" || v === "1")
+    .default(false),
   webhookTimeoutMs: integer(100, 60_000).default(15_000),
   socketAckTimeoutMs: integer(100, 60_000).default(10_000),
   usageRetentionDays: integer(1, 3650).default(90),
@@ -225,22 +243,35 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     }
   }
   if (raw["dataDir"] === undefined && raw["databaseUrl"] === undefined) {
-    problems.push(`${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}): is required (or ${SETTINGS.databaseUrl.env} for PostgreSQL)`);
+    problems.push(
+      `${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}): is required (or ${SETTINGS.databaseUrl.env} for PostgreSQL)`,
+    );
   }
   const rateLimits = parseRateLimits(raw["rateLimits"], problems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
   const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
   if (provider === "openai" && !c.upstreamUrl) {
-    problems.push(`${SETTINGS.upstreamUrl.env} (--${SETTINGS.upstreamUrl.flag}): is required when the provider is openai`);
+    problems.push(
+      `${SETTINGS.upstreamUrl.env} (--${SETTINGS.upstreamUrl.flag}): is required when the provider is openai`,
+    );
   }
   if (provider === "openai" && !c.upstreamModel) {
-    problems.push(`${SETTINGS.upstreamModel.env} (--${SETTINGS.upstreamModel.flag}): is required when the provider is openai`);
+    problems.push(
+      `${SETTINGS.upstreamModel.env} (--${SETTINGS.upstreamModel.flag}): is required when the provider is openai`,
+    );
   }
   const api: UpstreamApi = DEPRECATED_APIS[c.upstreamApi] ?? (c.upstreamApi as UpstreamApi);
-  const fimTemplate = upstreamTemplate(provider === "openai" ? api : undefined, c.upstreamModel, c.fimTemplate, problems);
+  const fimTemplate = upstreamTemplate(
+    provider === "openai" ? api : undefined,
+    c.upstreamModel,
+    c.fimTemplate,
+    problems,
+  );
   if (provider === "openai" && c.infillMaxPredictMs !== undefined && api !== "infill") {
-    problems.push(`${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`);
+    problems.push(
+      `${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`,
+    );
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const upstream: UpstreamConfig | undefined =
@@ -290,7 +321,9 @@ function label(name: SettingName): string {
 function fimTemplateProblems(template: string): string[] {
   if (template.includes("{")) return customTemplateProblems(template);
   if (isFimFamily(template)) return [];
-  return [`unknown family "${template}" (families: ${FIM_FAMILIES.join(", ")}; or a custom template holding {prefix}, {suffix} and {context})`];
+  return [
+    `unknown family "${template}" (families: ${FIM_FAMILIES.join(", ")}; or a custom template holding {prefix}, {suffix} and {context})`,
+  ];
 }
 
 /**
@@ -298,9 +331,15 @@ function fimTemplateProblems(template: string): string[] {
  * configuration error, since a wrong template makes the model write nonsense rather than fail. `api` is undefined
  * when no upstream is used.
  */
-function upstreamTemplate(api: UpstreamApi | undefined, model: string | undefined, template: string | undefined, problems: string[]): string | undefined {
+function upstreamTemplate(
+  api: UpstreamApi | undefined,
+  model: string | undefined,
+  template: string | undefined,
+  problems: string[],
+): string | undefined {
   if (template !== undefined) {
-    if (api !== undefined && api !== "fim") problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
+    if (api !== undefined && api !== "fim")
+      problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
     return api === "fim" ? template : undefined;
   }
   if (api !== "fim" || model === undefined) return undefined;
@@ -364,7 +403,9 @@ export function secretFlagWarnings(overrides: Overrides): string[] {
     const value = overrides[name];
     if (value === undefined || value.trim() === "" || !secret(value.trim())) continue;
     const { env, flag } = SETTINGS[name];
-    warnings.push(`--${flag} puts ${what} on the command line, where any user of this machine can read it (ps); set ${env} instead`);
+    warnings.push(
+      `--${flag} puts ${what} on the command line, where any user of this machine can read it (ps); set ${env} instead`,
+    );
   }
   return warnings;
 }
@@ -405,7 +446,15 @@ export interface DoctorConfig {
   upstreamTimeoutMs: number;
 }
 
-const DOCTOR_SETTINGS = ["upstreamUrl", "upstreamModel", "upstreamApiKey", "upstreamApi", "fimTemplate", "infillMaxPredictMs", "upstreamTimeoutMs"] as const;
+const DOCTOR_SETTINGS = [
+  "upstreamUrl",
+  "upstreamModel",
+  "upstreamApiKey",
+  "upstreamApi",
+  "fimTemplate",
+  "infillMaxPredictMs",
+  "upstreamTimeoutMs",
+] as const;
 
 /** The upstream settings, read and checked as for `serve` (flags win, every problem reported at once), frozen. */
 export function loadDoctorConfig(env: Env, overrides: Overrides = {}): Readonly<DoctorConfig> {
@@ -415,14 +464,30 @@ export function loadDoctorConfig(env: Env, overrides: Overrides = {}): Readonly<
     if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
   }
   const problems: string[] = [];
-  const parsed = RawConfig.pick({ upstreamUrl: true, upstreamModel: true, upstreamApiKey: true, upstreamApi: true, fimTemplate: true, infillMaxPredictMs: true, upstreamTimeoutMs: true }).safeParse(raw);
-  if (!parsed.success) for (const issue of parsed.error.issues) problems.push(`${label(String(issue.path[0]) as SettingName)}: ${issue.message}`);
-  if (raw["upstreamUrl"] === undefined) problems.push(`${label("upstreamUrl")}: is required: the model server to check`);
+  const parsed = RawConfig.pick({
+    upstreamUrl: true,
+    upstreamModel: true,
+    upstreamApiKey: true,
+    upstreamApi: true,
+    fimTemplate: true,
+    infillMaxPredictMs: true,
+    upstreamTimeoutMs: true,
+  }).safeParse(raw);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues)
+      problems.push(`${label(String(issue.path[0]) as SettingName)}: ${issue.message}`);
+  if (raw["upstreamUrl"] === undefined)
+    problems.push(`${label("upstreamUrl")}: is required: the model server to check`);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const c = parsed.data;
-  const api = raw["upstreamApi"] === undefined ? undefined : (DEPRECATED_APIS[c.upstreamApi] ?? (c.upstreamApi as UpstreamApi));
-  if (api !== undefined && api !== "fim" && c.fimTemplate !== undefined) problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
-  if (api !== undefined && api !== "infill" && c.infillMaxPredictMs !== undefined) problems.push(`${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`);
+  const api =
+    raw["upstreamApi"] === undefined ? undefined : (DEPRECATED_APIS[c.upstreamApi] ?? (c.upstreamApi as UpstreamApi));
+  if (api !== undefined && api !== "fim" && c.fimTemplate !== undefined)
+    problems.push(`${label("fimTemplate")}: only applies when ${SETTINGS.upstreamApi.env} is fim (it is ${api})`);
+  if (api !== undefined && api !== "infill" && c.infillMaxPredictMs !== undefined)
+    problems.push(
+      `${label("infillMaxPredictMs")}: only applies when ${SETTINGS.upstreamApi.env} is infill (it is ${api})`,
+    );
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     upstreamUrl: c.upstreamUrl as string,
@@ -448,7 +513,16 @@ export interface OperatorConfig {
   webhookAllowPrivate: boolean;
 }
 
-const OPERATOR_SETTINGS = ["dataDir", "databaseUrl", "redisUrl", "host", "port", "publicUrl", "trustProxy", "webhookAllowPrivate"] as const;
+const OPERATOR_SETTINGS = [
+  "dataDir",
+  "databaseUrl",
+  "redisUrl",
+  "host",
+  "port",
+  "publicUrl",
+  "trustProxy",
+  "webhookAllowPrivate",
+] as const;
 
 /**
  * The deployment's settings, read and checked as for `serve` (flags win, every problem at once), frozen; undefined
@@ -461,8 +535,20 @@ export function loadOperatorConfig(env: Env, overrides: Overrides = {}): Readonl
     if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
   }
   if (raw["dataDir"] === undefined && raw["databaseUrl"] === undefined) return undefined;
-  const parsed = RawConfig.pick({ dataDir: true, databaseUrl: true, redisUrl: true, host: true, port: true, publicUrl: true, trustProxy: true, webhookAllowPrivate: true }).safeParse(raw);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => `${label(String(issue.path[0]) as SettingName)}: ${issue.message}`));
+  const parsed = RawConfig.pick({
+    dataDir: true,
+    databaseUrl: true,
+    redisUrl: true,
+    host: true,
+    port: true,
+    publicUrl: true,
+    trustProxy: true,
+    webhookAllowPrivate: true,
+  }).safeParse(raw);
+  if (!parsed.success)
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${label(String(issue.path[0]) as SettingName)}: ${issue.message}`),
+    );
   const c = parsed.data;
   return Object.freeze({
     // PostgreSQL wins, as it does for serve.

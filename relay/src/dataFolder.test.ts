@@ -24,7 +24,10 @@ describe("one serving relay per data folder", () => {
 
   test("a second relay is refused while the first runs, with the way to run several", () => {
     lockDataFolder(dir, 1001, () => true);
-    assert.throws(() => lockDataFolder(dir, 2002, (pid) => pid === 1001), /Another tab-relay \(process 1001\) is serving .*PostgreSQL/);
+    assert.throws(
+      () => lockDataFolder(dir, 2002, (pid) => pid === 1001),
+      /Another tab-relay \(process 1001\) is serving .*PostgreSQL/,
+    );
     assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), "1001");
   });
 
@@ -48,10 +51,22 @@ describe("one serving relay per data folder", () => {
   });
 
   test("a process whose stat says zombie counts as gone; without a stat to read, the signal decides", () => {
-    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) Z 1 ${pid} ${pid} 0 -1`), false);
-    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) X 1 ${pid} ${pid} 0 -1`), false);
-    assert.equal(processAlive(process.pid, (pid) => `${pid} (node) S 1 ${pid} ${pid} 0 -1`), true);
-    assert.equal(processAlive(process.pid, () => undefined), true);
+    assert.equal(
+      processAlive(process.pid, (pid) => `${pid} (node) Z 1 ${pid} ${pid} 0 -1`),
+      false,
+    );
+    assert.equal(
+      processAlive(process.pid, (pid) => `${pid} (node) X 1 ${pid} ${pid} 0 -1`),
+      false,
+    );
+    assert.equal(
+      processAlive(process.pid, (pid) => `${pid} (node) S 1 ${pid} ${pid} 0 -1`),
+      true,
+    );
+    assert.equal(
+      processAlive(process.pid, () => undefined),
+      true,
+    );
   });
 });
 
@@ -74,54 +89,61 @@ describe("the state of a /proc/PID/stat line", () => {
   });
 });
 
-describe("a relay whose parent never reaped it", { skip: process.platform !== "linux" && "zombies are read from Linux's /proc" }, () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "tab-relay-zombie-"));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+describe(
+  "a relay whose parent never reaped it",
+  { skip: process.platform !== "linux" && "zombies are read from Linux's /proc" },
+  () => {
+    let dir: string;
+    beforeEach(() => {
+      dir = mkdtempSync(join(tmpdir(), "tab-relay-zombie-"));
+    });
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  /**
-   * A real zombie: the shell starts `sleep 0` in the background, prints its id and becomes `sleep 30`, which never
-   * waits for children, so the finished `sleep 0` stays a zombie until its parent dies.
-   */
-  async function withZombie(run: (zombie: number, parent: number) => void | Promise<void>): Promise<void> {
-    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "inherit"] });
-    try {
-      const [line] = (await once(parent.stdout, "data")) as [Buffer];
-      const zombie = Number.parseInt(line.toString(), 10);
-      assert.ok(Number.isInteger(zombie) && zombie > 0, `no process id in ${JSON.stringify(line.toString())}`);
-      for (let tries = 0; stateFromStat(readFileSync(`/proc/${zombie}/stat`, "utf8")) !== "Z"; tries++) {
-        assert.ok(tries < 200, "the child did not become a zombie within 2 s");
-        await sleep(10);
+    /**
+     * A real zombie: the shell starts `sleep 0` in the background, prints its id and becomes `sleep 30`, which never
+     * waits for children, so the finished `sleep 0` stays a zombie until its parent dies.
+     */
+    async function withZombie(run: (zombie: number, parent: number) => void | Promise<void>): Promise<void> {
+      const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "inherit"] });
+      try {
+        const [line] = (await once(parent.stdout, "data")) as [Buffer];
+        const zombie = Number.parseInt(line.toString(), 10);
+        assert.ok(Number.isInteger(zombie) && zombie > 0, `no process id in ${JSON.stringify(line.toString())}`);
+        for (let tries = 0; stateFromStat(readFileSync(`/proc/${zombie}/stat`, "utf8")) !== "Z"; tries++) {
+          assert.ok(tries < 200, "the child did not become a zombie within 2 s");
+          await sleep(10);
+        }
+        await run(zombie, parent.pid as number);
+      } finally {
+        parent.kill("SIGKILL");
+        await once(parent, "exit");
       }
-      await run(zombie, parent.pid as number);
-    } finally {
-      parent.kill("SIGKILL");
-      await once(parent, "exit");
     }
-  }
 
-  test("the zombie answers signal 0 yet counts as gone, and its folder is taken over", async () => {
-    await withZombie((zombie) => {
-      assert.doesNotThrow(() => process.kill(zombie, 0), "the kernel still knows the zombie's id");
-      assert.equal(processAlive(zombie), false);
-      writeFileSync(join(dir, LOCK_FILE), `${zombie}\n`);
-      const release = lockDataFolder(dir, process.pid);
-      assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(process.pid));
-      release();
+    test("the zombie answers signal 0 yet counts as gone, and its folder is taken over", async () => {
+      await withZombie((zombie) => {
+        assert.doesNotThrow(() => process.kill(zombie, 0), "the kernel still knows the zombie's id");
+        assert.equal(processAlive(zombie), false);
+        writeFileSync(join(dir, LOCK_FILE), `${zombie}\n`);
+        const release = lockDataFolder(dir, process.pid);
+        assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(process.pid));
+        release();
+      });
     });
-  });
 
-  test("a running process still holds its folder", async () => {
-    await withZombie((_zombie, parent) => {
-      assert.equal(processAlive(parent), true);
-      writeFileSync(join(dir, LOCK_FILE), `${parent}\n`);
-      assert.throws(() => lockDataFolder(dir, process.pid), new RegExp(`Another tab-relay \\(process ${parent}\\) is serving`));
-      assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(parent));
+    test("a running process still holds its folder", async () => {
+      await withZombie((_zombie, parent) => {
+        assert.equal(processAlive(parent), true);
+        writeFileSync(join(dir, LOCK_FILE), `${parent}\n`);
+        assert.throws(
+          () => lockDataFolder(dir, process.pid),
+          new RegExp(`Another tab-relay \\(process ${parent}\\) is serving`),
+        );
+        assert.equal(readFileSync(join(dir, LOCK_FILE), "utf8").trim(), String(parent));
+      });
     });
-  });
-});
+  },
+);
 
 describe("the modes of the data folder", { skip: process.platform === "win32" && "Windows has no such modes" }, () => {
   let dir: string;

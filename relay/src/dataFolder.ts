@@ -44,7 +44,11 @@ export function processAlive(pid: number, stat: (pid: number) => string | undefi
  * same folder would break both. The folder holds the serving relay's process id; a file naming a process that no
  * longer runs (a crash, SIGKILL) is taken over. Returns the release.
  */
-export function lockDataFolder(dataDir: string, pid: number, alive: (pid: number) => boolean = processAlive): () => void {
+export function lockDataFolder(
+  dataDir: string,
+  pid: number,
+  alive: (pid: number) => boolean = processAlive,
+): () => void {
   const path = join(dataDir, LOCK_FILE);
   for (let tries = 0; tries < 3; tries++) {
     try {
@@ -71,7 +75,9 @@ export function lockDataFolder(dataDir: string, pid: number, alive: (pid: number
       continue;
     }
     if (Number.isInteger(holder) && holder > 0 && holder !== pid && alive(holder)) {
-      throw new Error(`Another tab-relay (process ${holder}) is serving ${dataDir}; a data folder serves one relay (several relays share PostgreSQL: --database)`);
+      throw new Error(
+        `Another tab-relay (process ${holder}) is serving ${dataDir}; a data folder serves one relay (several relays share PostgreSQL: --database)`,
+      );
     }
     try {
       unlinkSync(path);
@@ -107,10 +113,13 @@ export function looseModeWarnings(dataDir: string, databaseFile: string): string
       return;
     }
     if ((bits & SHARED_BITS) === 0) return;
-    warnings.push(`${what} ${path} holds the agents' signing secrets but other users have access (mode ${bits.toString(8)}); run: chmod ${mode} ${shellWord(path)}`);
+    warnings.push(
+      `${what} ${path} holds the agents' signing secrets but other users have access (mode ${bits.toString(8)}); run: chmod ${mode} ${shellWord(path)}`,
+    );
   };
   const folder = resolve(dataDir);
   check(folder, "The data folder", "700");
-  for (const suffix of ["", "-wal", "-shm"]) check(join(folder, `${databaseFile}${suffix}`), "The database file", "600");
+  for (const suffix of ["", "-wal", "-shm"])
+    check(join(folder, `${databaseFile}${suffix}`), "The database file", "600");
   return warnings;
 }

@@ -14,11 +14,17 @@ export interface Logger {
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
-export function createJsonLogger(options: { level: LogLevel; write: (line: string) => void; now: () => number }): Logger {
+export function createJsonLogger(options: {
+  level: LogLevel;
+  write: (line: string) => void;
+  now: () => number;
+}): Logger {
   const threshold = RANK[options.level];
   const log = (level: Exclude<LogLevel, "silent">) => (msg: string, fields?: LogFields) => {
     if (RANK[level] < threshold) return;
-    options.write(`${JSON.stringify({ time: new Date(options.now()).toISOString(), level, msg, ...fields }, errorReplacer)}\n`);
+    options.write(
+      `${JSON.stringify({ time: new Date(options.now()).toISOString(), level, msg, ...fields }, errorReplacer)}\n`,
+    );
   };
   return {
     enabled: (level) => RANK[level] >= threshold,

@@ -48,17 +48,30 @@ export function databasePath(dataDir: string): string {
 
 /** PostgreSQL when a database URL is configured (several relays can share it), else SQLite in the data folder. */
 export function openStore(config: Pick<Config, "dataDir" | "databaseUrl">, logger?: Logger): Promise<Store> {
-  return config.databaseUrl ? openPostgresStore(config.databaseUrl, logger ? { logger } : {}) : openSqliteStore(databasePath(config.dataDir));
+  return config.databaseUrl
+    ? openPostgresStore(config.databaseUrl, logger ? { logger } : {})
+    : openSqliteStore(databasePath(config.dataDir));
 }
 
 /** The model provider; `logger` gets the start-up warning for a deprecated mode name and the upstream's hints. */
-export function createProvider(config: Pick<Config, "provider" | "upstream">, post: HttpPost, logger?: Logger): ModelProvider {
+export function createProvider(
+  config: Pick<Config, "provider" | "upstream">,
+  post: HttpPost,
+  logger?: Logger,
+): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
     const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
     const deprecated = apiAlias === undefined ? undefined : deprecatedApiWarning(apiAlias);
     if (deprecated !== undefined) logger?.warn(deprecated);
     const mode = upstreamMode({ api, baseUrl: url, model, fimTemplate, infillMaxPredictMs });
-    return createUpstreamProvider({ mode, model, post, timeoutMs, ...(apiKey ? { apiKey } : {}), ...(logger ? { logger } : {}) });
+    return createUpstreamProvider({
+      mode,
+      model,
+      post,
+      timeoutMs,
+      ...(apiKey ? { apiKey } : {}),
+      ...(logger ? { logger } : {}),
+    });
   }
   return createLocalProvider();
 }
@@ -98,14 +111,27 @@ export interface StartOptions {
 /** The composition root: builds the real dependencies from config and listens, one named step at a time. */
 export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
+  const logger =
+    options.logger ??
+    createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
   const store = options.store ?? (await openStore(config, logger));
   await requireWorkspace(config, store);
   const unlockDataFolder = await claimDataFolder(config, store, logger);
   const rateLimits = await connectRateLimits(config, logger);
   const services = createServices(config, options, logger, clock);
-  const bus = options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
-  const realtime = wireRealtime({ config, options, clock, logger, store, bus, ids: services.ids, links: services.links, metrics: services.metrics });
+  const bus =
+    options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
+  const realtime = wireRealtime({
+    config,
+    options,
+    clock,
+    logger,
+    store,
+    bus,
+    ids: services.ids,
+    links: services.links,
+    metrics: services.metrics,
+  });
   const http = createHttpServer({ config, options, clock, logger, store, bus, rateLimits, services, realtime });
   observeState(services, realtime, store, clock);
   const url = await listen(http.server, config, async () => {
@@ -127,7 +153,12 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   // pass is over by the time the relay says it is up.
   const retention = startAuditRetention({ store, clock, logger, retentionDays: config.usageRetentionDays });
   await retention.idle();
-  logger.info("relay listening", { url, public_url: services.links.base(), provider: services.provider.name, data: config.dataDir });
+  logger.info("relay listening", {
+    url,
+    public_url: services.links.base(),
+    provider: services.provider.name,
+    data: config.dataDir,
+  });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, unlockDataFolder });
@@ -164,7 +195,9 @@ interface RateLimits {
 /** Counters in Redis are shared by every relay; if Redis stops answering, each relay counts alone until it is back. */
 async function connectRateLimits(config: Readonly<Config>, logger: Logger): Promise<RateLimits> {
   const memory = createMemoryRateLimitStore();
-  const redis = config.redisUrl ? createRedisRateLimitStore({ url: config.redisUrl, logger, fallback: memory }) : undefined;
+  const redis = config.redisUrl
+    ? createRedisRateLimitStore({ url: config.redisUrl, logger, fallback: memory })
+    : undefined;
   if (redis && !(await redis.ready())) logger.warn("Redis is not answering; rate limits hold per relay until it does");
   return { store: redis ?? memory, redis };
 }
@@ -204,7 +237,13 @@ function wireRealtime(deps: RealtimeDeps) {
   const relayId = newId("rly");
   const state = { shuttingDown: false };
   const agentSockets = createAgentSocketsRecorded(deps, relayId, state, () => deliveries.wake());
-  const live = createLiveHub({ store: deps.store, links: deps.links, logger: deps.logger, clock: deps.clock, ...(deps.options.liveCheckMs === undefined ? {} : { checkMs: deps.options.liveCheckMs }) });
+  const live = createLiveHub({
+    store: deps.store,
+    links: deps.links,
+    logger: deps.logger,
+    clock: deps.clock,
+    ...(deps.options.liveCheckMs === undefined ? {} : { checkMs: deps.options.liveCheckMs }),
+  });
   const presence = renewSocketPresence(deps, relayId, agentSockets);
   const deliveries = createDeliveries(deps, agentSockets);
   subscribeToBus(deps, { deliveries, live, agentSockets });
@@ -225,7 +264,12 @@ function wireRealtime(deps: RealtimeDeps) {
 type Realtime = ReturnType<typeof wireRealtime>;
 
 /** Agent sockets whose opening and closing are told to the other relays and recorded in the database. */
-function createAgentSocketsRecorded(deps: RealtimeDeps, relayId: string, state: { shuttingDown: boolean }, wakeDeliveries: () => void): AgentSockets {
+function createAgentSocketsRecorded(
+  deps: RealtimeDeps,
+  relayId: string,
+  state: { shuttingDown: boolean },
+  wakeDeliveries: () => void,
+): AgentSockets {
   const { store, bus, clock, logger } = deps;
   return createAgentSockets({
     logger,
@@ -237,7 +281,9 @@ function createAgentSocketsRecorded(deps: RealtimeDeps, relayId: string, state: 
       bus.publish({ topic: "agent", workspaceId: agent.workspace_id, agentId: agent.id, change: "updated" });
       const now = clock.now();
       if (!connected) {
-        store.agentSockets.unmark(agent.id, relayId).catch((error: unknown) => logger.error("could not record a closed agent socket", { error }));
+        store.agentSockets
+          .unmark(agent.id, relayId)
+          .catch((error: unknown) => logger.error("could not record a closed agent socket", { error }));
         return;
       }
       // Other relays leave this agent's events to this one; whatever waited for it goes out on the new connection.
@@ -256,7 +302,9 @@ function createAgentSocketsRecorded(deps: RealtimeDeps, relayId: string, state: 
 function renewSocketPresence(deps: RealtimeDeps, relayId: string, agentSockets: AgentSockets): NodeJS.Timeout {
   const presence = setInterval(() => {
     const until = new Date(deps.clock.now() + SOCKET_PRESENCE_MS).toISOString();
-    deps.store.agentSockets.mark([...agentSockets.connectedIds()], relayId, until).catch((error: unknown) => deps.logger.warn("could not renew agent sockets", { error }));
+    deps.store.agentSockets
+      .mark([...agentSockets.connectedIds()], relayId, until)
+      .catch((error: unknown) => deps.logger.warn("could not renew agent sockets", { error }));
   }, SOCKET_PRESENCE_MS / 3);
   presence.unref();
   return presence;
@@ -269,7 +317,11 @@ function createDeliveries(deps: RealtimeDeps, agentSockets: AgentSockets): Deliv
     clock: deps.clock,
     logger: deps.logger,
     ids: deps.ids,
-    client: createWebhookClient({ allowPrivate: webhooks.allowPrivate, timeoutMs: webhooks.timeoutMs, now: () => deps.clock.now() }),
+    client: createWebhookClient({
+      allowPrivate: webhooks.allowPrivate,
+      timeoutMs: webhooks.timeoutMs,
+      now: () => deps.clock.now(),
+    }),
     retryScheduleMs: webhooks.retryScheduleMs,
     // A claim outlives any attempt (an attempt ends at its timeout), with room for signing and recording it.
     leaseMs: Math.max(webhooks.timeoutMs, webhooks.socketAckTimeoutMs) + 10_000,
@@ -281,7 +333,10 @@ function createDeliveries(deps: RealtimeDeps, agentSockets: AgentSockets): Deliv
   });
 }
 
-function subscribeToBus(deps: RealtimeDeps, parts: { deliveries: DeliveryWorker; live: LiveHub; agentSockets: AgentSockets }): void {
+function subscribeToBus(
+  deps: RealtimeDeps,
+  parts: { deliveries: DeliveryWorker; live: LiveHub; agentSockets: AgentSockets },
+): void {
   const { store, logger } = deps;
   const { deliveries, live, agentSockets } = parts;
   deps.bus.subscribe(function onBus(message) {
@@ -289,7 +344,8 @@ function subscribeToBus(deps: RealtimeDeps, parts: { deliveries: DeliveryWorker;
       case "events":
         return deliveries.wake();
       case "message":
-        if (live.listening(message.workspaceId)) void forwardMessage(message.workspaceId, message.conversationId, message.messageId);
+        if (live.listening(message.workspaceId))
+          void forwardMessage(message.workspaceId, message.conversationId, message.messageId);
         return;
       case "agent":
         if (message.change !== "updated") agentSockets.closeAgent(message.agentId, CLOSE[message.change]);
@@ -352,7 +408,10 @@ function createHttpServer(deps: HttpDeps) {
     async ready() {
       // Ready when the database (and Redis, when configured) answer: a load balancer sends nothing before.
       const [database, redis] = await Promise.all([
-        store.workspaces.count().then(() => true, () => false),
+        store.workspaces.count().then(
+          () => true,
+          () => false,
+        ),
         rateLimits.redis ? rateLimits.redis.ready() : Promise.resolve(true),
       ]);
       return { database, redis: rateLimits.redis ? redis : undefined };

@@ -13,20 +13,32 @@ describe("createMetrics", () => {
     const text = await metrics.render();
     const lines = text.split("\n");
     assert.ok(lines.includes('tab_relay_http_requests_total{route="/api/v1/me",method="GET",status="200"} 3'), text);
-    assert.ok(lines.includes('tab_relay_http_requests_total{route="odd\\"\\\\\\nroute",method="GET",status="404"} 1'), text);
+    assert.ok(
+      lines.includes('tab_relay_http_requests_total{route="odd\\"\\\\\\nroute",method="GET",status="404"} 1'),
+      text,
+    );
     const histogram = lines.filter((line) => line.startsWith("tab_relay_http_request_duration_seconds"));
     assert.deepEqual(histogram, [
-      ...[0.001, 0.0025].map((le) => `tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="${le}"} 0`),
-      ...[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5].map((le) => `tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="${le}"} 1`),
+      ...[0.001, 0.0025].map(
+        (le) =>
+          `tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="${le}"} 0`,
+      ),
+      ...[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5].map(
+        (le) =>
+          `tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="${le}"} 1`,
+      ),
       'tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="10"} 2',
       'tab_relay_http_request_duration_seconds_bucket{route="/api/v1/me",method="GET",status="200",le="+Inf"} 2',
       'tab_relay_http_request_duration_seconds_sum{route="/api/v1/me",method="GET",status="200"} 7.003',
       'tab_relay_http_request_duration_seconds_count{route="/api/v1/me",method="GET",status="200"} 2',
     ]);
-    assert.deepEqual(lines.filter((line) => line.includes("tab_relay_completion_cache_total")), [
-      "# HELP tab_relay_completion_cache_total Completion cache lookups by result (hit or miss).",
-      "# TYPE tab_relay_completion_cache_total counter",
-    ]);
+    assert.deepEqual(
+      lines.filter((line) => line.includes("tab_relay_completion_cache_total")),
+      [
+        "# HELP tab_relay_completion_cache_total Completion cache lookups by result (hit or miss).",
+        "# TYPE tab_relay_completion_cache_total counter",
+      ],
+    );
     assert.ok(text.endsWith("\n"));
   });
 
@@ -44,7 +56,10 @@ describe("createMetrics", () => {
   test("gauges read their source at each scrape, both outbox series from one read; an outbox that cannot be read is NaN, the rest answers", async () => {
     const metrics = createMetrics();
     let reads = 0;
-    let outbox: () => Promise<{ pending: number; oldestCreatedAt: string | undefined }> = async () => ({ pending: 3, oldestCreatedAt: "2026-01-01T00:00:00.000Z" });
+    let outbox: () => Promise<{ pending: number; oldestCreatedAt: string | undefined }> = async () => ({
+      pending: 3,
+      oldestCreatedAt: "2026-01-01T00:00:00.000Z",
+    });
     metrics.observe({
       sockets: () => ({ console: 2, socket_mode: 1, sse: 4 }),
       outbox: () => {
@@ -55,7 +70,12 @@ describe("createMetrics", () => {
     });
     const text = await metrics.render();
     const lines = text.split("\n");
-    for (const line of ['tab_relay_open_sockets{kind="console"} 2', 'tab_relay_open_sockets{kind="socket_mode"} 1', 'tab_relay_open_sockets{kind="sse"} 4']) assert.ok(lines.includes(line), text);
+    for (const line of [
+      'tab_relay_open_sockets{kind="console"} 2',
+      'tab_relay_open_sockets{kind="socket_mode"} 1',
+      'tab_relay_open_sockets{kind="sse"} 4',
+    ])
+      assert.ok(lines.includes(line), text);
     assert.ok(lines.includes("tab_relay_outbox_pending_events 3"), text);
     assert.ok(lines.includes("tab_relay_outbox_oldest_pending_age_seconds 90"), text);
     assert.equal(reads, 1);

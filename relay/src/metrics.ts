@@ -54,7 +54,8 @@ class Metric {
     series.value++;
     series.sum = (series.sum ?? 0) + value;
     const buckets = series.buckets ?? [];
-    for (let i = 0; i < this.bucketBounds.length; i++) if (value <= (this.bucketBounds[i] as number)) buckets[i] = (buckets[i] ?? 0) + 1;
+    for (let i = 0; i < this.bucketBounds.length; i++)
+      if (value <= (this.bucketBounds[i] as number)) buckets[i] = (buckets[i] ?? 0) + 1;
   }
 
   render(): string {
@@ -172,13 +173,40 @@ export function createMetrics() {
   const scraped = stateRegistry(() => state);
   const metrics = {
     httpRequests: new Metric("tab_relay_http_requests_total", "HTTP requests by route, method and status.", "counter"),
-    httpDuration: new Metric("tab_relay_http_request_duration_seconds", "HTTP request duration by route, method and status.", "histogram", LATENCY_BUCKETS),
-    upstreamRequests: new Metric("tab_relay_upstream_requests_total", "Provider requests by provider and outcome.", "counter"),
-    upstreamErrors: new Metric("tab_relay_upstream_errors_total", "Provider failures by provider and error code.", "counter"),
-    upstreamDuration: new Metric("tab_relay_upstream_duration_seconds", "Provider time to complete a suggestion.", "histogram", LATENCY_BUCKETS),
-    upstreamFirstByte: new Metric("tab_relay_upstream_first_fragment_seconds", "Provider time to the first fragment.", "histogram", LATENCY_BUCKETS),
+    httpDuration: new Metric(
+      "tab_relay_http_request_duration_seconds",
+      "HTTP request duration by route, method and status.",
+      "histogram",
+      LATENCY_BUCKETS,
+    ),
+    upstreamRequests: new Metric(
+      "tab_relay_upstream_requests_total",
+      "Provider requests by provider and outcome.",
+      "counter",
+    ),
+    upstreamErrors: new Metric(
+      "tab_relay_upstream_errors_total",
+      "Provider failures by provider and error code.",
+      "counter",
+    ),
+    upstreamDuration: new Metric(
+      "tab_relay_upstream_duration_seconds",
+      "Provider time to complete a suggestion.",
+      "histogram",
+      LATENCY_BUCKETS,
+    ),
+    upstreamFirstByte: new Metric(
+      "tab_relay_upstream_first_fragment_seconds",
+      "Provider time to the first fragment.",
+      "histogram",
+      LATENCY_BUCKETS,
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
-    cache: new Metric("tab_relay_completion_cache_total", "Completion cache lookups by result (hit or miss).", "counter"),
+    cache: new Metric(
+      "tab_relay_completion_cache_total",
+      "Completion cache lookups by result (hit or miss).",
+      "counter",
+    ),
     deliveries: new Metric(
       "tab_relay_webhook_deliveries_total",
       "Outbox delivery attempts by outcome (delivered, retry: failed and scheduled again, failed: given up) and by transport (webhook, socket).",
@@ -196,7 +224,9 @@ export function createMetrics() {
       runtimeRegistry();
     },
     async render(): Promise<string> {
-      const own = Object.values(metrics).map((m) => m.render()).join("\n");
+      const own = Object.values(metrics)
+        .map((m) => m.render())
+        .join("\n");
       const [gauges, process] = await Promise.all([scraped.metrics(), runtimeRegistry().metrics()]);
       return `${own}\n${gauges}${process}`;
     },

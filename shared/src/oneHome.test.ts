@@ -49,6 +49,9 @@ test("every read of a Retry-After header goes through parseRetryAfterMs", () => 
 
 test("Socket Mode's close codes are numbers only in SOCKET_MODE_CLOSE_CODES", () => {
   const CLOSE_CODE = /\bcode\s*[:=]\s*4\d{3}\b|\bclose\(\s*4\d{3}\b|[=!]==?\s*4\d{3}\b|\b4\d{3}\s*[=!]==?/;
-  const copies = linesWhere((line) => CLOSE_CODE.test(line), ["shared/src/webhooks/socketMode.ts", "relay/src/live/hub.ts"]);
+  const copies = linesWhere(
+    (line) => CLOSE_CODE.test(line),
+    ["shared/src/webhooks/socketMode.ts", "relay/src/live/hub.ts"],
+  );
   assert.deepEqual(copies, [], "use SOCKET_MODE_CLOSE_CODES from @tab-relay/shared");
 });

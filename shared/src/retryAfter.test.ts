@@ -19,7 +19,11 @@ const cases: Case[] = [
   { why: "a delay of 0 is now", value: "0", ms: 0 },
   { why: "surrounding whitespace is trimmed", value: " 0 ", ms: 0 },
   { why: "leading zeros are digits too", value: "007", ms: 7000 },
-  { why: "a delay past 2^31 seconds is read as 2^31 seconds (RFC 9111 §1.2.2)", value: "99999999999999999999999", ms: 2 ** 31 * 1000 },
+  {
+    why: "a delay past 2^31 seconds is read as 2^31 seconds (RFC 9111 §1.2.2)",
+    value: "99999999999999999999999",
+    ms: 2 ** 31 * 1000,
+  },
   { why: "a fraction is not delay-seconds", value: "1.5", ms: undefined },
   { why: "a negative delay is not delay-seconds", value: "-5", ms: undefined },
   { why: "a signed delay is not delay-seconds", value: "+5", ms: undefined },
@@ -35,8 +39,18 @@ const cases: Case[] = [
   { why: "a date seconds ahead", value: "Wed, 01 Jan 2025 00:00:30 GMT", now: NEW_YEAR_2025, ms: 30_000 },
   { why: "a date in the past is now", value: "Tue, 31 Dec 2024 00:00:00 GMT", now: NEW_YEAR_2025, ms: 0 },
   // RFC 850 two-digit years: more than 50 years ahead is the previous century (RFC 9110 §5.6.7)
-  { why: "a two-digit year up to 50 years ahead is this century", value: "Monday, 01-Jan-74 00:00:00 GMT", now: NEW_YEAR_2025, ms: Date.UTC(2074, 0, 1) - NEW_YEAR_2025 },
-  { why: "a two-digit year more than 50 years ahead is last century, so past", value: "Friday, 01-Jan-99 00:00:00 GMT", now: NEW_YEAR_2025, ms: 0 },
+  {
+    why: "a two-digit year up to 50 years ahead is this century",
+    value: "Monday, 01-Jan-74 00:00:00 GMT",
+    now: NEW_YEAR_2025,
+    ms: Date.UTC(2074, 0, 1) - NEW_YEAR_2025,
+  },
+  {
+    why: "a two-digit year more than 50 years ahead is last century, so past",
+    value: "Friday, 01-Jan-99 00:00:00 GMT",
+    now: NEW_YEAR_2025,
+    ms: 0,
+  },
   // neither form
   { why: "absent (a Headers lookup)", value: null, ms: undefined },
   { why: "absent (a Node header)", value: undefined, ms: undefined },
@@ -52,7 +66,11 @@ const cases: Case[] = [
   { why: "an unknown month and day 99", value: "Sun, 99 Foo 1994 08:49:37 GMT", ms: undefined },
   { why: "delay-seconds from the same clock", value: "120", now: NEW_YEAR_2025, ms: 120_000 },
   { why: "an unknown day name", value: "Xyz, 06 Nov 1994 08:49:37 GMT", ms: undefined },
-  { why: "a day that does not exist in its month does not roll over", value: "Wed, 31 Feb 2026 00:00:00 GMT", ms: undefined },
+  {
+    why: "a day that does not exist in its month does not roll over",
+    value: "Wed, 31 Feb 2026 00:00:00 GMT",
+    ms: undefined,
+  },
   { why: "day 00", value: "Sun, 00 Nov 1994 08:49:37 GMT", ms: undefined },
   { why: "hour 24", value: "Sun, 06 Nov 1994 24:00:00 GMT", ms: undefined },
   { why: "a short day name in the RFC 850 form", value: "Sun, 06-Nov-94 08:49:37 GMT", ms: undefined },

@@ -72,7 +72,14 @@ function lower(text: string | undefined): string {
   return (text ?? "").toLowerCase();
 }
 
-function utc(year: number, monthName: string | undefined, day: string | undefined, hour: string | undefined, minute: string | undefined, second: string | undefined): number | undefined {
+function utc(
+  year: number,
+  monthName: string | undefined,
+  day: string | undefined,
+  hour: string | undefined,
+  minute: string | undefined,
+  second: string | undefined,
+): number | undefined {
   const month = MONTHS.indexOf(lower(monthName));
   const [d, h, m, s] = [day, hour, minute, second].map(Number) as [number, number, number, number];
   // 60 is a leap second (RFC 9110 §5.6.7): it counts into the next minute.

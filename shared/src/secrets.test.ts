@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { SECRET_CHECKSUM_LENGTH, SECRET_PREFIXES, SECRET_RANDOM_LENGTH, crc32, generateSecret, hasValidChecksum, randomBase62, toBase62 } from "./secrets";
+import {
+  SECRET_CHECKSUM_LENGTH,
+  SECRET_PREFIXES,
+  SECRET_RANDOM_LENGTH,
+  crc32,
+  generateSecret,
+  hasValidChecksum,
+  randomBase62,
+  toBase62,
+} from "./secrets";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -53,7 +62,11 @@ describe("generateSecret and hasValidChecksum", () => {
       assert.equal(SECRET_RANDOM_LENGTH + SECRET_CHECKSUM_LENGTH, 36);
       const body = secret.slice(prefix.length);
       assert.match(body, /^[0-9A-Za-z]{36}$/);
-      assert.equal(fromBase62(body.slice(30)), crc32(body.slice(0, 30)), "the last six characters are the CRC-32 of the first thirty");
+      assert.equal(
+        fromBase62(body.slice(30)),
+        crc32(body.slice(0, 30)),
+        "the last six characters are the CRC-32 of the first thirty",
+      );
       assert.equal(hasValidChecksum(secret, prefix), true);
     });
   }

@@ -29,7 +29,12 @@ import { PerformanceObserver, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { buildTabContext } from "../../extension/src/core/context";
-import { DEFAULT_RECENT_FILES_LIMITS, RecentFiles, type Position, type RecentFilesLimits } from "../../extension/src/core/recentFiles";
+import {
+  DEFAULT_RECENT_FILES_LIMITS,
+  RecentFiles,
+  type Position,
+  type RecentFilesLimits,
+} from "../../extension/src/core/recentFiles";
 import { buildRequestBody } from "../../extension/src/core/request";
 import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settings";
 import type { CompletionInput } from "../../extension/src/core/types";
@@ -71,24 +76,37 @@ interface WorkspaceFile {
 
 const random = seededRandom(seed);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-const settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: "http://127.0.0.1:8787", workspaceSlug: "bench", surroundingContextChars: budget };
+const settings: Settings = {
+  ...DEFAULT_SETTINGS,
+  relayUrl: "http://127.0.0.1:8787",
+  workspaceSlug: "bench",
+  surroundingContextChars: budget,
+};
 const clock = { time: 1_700_000_000_000, now: () => clock.time };
 
 const workspace = loadWorkspace();
 const open = chooseOpenTabs(workspace);
-console.log(`# Context building: ${workspace.length} files (${sumChars(workspace).toLocaleString("en-US")} characters), ${open.length} open, budget ${budget} characters\n`);
+console.log(
+  `# Context building: ${workspace.length} files (${sumChars(workspace).toLocaleString("en-US")} characters), ${open.length} open, budget ${budget} characters\n`,
+);
 const loadAtStart = loadavg()[0] ?? 0;
 /** When each garbage collection ran, on performance.now()'s clock. */
 const collections: { start: number; end: number }[] = [];
 const gcObserver = new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) collections.push({ start: entry.startTime, end: entry.startTime + entry.duration });
+  for (const entry of list.getEntries())
+    collections.push({ start: entry.startTime, end: entry.startTime + entry.duration });
 });
 gcObserver.observe({ entryTypes: ["gc"] });
 
 const scenarios = [
   await runScenario("20 open tabs", false),
   await runScenario("20 open tabs, every workspace file opened once before", true),
-  await runScenario("stress, not judged on time: every file opened before, and no bound on the number of files held", true, { maxFiles: Number.MAX_SAFE_INTEGER }, false),
+  await runScenario(
+    "stress, not judged on time: every file opened before, and no bound on the number of files held",
+    true,
+    { maxFiles: Number.MAX_SAFE_INTEGER },
+    false,
+  ),
 ];
 gcObserver.disconnect();
 const failed = scenarios.filter((s) => !s.goals.every((goal) => goal.pass));
@@ -96,8 +114,13 @@ const overBudget = scenarios.some((s) => s.bytes.maxContextChars > budget);
 const out = join(root, "test-output/bench/context.json");
 mkdirSync(dirname(out), { recursive: true });
 const load = { cores: availableParallelism(), atStart: round(loadAtStart, 2), atEnd: round(loadavg()[0] ?? 0, 2) };
-writeFileSync(out, `${JSON.stringify({ node: process.version, seed, budget, requests, workspaceFiles: workspace.length, openTabs: open.length, load, scenarios }, null, 2)}\n`);
-console.log(`load average ${load.atStart} at the start, ${load.atEnd} at the end, on ${load.cores} cores${Math.max(load.atStart, load.atEnd) > load.cores ? ": busier than its cores, so wall-clock p99 includes waiting for a core" : ""}`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ node: process.version, seed, budget, requests, workspaceFiles: workspace.length, openTabs: open.length, load, scenarios }, null, 2)}\n`,
+);
+console.log(
+  `load average ${load.atStart} at the start, ${load.atEnd} at the end, on ${load.cores} cores${Math.max(load.atStart, load.atEnd) > load.cores ? ": busier than its cores, so wall-clock p99 includes waiting for a core" : ""}`,
+);
 console.log(`\nfigures in ${out}`);
 console.log(failed.length === 0 ? "PASS: all goals met" : `FAIL: ${failed.map((s) => s.name).join("; ")}`);
 process.exit(overBudget ? 1 : 0);
@@ -129,7 +152,12 @@ interface ScenarioFigures {
   readonly goals: readonly Goal[];
 }
 
-async function runScenario(name: string, browseEverything: boolean, limits: Partial<RecentFilesLimits> = {}, judged = true): Promise<ScenarioFigures> {
+async function runScenario(
+  name: string,
+  browseEverything: boolean,
+  limits: Partial<RecentFilesLimits> = {},
+  judged = true,
+): Promise<ScenarioFigures> {
   const files = new RecentFiles(clock, limits);
   // The benchmark's own copy of every file, as lines, so that a keystroke costs it no more than the editor's.
   const mirrors = new Map(workspace.map((file) => [file.uri, file.text.split("\n")]));
@@ -167,7 +195,8 @@ async function runScenario(name: string, browseEverything: boolean, limits: Part
     }
     const typed = pick(["x", "(", " ", "\n", "e", "."]);
     typeAt(active, cursor, typed);
-    cursor = typed === "\n" ? { line: cursor.line + 1, character: 0 } : { line: cursor.line, character: cursor.character + 1 };
+    cursor =
+      typed === "\n" ? { line: cursor.line + 1, character: 0 } : { line: cursor.line, character: cursor.character + 1 };
     clock.time += 150;
 
     const input = inputAt(active, cursor);
@@ -206,7 +235,10 @@ async function runScenario(name: string, browseEverything: boolean, limits: Part
     bestOfThreeMs: roundSummary(summarize(bestOfThreeMs)),
     withCollection: spans.length - clean.length,
     buildMsWithoutCollection: roundSummary(summarize(clean.map((span) => span.ms))),
-    offRequestPath: { openFileMs: roundSummary(summarize(openFileMs)), keystrokeMs: roundSummary(summarize(keystrokeMs)) },
+    offRequestPath: {
+      openFileMs: roundSummary(summarize(openFileMs)),
+      keystrokeMs: roundSummary(summarize(keystrokeMs)),
+    },
     bytes: {
       contextCharsP50: summarize(contextChars).p50,
       maxContextChars,
@@ -216,8 +248,20 @@ async function runScenario(name: string, browseEverything: boolean, limits: Part
       requestsWithOtherFiles: round(withOtherFiles / requests, 3),
     },
     goals: [
-      ...(judged ? [{ description: `context building p99 under ${P99_GOAL_MS} ms`, measured: `${formatMs(build.p99)} ms`, pass: build.p99 < P99_GOAL_MS }] : []),
-      { description: "no surrounding_context over the budget", measured: `largest ${maxContextChars} of ${budget} characters`, pass: maxContextChars <= budget },
+      ...(judged
+        ? [
+            {
+              description: `context building p99 under ${P99_GOAL_MS} ms`,
+              measured: `${formatMs(build.p99)} ms`,
+              pass: build.p99 < P99_GOAL_MS,
+            },
+          ]
+        : []),
+      {
+        description: "no surrounding_context over the budget",
+        measured: `largest ${maxContextChars} of ${budget} characters`,
+        pass: maxContextChars <= budget,
+      },
     ],
   };
   printScenario(figures);
@@ -272,20 +316,27 @@ async function runScenario(name: string, browseEverything: boolean, limits: Part
 function printScenario(f: ScenarioFigures): void {
   const ms = (s: LatencySummary) => `${formatMs(s.p50)} / ${formatMs(s.p99)} / ${formatMs(s.max)}`;
   console.log(`## ${f.name}\n`);
-  console.log(`Held: ${f.held.files} files, ${f.held.chars.toLocaleString("en-US")} characters, ${f.held.windows.toLocaleString("en-US")} windows; ${f.buildMs.samples} requests measured\n`);
+  console.log(
+    `Held: ${f.held.files} files, ${f.held.chars.toLocaleString("en-US")} characters, ${f.held.windows.toLocaleString("en-US")} windows; ${f.buildMs.samples} requests measured\n`,
+  );
   console.log("| measure | p50 / p99 / max |");
   console.log("|---|---|");
   console.log(`| building tab_context per request (ms) | ${ms(f.buildMs)} |`);
   console.log(`| the same request, best of three builds (ms) | ${ms(f.bestOfThreeMs)} |`);
-  console.log(`| first builds of the ${f.buildMsWithoutCollection.samples} requests during which no garbage was collected (ms) | ${ms(f.buildMsWithoutCollection)} |`);
+  console.log(
+    `| first builds of the ${f.buildMsWithoutCollection.samples} requests during which no garbage was collected (ms) | ${ms(f.buildMsWithoutCollection)} |`,
+  );
   console.log(`| surrounding_context (characters) | ${f.bytes.contextCharsP50} / – / ${f.bytes.maxContextChars} |`);
   console.log(`| request body (bytes, JSON) | ${f.bytes.requestBytesP50} / – / ${f.bytes.requestBytesMax} |`);
   console.log(`| off the request path: taking in one file (ms) | ${ms(f.offRequestPath.openFileMs)} |`);
   console.log(`| off the request path: one keystroke's edit (ms) | ${ms(f.offRequestPath.keystrokeMs)} |`);
-  console.log(`\n${f.bytes.snippetsPerRequest} snippets per request; ${Math.round(f.bytes.requestsWithOtherFiles * 100)} % of requests carry code from another file\n`);
+  console.log(
+    `\n${f.bytes.snippetsPerRequest} snippets per request; ${Math.round(f.bytes.requestsWithOtherFiles * 100)} % of requests carry code from another file\n`,
+  );
   console.log("| goal | measured | |");
   console.log("|---|---|---|");
-  for (const goal of f.goals) console.log(`| ${goal.description} | ${goal.measured} | ${goal.pass ? "PASS" : "FAIL"} |`);
+  for (const goal of f.goals)
+    console.log(`| ${goal.description} | ${goal.measured} | ${goal.pass ? "PASS" : "FAIL"} |`);
   console.log("");
 }
 

@@ -59,7 +59,13 @@ interface Outcome {
 const DONE = "data: [DONE]\n\n";
 
 /** One streamed request over `agent`; never rejects, failures come back as `ok: false`. */
-export function streamOnce(agent: Agent, target: StreamTarget, body: Buffer, url: URL, timeoutMs: number): Promise<Outcome> {
+export function streamOnce(
+  agent: Agent,
+  target: StreamTarget,
+  body: Buffer,
+  url: URL,
+  timeoutMs: number,
+): Promise<Outcome> {
   return new Promise((resolve) => {
     const started = performance.now();
     let firstByte = Number.NaN;
@@ -87,7 +93,11 @@ export function streamOnce(agent: Agent, target: StreamTarget, body: Buffer, url
         });
         res.on("end", () => {
           const ok = res.statusCode === 200 && tail.endsWith(DONE);
-          settle(ok ? { ok, ttfbMs: firstByte } : { ok, ttfbMs: firstByte, error: `status ${res.statusCode}, stream ended with ${JSON.stringify(tail)}` });
+          settle(
+            ok
+              ? { ok, ttfbMs: firstByte }
+              : { ok, ttfbMs: firstByte, error: `status ${res.statusCode}, stream ended with ${JSON.stringify(tail)}` },
+          );
         });
         res.on("error", (error) => settle({ ok: false, ttfbMs: firstByte, error: error.message }));
       },
@@ -100,7 +110,11 @@ export function streamOnce(agent: Agent, target: StreamTarget, body: Buffer, url
 
 /** The whole body of one streamed answer, to check a target works before it is measured. */
 export async function fetchStream(target: StreamTarget): Promise<{ status: number; text: string }> {
-  const response = await fetch(target.url, { method: "POST", headers: { ...target.headers, "content-type": "application/json" }, body: target.body });
+  const response = await fetch(target.url, {
+    method: "POST",
+    headers: { ...target.headers, "content-type": "application/json" },
+    body: target.body,
+  });
   return { status: response.status, text: await response.text() };
 }
 
@@ -191,10 +205,12 @@ export function combineSlices(target: string, concurrency: number, slices: reado
   const probe: Record<string, number> = {};
   if (completed > 0) {
     for (const name of new Set(slices.flatMap((s) => Object.keys(s.cpuMs)))) {
-      if (slices.every((s) => s.cpuMs[name] !== undefined)) cpuUsPerStream[name] = (slices.reduce((sum, s) => sum + (s.cpuMs[name] ?? 0), 0) * 1000) / completed;
+      if (slices.every((s) => s.cpuMs[name] !== undefined))
+        cpuUsPerStream[name] = (slices.reduce((sum, s) => sum + (s.cpuMs[name] ?? 0), 0) * 1000) / completed;
     }
     for (const name of new Set(slices.flatMap((s) => Object.keys(s.probe)))) {
-      if (slices.every((s) => s.probe[name] !== undefined)) probe[name] = slices.reduce((sum, s) => sum + (s.probe[name] ?? 0) * s.ttfbMs.length, 0) / completed;
+      if (slices.every((s) => s.probe[name] !== undefined))
+        probe[name] = slices.reduce((sum, s) => sum + (s.probe[name] ?? 0) * s.ttfbMs.length, 0) / completed;
     }
   }
   return {

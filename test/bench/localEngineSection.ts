@@ -10,7 +10,9 @@ export const localEngineSection: BenchSection = {
   async run(context: BenchContext): Promise<SectionReport> {
     const sizes = `${TAB_LIMITS.activeTextBeforeCursor} / ${TAB_LIMITS.activeTextAfterCursor} / ${TAB_LIMITS.surroundingContext}`;
     const samples = context.quick ? 500 : 2_000;
-    context.progress(`local engine + postprocessor: ${samples} cursors, ${sizes} characters before / after / around the cursor`);
+    context.progress(
+      `local engine + postprocessor: ${samples} cursors, ${sizes} characters before / after / around the cursor`,
+    );
     // Loaded here, so a broken engine module costs this section only, not the whole run.
     const { benchLocalEngine } = await import("../../relay/bench/localEngine");
     const result = await benchLocalEngine({ samples });
@@ -21,8 +23,24 @@ export const localEngineSection: BenchSection = {
       tables: [
         {
           caption: "Local engine prediction time at full context size",
-          columns: ["Context chars (before / after / surrounding)", "p50 (ms)", "p99 (ms)", "max (ms)", "Cursors", "Non-empty"],
-          rows: [[sizes, formatMs(result.p50Ms), formatMs(result.p99Ms), formatMs(result.maxMs), String(result.samples), `${(result.nonEmptyRate * 100).toFixed(0)}%`]],
+          columns: [
+            "Context chars (before / after / surrounding)",
+            "p50 (ms)",
+            "p99 (ms)",
+            "max (ms)",
+            "Cursors",
+            "Non-empty",
+          ],
+          rows: [
+            [
+              sizes,
+              formatMs(result.p50Ms),
+              formatMs(result.p99Ms),
+              formatMs(result.maxMs),
+              String(result.samples),
+              `${(result.nonEmptyRate * 100).toFixed(0)}%`,
+            ],
+          ],
         },
       ],
       goals: [
@@ -33,9 +51,15 @@ export const localEngineSection: BenchSection = {
           pass: result.p99Ms < GOAL_P99_MS,
         },
       ],
-      notes: ["Engine plus postprocessor, in the benchmark's own process after every server has stopped (relay/bench/localEngine.ts)."],
+      notes: [
+        "Engine plus postprocessor, in the benchmark's own process after every server has stopped (relay/bench/localEngine.ts).",
+      ],
       data: {
-        contextChars: { before: TAB_LIMITS.activeTextBeforeCursor, after: TAB_LIMITS.activeTextAfterCursor, surrounding: TAB_LIMITS.surroundingContext },
+        contextChars: {
+          before: TAB_LIMITS.activeTextBeforeCursor,
+          after: TAB_LIMITS.activeTextAfterCursor,
+          surrounding: TAB_LIMITS.surroundingContext,
+        },
         p50Ms: round(result.p50Ms),
         p99Ms: round(result.p99Ms),
         maxMs: round(result.maxMs),

@@ -28,7 +28,9 @@ interface Plan {
 }
 
 function plan(context: BenchContext): Plan {
-  return context.quick ? { parses: 200, referenceParses: 2, posts: 30 } : { parses: 2_000, referenceParses: 5, posts: 200 };
+  return context.quick
+    ? { parses: 200, referenceParses: 2, posts: 30 }
+    : { parses: 2_000, referenceParses: 5, posts: 200 };
 }
 
 interface ParseResult {
@@ -63,7 +65,10 @@ function sameNames(found: readonly { name: string }[], message: HostileMessage):
   }
 }
 
-async function parseInProcess(context: BenchContext, timing: Plan): Promise<{ indexMs: LatencySummary; parses: ParseResult[] }> {
+async function parseInProcess(
+  context: BenchContext,
+  timing: Plan,
+): Promise<{ indexMs: LatencySummary; parses: ParseResult[] }> {
   // Loaded here, so a broken module costs this section only, not the whole run.
   const { findMentions, mentionIndex } = await import("../../relay/src/conversations/mentions");
   const directory = sharedPrefixDirectory();
@@ -77,25 +82,38 @@ async function parseInProcess(context: BenchContext, timing: Plan): Promise<{ in
     const ms = summarize(time(timing.parses, () => findMentions(message.text, index)));
     const referenceMs = summarize(time(timing.referenceParses, () => everyNameAtEveryAt(message.text, directory)));
     parses.push({ id: message.id, what: message.what, chars: message.text.length, ms, referenceMs });
-    context.progress(`  ${message.what}: p50 ${formatMs(ms.p50)} ms, p99 ${formatMs(ms.p99)} ms (every name at every @: ${formatMs(referenceMs.p50)} ms)`);
+    context.progress(
+      `  ${message.what}: p50 ${formatMs(ms.p50)} ms, p99 ${formatMs(ms.p99)} ms (every name at every @: ${formatMs(referenceMs.p50)} ms)`,
+    );
   }
   return { indexMs, parses };
 }
 
 /** One request over `pool`; resolves with its time and answer, rejects on anything but `expected`. */
-function timedRequest(pool: Agent, url: URL, method: "GET" | "POST", expected: number, headers: Record<string, string> = {}, body?: Buffer): Promise<{ ms: number; text: string }> {
+function timedRequest(
+  pool: Agent,
+  url: URL,
+  method: "GET" | "POST",
+  expected: number,
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<{ ms: number; text: string }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const req = request({ agent: pool, hostname: url.hostname, port: url.port, path: url.pathname, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        if (res.statusCode !== expected) reject(new Error(`${method} ${url.pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`));
-        else resolve({ ms: performance.now() - started, text });
-      });
-      res.on("error", reject);
-    });
+    const req = request(
+      { agent: pool, hostname: url.hostname, port: url.port, path: url.pathname, method, headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          if (res.statusCode !== expected)
+            reject(new Error(`${method} ${url.pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`));
+          else resolve({ ms: performance.now() - started, text });
+        });
+        res.on("error", reject);
+      },
+    );
     req.setTimeout(10_000, () => req.destroy(new Error("no answer within 10 s")));
     req.on("error", reject);
     req.end(body);
@@ -103,13 +121,22 @@ function timedRequest(pool: Agent, url: URL, method: "GET" | "POST", expected: n
 }
 
 /** Posts `message` back to back `count` times while a probe asks `/healthz` every few milliseconds on its own connection. */
-async function postWhileProbing(relay: BenchRelay, channelId: string, message: HostileMessage, count: number): Promise<PostResult> {
+async function postWhileProbing(
+  relay: BenchRelay,
+  channelId: string,
+  message: HostileMessage,
+  count: number,
+): Promise<PostResult> {
   const poster = new Agent({ keepAlive: true, maxSockets: 1 });
   const probing = new Agent({ keepAlive: true, maxSockets: 1 });
   const postUrl = new URL(`${relay.url}/api/v1/conversations/channel/${channelId}/messages`);
   const healthUrl = new URL(`${relay.url}/healthz`);
   const body = Buffer.from(JSON.stringify({ text: message.text }));
-  const headers = { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json", "content-length": String(body.byteLength) };
+  const headers = {
+    authorization: `Bearer ${relay.apiKey}`,
+    "content-type": "application/json",
+    "content-length": String(body.byteLength),
+  };
   const postMs: number[] = [];
   const healthzMs: number[] = [];
   let running = true;
@@ -141,14 +168,17 @@ async function postThroughRelay(context: BenchContext, timing: Plan): Promise<Po
     cpuProfileDir: context.cpuProfileDir,
   });
   try {
-    for (const person of sharedPrefixDirectory()) await relayApi(relay, "POST", "/users", { name: person.name, role: "member" });
+    for (const person of sharedPrefixDirectory())
+      await relayApi(relay, "POST", "/users", { name: person.name, role: "member" });
     const channel = await relayApi<{ id: string }>(relay, "POST", "/channels", { name: "mentions" });
     const results: PostResult[] = [];
     for (const message of [ORDINARY, ...HOSTILE_MESSAGES]) {
       context.progress(`  posting ${message.what}, ${timing.posts} times back to back`);
       const result = await postWhileProbing(relay, channel.id, message, timing.posts);
       results.push(result);
-      context.progress(`    post p50 ${formatMs(result.postMs.p50)} ms, p99 ${formatMs(result.postMs.p99)} ms; /healthz meanwhile p99 ${formatMs(result.healthzMs.p99)} ms`);
+      context.progress(
+        `    post p50 ${formatMs(result.postMs.p50)} ms, p99 ${formatMs(result.postMs.p99)} ms; /healthz meanwhile p99 ${formatMs(result.healthzMs.p99)} ms`,
+      );
     }
     return results;
   } finally {
@@ -170,12 +200,24 @@ export const mentionsSection: BenchSection = {
         {
           caption: `findMentions against 500 names (the index built once per directory version: p50 ${formatMs(indexMs.p50)} ms)`,
           columns: ["message", "characters", "p50 (ms)", "p99 (ms)", "every name at every @, p50 (ms)"],
-          rows: parses.map((parse) => [parse.what, String(parse.chars), formatMs(parse.ms.p50), formatMs(parse.ms.p99), formatMs(parse.referenceMs.p50)]),
+          rows: parses.map((parse) => [
+            parse.what,
+            String(parse.chars),
+            formatMs(parse.ms.p50),
+            formatMs(parse.ms.p99),
+            formatMs(parse.referenceMs.p50),
+          ]),
         },
         {
           caption: `Posting it through the relay (HTTP, one poster, ${timing.posts} posts), with /healthz asked every ${PROBE_INTERVAL_MS} ms meanwhile`,
           columns: ["message", "post p50 (ms)", "post p99 (ms)", "/healthz p50 (ms)", "/healthz p99 (ms)"],
-          rows: posts.map((post) => [post.what, formatMs(post.postMs.p50), formatMs(post.postMs.p99), formatMs(post.healthzMs.p50), formatMs(post.healthzMs.p99)]),
+          rows: posts.map((post) => [
+            post.what,
+            formatMs(post.postMs.p50),
+            formatMs(post.postMs.p99),
+            formatMs(post.healthzMs.p50),
+            formatMs(post.healthzMs.p99),
+          ]),
         },
       ],
       goals: [
@@ -187,18 +229,32 @@ export const mentionsSection: BenchSection = {
         },
       ],
       notes: [
-        "\"Every name at every @\" is the former algorithm (test/support/mentions.ts), timed in the same run for comparison.",
+        '"Every name at every @" is the former algorithm (test/support/mentions.ts), timed in the same run for comparison.',
         "The relay runs from the built bundle on a fresh SQLite folder; the post includes storing the message and its mentions.",
       ],
       data: {
         indexMs: roundSummary(indexMs),
-        parses: parses.map((parse) => ({ ...parse, ms: roundSummary(parse.ms), referenceMs: roundSummary(parse.referenceMs) })),
-        posts: posts.map((post) => ({ ...post, postMs: roundSummary(post.postMs), healthzMs: roundSummary(post.healthzMs) })),
+        parses: parses.map((parse) => ({
+          ...parse,
+          ms: roundSummary(parse.ms),
+          referenceMs: roundSummary(parse.referenceMs),
+        })),
+        posts: posts.map((post) => ({
+          ...post,
+          postMs: roundSummary(post.postMs),
+          healthzMs: roundSummary(post.healthzMs),
+        })),
       },
     };
   },
 };
 
 function roundSummary(summary: LatencySummary): LatencySummary {
-  return { p50: round(summary.p50), p99: round(summary.p99), mean: round(summary.mean), max: round(summary.max), samples: summary.samples };
+  return {
+    p50: round(summary.p50),
+    p99: round(summary.p99),
+    mean: round(summary.mean),
+    max: round(summary.max),
+    samples: summary.samples,
+  };
 }

@@ -11,7 +11,15 @@ import type { AddressInfo } from "node:net";
 const target = new URL(process.argv[2] ?? "http://127.0.0.1:1");
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 // Hop-by-hop headers describe one connection, not the message; Node sets its own on each side.
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade", "te", "trailer"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "proxy-connection",
+  "upgrade",
+  "te",
+  "trailer",
+]);
 
 function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
@@ -21,7 +29,14 @@ function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
 
 const server = createServer((req, res) => {
   const upstream = request(
-    { agent, hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...endToEnd(req.headers), host: target.host } },
+    {
+      agent,
+      hostname: target.hostname,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers: { ...endToEnd(req.headers), host: target.host },
+    },
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
       answer.pipe(res);

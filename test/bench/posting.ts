@@ -10,12 +10,21 @@ export interface Post {
 }
 
 /** Posts message k mentioning `agentName` in a channel over the keep-alive `pool`; never rejects. */
-export function postMention(pool: Agent, relay: { url: string; apiKey: string }, channelId: string, agentName: string, k: number): Promise<Post> {
+export function postMention(
+  pool: Agent,
+  relay: { url: string; apiKey: string },
+  channelId: string,
+  agentName: string,
+  k: number,
+): Promise<Post> {
   const url = new URL(`${relay.url}/api/v1/conversations/channel/${channelId}/messages`);
-  const body = Buffer.from(JSON.stringify({ text: `@${agentName} the nightly build ${k} failed on step 3, can you take a look?` }));
+  const body = Buffer.from(
+    JSON.stringify({ text: `@${agentName} the nightly build ${k} failed on step 3, can you take a look?` }),
+  );
   return new Promise((resolve) => {
     const sentAt = performance.now();
-    const settle = (messageId: string | undefined, error: string | undefined) => resolve({ sentAt, answeredAt: performance.now(), messageId, error });
+    const settle = (messageId: string | undefined, error: string | undefined) =>
+      resolve({ sentAt, answeredAt: performance.now(), messageId, error });
     const req = request(
       {
         agent: pool,
@@ -23,7 +32,11 @@ export function postMention(pool: Agent, relay: { url: string; apiKey: string },
         port: url.port,
         path: url.pathname,
         method: "POST",
-        headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json", "content-length": String(body.byteLength) },
+        headers: {
+          authorization: `Bearer ${relay.apiKey}`,
+          "content-type": "application/json",
+          "content-length": String(body.byteLength),
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];

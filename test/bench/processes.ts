@@ -31,7 +31,11 @@ const live = new Set<ChildServer>();
 
 /** Starts `node ...args` and resolves once the ready pattern appears, with its first capture group. */
 export async function spawnServer(options: SpawnOptions): Promise<{ server: ChildServer; match: string }> {
-  const child = spawn(process.execPath, [...options.args], { cwd: options.cwd, env: options.env, stdio: [options.lifeline ? "pipe" : "ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...options.args], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: [options.lifeline ? "pipe" : "ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   let readyText = "";
   child.stderr?.on("data", (chunk: Buffer) => {
@@ -61,7 +65,10 @@ export async function spawnServer(options: SpawnOptions): Promise<{ server: Chil
   live.add(server);
 
   const match = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within ${options.timeoutMs ?? 20_000} ms\n${stderr}`)), options.timeoutMs ?? 20_000);
+    const timer = setTimeout(
+      () => fail(new Error(`${options.name} did not start within ${options.timeoutMs ?? 20_000} ms\n${stderr}`)),
+      options.timeoutMs ?? 20_000,
+    );
     const source = child[options.ready.stream];
     const onData = (chunk: Buffer) => {
       readyText += chunk.toString();
@@ -71,7 +78,8 @@ export async function spawnServer(options: SpawnOptions): Promise<{ server: Chil
         resolve(found[1] ?? found[0]);
       }
     };
-    const onExit = (code: number | null) => fail(new Error(`${options.name} exited with ${code} before it was ready\n${stderr}`));
+    const onExit = (code: number | null) =>
+      fail(new Error(`${options.name} exited with ${code} before it was ready\n${stderr}`));
     const cleanup = () => {
       clearTimeout(timer);
       source?.off("data", onData);

@@ -34,8 +34,10 @@ const selfUs = new Map<number, number>();
 profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
 const totalUs = profile.endTime - profile.startTime;
 
-const shortUrl = (url: string) => url.replace(/^file:\/\/.*?\/(node_modules|relay|shared)\//, "$1/").replace(/^node:/, "node:") || "(native)";
-const label = (node: ProfileNode) => `${node.callFrame.functionName || "(anonymous)"}  ${shortUrl(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+const shortUrl = (url: string) =>
+  url.replace(/^file:\/\/.*?\/(node_modules|relay|shared)\//, "$1/").replace(/^node:/, "node:") || "(native)";
+const label = (node: ProfileNode) =>
+  `${node.callFrame.functionName || "(anonymous)"}  ${shortUrl(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
 
 const selfByFunction = new Map<string, number>();
 const selfByFile = new Map<string, number>();
@@ -61,7 +63,9 @@ for (const [id, us] of selfUs) {
 const print = (title: string, entries: Map<string, number>) => {
   console.log(`\n${title}`);
   for (const [name, us] of [...entries].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${((100 * us) / totalUs).toFixed(1).padStart(6)} %  ${(us / 1000).toFixed(0).padStart(7)} ms  ${name}`);
+    console.log(
+      `${((100 * us) / totalUs).toFixed(1).padStart(6)} %  ${(us / 1000).toFixed(0).padStart(7)} ms  ${name}`,
+    );
   }
 };
 console.log(`${file}: ${(totalUs / 1e6).toFixed(1)} s profiled, ${profile.samples.length} samples`);

@@ -13,7 +13,15 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { completionBody } from "../support/relayHarness";
 import { ProxyClient, directStream, type StreamTiming } from "../support/proxyClient";
-import { type ProxyKind, type ProxyProcess, SITE, ensureProxy, freePort, makeCertificate, startProxy } from "../support/reverseProxy";
+import {
+  type ProxyKind,
+  type ProxyProcess,
+  SITE,
+  ensureProxy,
+  freePort,
+  makeCertificate,
+  startProxy,
+} from "../support/reverseProxy";
 import { killAllSync } from "./processes";
 import { cleanEnv, startBenchRelay, startUpstream } from "./servers";
 import { formatMs, percentile, round, summarize } from "./stats";
@@ -56,7 +64,8 @@ const relay = await startBenchRelay(env, {
 });
 const relayPort = Number(new URL(relay.url).port);
 const proxies: ProxyProcess[] = [];
-for (const kind of ["nginx", "caddy"] as const) proxies.push(await startProxy(kind, { ports: ports[kind], relayPort, certificate }));
+for (const kind of ["nginx", "caddy"] as const)
+  proxies.push(await startProxy(kind, { ports: ports[kind], relayPort, certificate }));
 
 const headers = { authorization: `Bearer ${relay.apiKey}` };
 const body = completionBody({}, { stream: true });
@@ -95,14 +104,22 @@ function direct(keepAlive: boolean): Path {
   };
 }
 
-const paths: Path[] = [direct(true), proxied("nginx", true), proxied("caddy", true), direct(false), proxied("nginx", false), proxied("caddy", false)];
+const paths: Path[] = [
+  direct(true),
+  proxied("nginx", true),
+  proxied("caddy", true),
+  direct(false),
+  proxied("nginx", false),
+  proxied("caddy", false),
+];
 const samples = new Map<Path, { first: number[]; end: number[] }>(paths.map((path) => [path, { first: [], end: [] }]));
 const loadBefore = loadavg()[0] ?? 0;
 try {
   for (let round_ = -WARM_UP; round_ < STREAMS; round_++) {
     for (const path of paths) {
       const timing = await path.run();
-      if (timing.status !== 200 || timing.contentAtMs.length === 0) throw new Error(`${path.name}: status ${timing.status}, ${timing.contentAtMs.length} chunks with text`);
+      if (timing.status !== 200 || timing.contentAtMs.length === 0)
+        throw new Error(`${path.name}: status ${timing.status}, ${timing.contentAtMs.length} chunks with text`);
       if (round_ < 0) continue;
       const taken = samples.get(path);
       taken?.first.push(timing.contentAtMs[0] as number);
@@ -119,18 +136,39 @@ try {
 
 const rows = paths.map((path) => {
   const taken = samples.get(path) ?? { first: [], end: [] };
-  const firstP90 = percentile([...taken.first].sort((a, b) => a - b), 90);
-  return { path: path.name, connection: path.connection, first: { ...summarize(taken.first), p90: firstP90 }, end: summarize(taken.end) };
+  const firstP90 = percentile(
+    [...taken.first].sort((a, b) => a - b),
+    90,
+  );
+  return {
+    path: path.name,
+    connection: path.connection,
+    first: { ...summarize(taken.first), p90: firstP90 },
+    end: summarize(taken.end),
+  };
 });
-const baseline = (connection: Path["connection"]) => rows.find((row) => row.connection === connection && row.path.startsWith("relay directly"))?.first.p50 ?? Number.NaN;
-const machine = { cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown", node: process.version, load_before: round(loadBefore, 2), load_after: round(loadavg()[0] ?? 0, 2) };
-console.log(`\n${STREAMS} streams per path after ${WARM_UP} to warm up, one at a time, interleaved; ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, 1-minute load ${machine.load_before} before and ${machine.load_after} after.\n`);
-console.log("| path | connection | first token p50 (ms) | first token p90 (ms) | over direct, p50 (ms) | stream end p50 (ms) |");
+const baseline = (connection: Path["connection"]) =>
+  rows.find((row) => row.connection === connection && row.path.startsWith("relay directly"))?.first.p50 ?? Number.NaN;
+const machine = {
+  cpus: cpus().length,
+  cpu: cpus()[0]?.model ?? "unknown",
+  node: process.version,
+  load_before: round(loadBefore, 2),
+  load_after: round(loadavg()[0] ?? 0, 2),
+};
+console.log(
+  `\n${STREAMS} streams per path after ${WARM_UP} to warm up, one at a time, interleaved; ${machine.cpus} × ${machine.cpu}, Node ${machine.node}, 1-minute load ${machine.load_before} before and ${machine.load_after} after.\n`,
+);
+console.log(
+  "| path | connection | first token p50 (ms) | first token p90 (ms) | over direct, p50 (ms) | stream end p50 (ms) |",
+);
 console.log("|---|---|---:|---:|---:|---:|");
 const signed = (ms: number) => `${ms < 0 ? "−" : "+"}${formatMs(Math.abs(ms))}`;
 for (const row of rows) {
   const over = row.path.startsWith("relay directly") ? "" : signed(row.first.p50 - baseline(row.connection));
-  console.log(`| ${row.path} | ${row.connection} | ${formatMs(row.first.p50)} | ${formatMs(row.first.p90)} | ${over} | ${formatMs(row.end.p50)} |`);
+  console.log(
+    `| ${row.path} | ${row.connection} | ${formatMs(row.first.p50)} | ${formatMs(row.first.p90)} | ${over} | ${formatMs(row.end.p50)} |`,
+  );
 }
 const outDir = join(root, "test-output/bench");
 mkdirSync(outDir, { recursive: true });

@@ -14,7 +14,14 @@ import { parseArgs } from "node:util";
 import { localEngineSection } from "./localEngineSection";
 import { mentionsSection } from "./mentionsSection";
 import { killAllSync, stopAll } from "./processes";
-import { type BenchContext, type BenchSection, type Goal, type SectionReport, goalsTable, markdownTable } from "./sections";
+import {
+  type BenchContext,
+  type BenchSection,
+  type Goal,
+  type SectionReport,
+  goalsTable,
+  markdownTable,
+} from "./sections";
 import { cleanEnv } from "./servers";
 import { scaleOutSection } from "./scaleOutSection";
 import { startupSection } from "./startupSection";
@@ -24,11 +31,23 @@ import { upstreamModesSection } from "./upstreamModesSection";
 import { webhookSection } from "./webhookSection";
 
 /** In the order they run; the local engine runs last, once no server is left competing for the CPU. */
-const SECTIONS: readonly BenchSection[] = [startupSection, streamingSection, webhookSection, scaleOutSection, mentionsSection, upstreamModesSection, localEngineSection];
+const SECTIONS: readonly BenchSection[] = [
+  startupSection,
+  streamingSection,
+  webhookSection,
+  scaleOutSection,
+  mentionsSection,
+  upstreamModesSection,
+  localEngineSection,
+];
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
-  options: { quick: { type: "boolean", default: false }, only: { type: "string" }, "cpu-prof": { type: "boolean", default: false } },
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    "cpu-prof": { type: "boolean", default: false },
+  },
   strict: true,
 });
 const only = values.only?.split(",").map((id) => id.trim());
@@ -41,7 +60,8 @@ const sections = SECTIONS.filter((s) => !only || only.includes(s.id));
 const outDir = join(root, "test-output/bench");
 
 const begun = performance.now();
-const progress = (message: string) => console.log(`[bench ${((performance.now() - begun) / 1000).toFixed(1).padStart(5)} s] ${message}`);
+const progress = (message: string) =>
+  console.log(`[bench ${((performance.now() - begun) / 1000).toFixed(1).padStart(5)} s] ${message}`);
 const context: BenchContext = {
   root,
   baseEnv: cleanEnv(process.env),
@@ -50,7 +70,11 @@ const context: BenchContext = {
   progress,
 };
 
-for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143], ["SIGHUP", 129]] as const) {
+for (const [signal, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+  ["SIGHUP", 129],
+] as const) {
   process.once(signal, () => {
     killAllSync();
     process.exit(code);
@@ -67,7 +91,9 @@ const machine = {
   // Other work on the machine skews every figure; a high load average marks a run to repeat.
   loadAverageBefore: round(loadavg()[0] ?? 0, 2),
 };
-progress(`node ${machine.node}, ${machine.cores} × ${machine.cpu}, load average ${machine.loadAverageBefore}${context.quick ? ", --quick" : ""}`);
+progress(
+  `node ${machine.node}, ${machine.cores} × ${machine.cpu}, load average ${machine.loadAverageBefore}${context.quick ? ", --quick" : ""}`,
+);
 
 interface Outcome {
   section: BenchSection;
@@ -133,14 +159,19 @@ writeFileSync(
   )}\n`,
 );
 
-for (const goal of goals) console.log(`${goal.pass ? "PASS" : "FAIL"}  ${goal.description}: ${goal.measured} (target ${goal.target})`);
+for (const goal of goals)
+  console.log(`${goal.pass ? "PASS" : "FAIL"}  ${goal.description}: ${goal.measured} (target ${goal.target})`);
 const failed = goals.filter((g) => !g.pass);
 const broken = outcomes.filter((o) => o.error !== undefined);
 if (failed.length > 0 || broken.length > 0) {
   const bar = "!".repeat(72);
   console.log(`\n${bar}`);
-  if (failed.length > 0) console.log(`!!! FAIL: ${failed.length} of ${goals.length} goals missed: ${failed.map((g) => g.description).join("; ")}`);
-  if (broken.length > 0) console.log(`!!! ${broken.length} section(s) could not be measured: ${broken.map((o) => o.section.id).join(", ")}`);
+  if (failed.length > 0)
+    console.log(
+      `!!! FAIL: ${failed.length} of ${goals.length} goals missed: ${failed.map((g) => g.description).join("; ")}`,
+    );
+  if (broken.length > 0)
+    console.log(`!!! ${broken.length} section(s) could not be measured: ${broken.map((o) => o.section.id).join(", ")}`);
   console.log(bar);
 } else {
   console.log(`\nAll ${goals.length} goals met.`);

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
-import { REDIS_URL, type ScratchDatabase, createDatabase, dropDatabases, servicesProblem } from "../support/scaleOutServices";
+import {
+  REDIS_URL,
+  type ScratchDatabase,
+  createDatabase,
+  dropDatabases,
+  servicesProblem,
+} from "../support/scaleOutServices";
 import { type WebhookReceiver, startWebhookReceiver } from "../support/webhookReceiver";
 import { type LoadSlice, runSlice } from "./load";
 import { type Post, postMention } from "./posting";
@@ -25,7 +31,8 @@ const POSTERS = 16;
 /** One per poster: message k mentions agent k mod AGENTS, so no agent's share of in-flight attempts caps delivery. */
 const AGENTS = 16;
 const DRAIN_LIMIT_MS = 30_000;
-const LIFTED = "reads=10000000,writes=10000000,agent_reads=10000000,agent_posts=10000000,session_reads=10000000,session_writes=10000000";
+const LIFTED =
+  "reads=10000000,writes=10000000,agent_reads=10000000,agent_posts=10000000,session_reads=10000000,session_writes=10000000";
 const SETTINGS: Readonly<Record<string, string>> = {
   TAB_RELAY_LOG_LEVEL: "warn",
   TAB_RELAY_RATE_LIMITS: LIFTED,
@@ -78,12 +85,16 @@ async function startPostgres(context: BenchContext, id: SetupId, count: number):
     await dropDatabases([database.name]);
   };
   try {
-    const init = spawnSync(process.execPath, [bin, "init", "--database", database.url, "--workspace", "acme", "--owner", "Bench", "--json"], {
-      cwd: context.root,
-      env: context.baseEnv,
-      encoding: "utf8",
-      timeout: 30_000,
-    });
+    const init = spawnSync(
+      process.execPath,
+      [bin, "init", "--database", database.url, "--workspace", "acme", "--owner", "Bench", "--json"],
+      {
+        cwd: context.root,
+        env: context.baseEnv,
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
     if (init.status !== 0) throw new Error(`tab-relay init --database failed (${init.status}): ${init.stderr}`);
     const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
     const profiling = context.cpuProfileDir ? ["--cpu-prof", "--cpu-prof-dir", context.cpuProfileDir] : [];
@@ -141,7 +152,12 @@ async function completions(setup: Setup, plan: Timing): Promise<CompletionResult
   const slices: LoadSlice[] = await Promise.all(
     setup.relays.map((relay, n) =>
       // Only the first slice reads the relays' CPU, so each process is counted once over the window.
-      runSlice(cartCompletionTarget(relay, relay.url, CURSOR), { concurrency: share, warmupMs: plan.warmupMs, durationMs: plan.durationMs, ...(n === 0 ? { processes } : {}) }),
+      runSlice(cartCompletionTarget(relay, relay.url, CURSOR), {
+        concurrency: share,
+        warmupMs: plan.warmupMs,
+        durationMs: plan.durationMs,
+        ...(n === 0 ? { processes } : {}),
+      }),
     ),
   );
   const completed = slices.reduce((sum, s) => sum + s.totalMs.length, 0);
@@ -155,10 +171,11 @@ async function completions(setup: Setup, plan: Timing): Promise<CompletionResult
     firstError: slices.find((s) => s.firstError !== undefined)?.firstError,
     totalMs: summarize(slices.flatMap((s) => s.totalMs)),
     relayCpuUsPerCompletion:
-      completed > 0 && cpuMs.every((ms) => ms !== undefined) ? (cpuMs.reduce((sum: number, ms) => sum + (ms as number), 0) * 1000) / completed : undefined,
+      completed > 0 && cpuMs.every((ms) => ms !== undefined)
+        ? (cpuMs.reduce((sum: number, ms) => sum + (ms as number), 0) * 1000) / completed
+        : undefined,
   };
 }
-
 
 interface WebhookResult {
   postsPerSecond: number;
@@ -184,7 +201,10 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
   const names: string[] = [];
   for (let n = 0; n < AGENTS; n++) {
     const name = `${setup.id}-agent-${String(n).padStart(2, "0")}`;
-    const created = await relayApi<{ agent: { id: string } }>(first, "POST", "/agents", { name, webhook_url: receiver.url });
+    const created = await relayApi<{ agent: { id: string } }>(first, "POST", "/agents", {
+      name,
+      webhook_url: receiver.url,
+    });
     await relayApi(first, "POST", `/channels/${channel.id}/members`, { agent_id: created.agent.id });
     names.push(name);
   }
@@ -198,14 +218,23 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
   };
   let cpuStart: number | undefined;
   let cpuEnd: number | undefined;
-  const timers = [setTimeout(() => (cpuStart = cpuNow()), plan.warmupMs), setTimeout(() => (cpuEnd = cpuNow()), plan.warmupMs + plan.durationMs)];
+  const timers = [
+    setTimeout(() => (cpuStart = cpuNow()), plan.warmupMs),
+    setTimeout(() => (cpuEnd = cpuNow()), plan.warmupMs + plan.durationMs),
+  ];
   const posts: Post[] = [];
   let next = 0;
   const poster = async (p: number) => {
     const relayIndex = p % setup.relays.length;
     while (performance.now() < windowEnd) {
       const k = next++;
-      const post = await postMention(pools[relayIndex] as Agent, setup.relays[relayIndex] as Endpoint, channel.id, names[k % AGENTS] as string, k);
+      const post = await postMention(
+        pools[relayIndex] as Agent,
+        setup.relays[relayIndex] as Endpoint,
+        channel.id,
+        names[k % AGENTS] as string,
+        k,
+      );
       posts.push(post);
       if (post.error !== undefined) await sleep(5);
     }
@@ -218,7 +247,8 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
   }
   const expected = posts.filter((p) => p.messageId !== undefined).length;
   const drainStart = performance.now();
-  while (receiver.deliveries.length - from < expected && performance.now() - drainStart < DRAIN_LIMIT_MS) await sleep(10);
+  while (receiver.deliveries.length - from < expected && performance.now() - drainStart < DRAIN_LIMIT_MS)
+    await sleep(10);
   // Anything sent twice would arrive just after the rest.
   await sleep(500);
 
@@ -237,7 +267,9 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
     const at = p.messageId === undefined ? undefined : firstArrival.get(p.messageId);
     return at === undefined ? [] : [at - p.sentAt];
   });
-  const answered = posts.filter((p) => p.messageId !== undefined && p.answeredAt >= windowStart && p.answeredAt < windowEnd).length;
+  const answered = posts.filter(
+    (p) => p.messageId !== undefined && p.answeredAt >= windowStart && p.answeredAt < windowEnd,
+  ).length;
   const delivered = [...firstArrival.values()].filter((at) => at >= windowStart && at < windowEnd).length;
   const errors = posts.filter((p) => p.error !== undefined);
   return {
@@ -248,7 +280,10 @@ async function webhooks(setup: Setup, receiver: WebhookReceiver, plan: Timing): 
     duplicates,
     postErrors: errors.length,
     firstPostError: errors[0]?.error,
-    relayCpuUsPerEvent: cpuStart === undefined || cpuEnd === undefined || delivered === 0 ? undefined : ((cpuEnd - cpuStart) * 1000) / delivered,
+    relayCpuUsPerEvent:
+      cpuStart === undefined || cpuEnd === undefined || delivered === 0
+        ? undefined
+        : ((cpuEnd - cpuStart) * 1000) / delivered,
   };
 }
 
@@ -272,7 +307,9 @@ export const scaleOutSection: BenchSection = {
       return {
         tables: [],
         goals: [],
-        notes: [`Not measured: ${problem}. Start PostgreSQL (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379) to measure this section.`],
+        notes: [
+          `Not measured: ${problem}. Start PostgreSQL (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379) to measure this section.`,
+        ],
         data: { skipped: problem },
       };
     }
@@ -282,14 +319,19 @@ export const scaleOutSection: BenchSection = {
     try {
       for (const { id, label } of SETUPS) {
         context.progress(`${label}: starting`);
-        const setup = id === "sqlite" ? await startSqlite(context) : await startPostgres(context, id, id === "postgres-2" ? 2 : 1);
+        const setup =
+          id === "sqlite" ? await startSqlite(context) : await startPostgres(context, id, id === "postgres-2" ? 2 : 1);
         try {
-          context.progress(`  completions: ${CLIENTS} clients back to back over keep-alive, ${plan.durationMs / 1000} s measured`);
+          context.progress(
+            `  completions: ${CLIENTS} clients back to back over keep-alive, ${plan.durationMs / 1000} s measured`,
+          );
           const completed = await completions(setup, plan);
           context.progress(
             `  ${completed.perSecond.toFixed(0)} completions/s, p50 ${formatMs(completed.totalMs.p50)} ms, p99 ${formatMs(completed.totalMs.p99)} ms, ${completed.errors} errors${completed.firstError ? ` (first: ${completed.firstError})` : ""}`,
           );
-          context.progress(`  webhooks: ${POSTERS} people posting back to back, ${AGENTS} agents, ${plan.durationMs / 1000} s measured`);
+          context.progress(
+            `  webhooks: ${POSTERS} people posting back to back, ${AGENTS} agents, ${plan.durationMs / 1000} s measured`,
+          );
           const delivered = await webhooks(setup, receiver, plan);
           context.progress(
             `  ${delivered.postsPerSecond.toFixed(0)} posts/s, ${delivered.deliveredPerSecond.toFixed(0)} events delivered/s, p99 ${formatMs(delivered.latencyMs.p99)} ms, ` +
@@ -323,7 +365,15 @@ function report(results: readonly SetupResult[], plan: Timing, context: BenchCon
     },
     {
       caption: `Webhook events per second: ${POSTERS} people posting back to back (split between the relays), ${AGENTS} agents, receiver answering 204`,
-      columns: ["Setup", "Posts/s", "Events delivered/s", "Post → agent p50 (ms)", "p99 (ms)", "Lost / dup / post errors", "Relay CPU/event (µs)"],
+      columns: [
+        "Setup",
+        "Posts/s",
+        "Events delivered/s",
+        "Post → agent p50 (ms)",
+        "p99 (ms)",
+        "Lost / dup / post errors",
+        "Relay CPU/event (µs)",
+      ],
       rows: results.map((r) => [
         r.label,
         r.webhooks.postsPerSecond.toFixed(0),
@@ -366,18 +416,30 @@ function report(results: readonly SetupResult[], plan: Timing, context: BenchCon
           perSecond: round(r.completions.perSecond, 1),
           errors: r.completions.errors,
           firstError: r.completions.firstError ?? null,
-          totalMs: { p50: round(r.completions.totalMs.p50), p99: round(r.completions.totalMs.p99), max: round(r.completions.totalMs.max) },
-          relayCpuUsPerCompletion: r.completions.relayCpuUsPerCompletion === undefined ? null : round(r.completions.relayCpuUsPerCompletion, 1),
+          totalMs: {
+            p50: round(r.completions.totalMs.p50),
+            p99: round(r.completions.totalMs.p99),
+            max: round(r.completions.totalMs.max),
+          },
+          relayCpuUsPerCompletion:
+            r.completions.relayCpuUsPerCompletion === undefined
+              ? null
+              : round(r.completions.relayCpuUsPerCompletion, 1),
         },
         webhooks: {
           postsPerSecond: round(r.webhooks.postsPerSecond, 1),
           deliveredPerSecond: round(r.webhooks.deliveredPerSecond, 1),
-          latencyMs: { p50: round(r.webhooks.latencyMs.p50), p99: round(r.webhooks.latencyMs.p99), max: round(r.webhooks.latencyMs.max) },
+          latencyMs: {
+            p50: round(r.webhooks.latencyMs.p50),
+            p99: round(r.webhooks.latencyMs.p99),
+            max: round(r.webhooks.latencyMs.max),
+          },
           lost: r.webhooks.lost,
           duplicates: r.webhooks.duplicates,
           postErrors: r.webhooks.postErrors,
           firstPostError: r.webhooks.firstPostError ?? null,
-          relayCpuUsPerEvent: r.webhooks.relayCpuUsPerEvent === undefined ? null : round(r.webhooks.relayCpuUsPerEvent, 1),
+          relayCpuUsPerEvent:
+            r.webhooks.relayCpuUsPerEvent === undefined ? null : round(r.webhooks.relayCpuUsPerEvent, 1),
         },
       })),
     },

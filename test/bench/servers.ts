@@ -36,7 +36,12 @@ export interface BenchRelay {
 }
 
 /** Calls the relay's API with its owner key, for a section's setup; fails on any answer but 2xx. */
-export async function relayApi<T>(relay: Pick<BenchRelay, "url" | "apiKey">, method: "POST" | "PATCH", path: string, json: unknown): Promise<T> {
+export async function relayApi<T>(
+  relay: Pick<BenchRelay, "url" | "apiKey">,
+  method: "POST" | "PATCH",
+  path: string,
+  json: unknown,
+): Promise<T> {
   const response = await fetch(`${relay.url}/api/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${relay.apiKey}`, "content-type": "application/json" },
@@ -74,7 +79,11 @@ export function cartCompletionBody(workspaceSlug: string, cursor: CartCursor): s
 }
 
 /** That request, sent to `relay` with its owner key. */
-export function cartCompletionTarget(relay: Pick<BenchRelay, "url" | "apiKey" | "workspaceSlug">, name: string, cursor: CartCursor): StreamTarget {
+export function cartCompletionTarget(
+  relay: Pick<BenchRelay, "url" | "apiKey" | "workspaceSlug">,
+  name: string,
+  cursor: CartCursor,
+): StreamTarget {
   return {
     name,
     url: `${relay.url}/api/v1/tab/chat/completions`,
@@ -127,12 +136,16 @@ export async function startBenchRelay(env: ServerEnvironment, options: RelayOpti
   const bin = join(env.root, "relay/bin/tab-relay.js");
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-bench-"));
   const slug = options.workspaceSlug ?? "acme";
-  const init = spawnSync(process.execPath, [bin, "init", "--data", dataDir, "--workspace", slug, "--owner", "Bench", "--json"], {
-    cwd: env.root,
-    env: env.baseEnv,
-    encoding: "utf8",
-    timeout: 30_000,
-  });
+  const init = spawnSync(
+    process.execPath,
+    [bin, "init", "--data", dataDir, "--workspace", slug, "--owner", "Bench", "--json"],
+    {
+      cwd: env.root,
+      env: env.baseEnv,
+      encoding: "utf8",
+      timeout: 30_000,
+    },
+  );
   if (init.status !== 0) {
     rmSync(dataDir, { recursive: true, force: true });
     throw new Error(`tab-relay init failed (${init.status}): ${init.stderr}`);
@@ -146,7 +159,19 @@ export async function startBenchRelay(env: ServerEnvironment, options: RelayOpti
   try {
     ({ server, match: url } = await spawnServer({
       name: "tab-relay",
-      args: [...profiling, "--import", pathToFileURL(join(env.root, "test/bench/lifeline.mjs")).href, bin, "serve", "--data", dataDir, "--port", "0", "--host", "127.0.0.1"],
+      args: [
+        ...profiling,
+        "--import",
+        pathToFileURL(join(env.root, "test/bench/lifeline.mjs")).href,
+        bin,
+        "serve",
+        "--data",
+        dataDir,
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+      ],
       cwd: env.root,
       env: { ...env.baseEnv, ...options.settings },
       ready: { stream: "stderr", pattern: /serving on (http:\/\/\S+)/ },

@@ -33,7 +33,8 @@ const COMPLETION = {
     document_type: "plaintext",
     code_language: "typescript",
     file_path: "src/cart.ts",
-    active_text_before_cursor: "export interface Item {\n  price: number;\n  quantity: number;\n}\n\nexport function total(items: readonly Item[]): number {\n  return ",
+    active_text_before_cursor:
+      "export interface Item {\n  price: number;\n  quantity: number;\n}\n\nexport function total(items: readonly Item[]): number {\n  return ",
     active_text_after_cursor: "\n}\n",
   },
 };
@@ -62,10 +63,18 @@ function rssMb(pid: number): number {
 function timedRequest(base: string, target: Target): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${target.path}`, { method: "POST", agent: false, headers: { "content-type": "application/json", ...target.headers } }, (res) => {
-      res.resume();
-      res.on("end", () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${target.path} answered ${res.statusCode}`))));
-    });
+    const req = request(
+      `${base}${target.path}`,
+      { method: "POST", agent: false, headers: { "content-type": "application/json", ...target.headers } },
+      (res) => {
+        res.resume();
+        res.on("end", () =>
+          res.statusCode === 200
+            ? resolve(performance.now() - started)
+            : reject(new Error(`${target.path} answered ${res.statusCode}`)),
+        );
+      },
+    );
     req.on("error", reject);
     req.end(target.body);
   });
@@ -83,7 +92,9 @@ async function measure(server: ChildServer, base: string, target: Target): Promi
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 async function bareServer(context: BenchContext): Promise<Sample> {
@@ -105,8 +116,15 @@ async function bareServer(context: BenchContext): Promise<Sample> {
 async function relay(context: BenchContext): Promise<Sample> {
   const started = await startBenchRelay(context, { settings: {} });
   try {
-    const body = JSON.stringify({ ...COMPLETION, tab_context: { ...COMPLETION.tab_context, workspace_slug: started.workspaceSlug } });
-    return await measure(started.server, started.url, { path: "/api/v1/tab/chat/completions", headers: { authorization: `Bearer ${started.apiKey}` }, body });
+    const body = JSON.stringify({
+      ...COMPLETION,
+      tab_context: { ...COMPLETION.tab_context, workspace_slug: started.workspaceSlug },
+    });
+    return await measure(started.server, started.url, {
+      path: "/api/v1/tab/chat/completions",
+      headers: { authorization: `Bearer ${started.apiKey}` },
+      body,
+    });
   } finally {
     await started.stop();
   }
@@ -148,12 +166,21 @@ export const startupSection: BenchSection = {
       tables: [
         {
           caption: `Medians of ${starts} fresh starts each, idle ${SETTLE_MS / 1000} s before measuring`,
-          columns: ["server", "idle RSS (MB)", "vs bare", "first request (ms)", `later requests, median of ${LATER_REQUESTS} (ms)`, `RSS after ${LATER_REQUESTS + 1} requests (MB)`],
+          columns: [
+            "server",
+            "idle RSS (MB)",
+            "vs bare",
+            "first request (ms)",
+            `later requests, median of ${LATER_REQUESTS} (ms)`,
+            `RSS after ${LATER_REQUESTS + 1} requests (MB)`,
+          ],
           rows: [row("bare node:http server", b, b), row("tab-relay (local engine, non-streamed completion)", r, b)],
         },
       ],
       goals: [],
-      notes: ["Each request opens its own connection; the relay's first one includes loading whatever it loads lazily."],
+      notes: [
+        "Each request opens its own connection; the relay's first one includes loading whatever it loads lazily.",
+      ],
       data: {
         starts,
         settleMs: SETTLE_MS,

@@ -1,11 +1,31 @@
 import type { StandInBehaviour } from "../support/upstreamStandIn";
-import { type LoadResult, type LoadSlice, type StreamTarget, type WindowProbe, combineSlices, fetchStream, runSlice } from "./load";
+import {
+  type LoadResult,
+  type LoadSlice,
+  type StreamTarget,
+  type WindowProbe,
+  combineSlices,
+  fetchStream,
+  runSlice,
+} from "./load";
 import type { BenchContext, BenchSection, Goal, SectionReport } from "./sections";
-import { type RunningProxy, type RunningUpstream, cartCompletionBody, cartCompletionTarget, startBenchRelay, startProxy, startUpstream } from "./servers";
+import {
+  type RunningProxy,
+  type RunningUpstream,
+  cartCompletionBody,
+  cartCompletionTarget,
+  startBenchRelay,
+  startProxy,
+  startUpstream,
+} from "./servers";
 import { formatMs, round } from "./stats";
 
 /** A fast upstream: one short line in eight chunks, written back to back with no delay. */
-const REPLY: StandInBehaviour = { kind: "reply", text: "items.reduce((sum, item) => sum + item.price * item.quantity, 0);", chunks: 8 };
+const REPLY: StandInBehaviour = {
+  kind: "reply",
+  text: "items.reduce((sum, item) => sum + item.price * item.quantity, 0);",
+  chunks: 8,
+};
 
 const CONCURRENCIES = [1, 50] as const;
 const PATHS = ["upstream", "proxy", "relay"] as const;
@@ -167,11 +187,17 @@ export const streamingSection: BenchSection = {
       };
       for (const path of PATHS) await checkTarget(targets[path]);
       // CPU time per stream of each server explains a throughput ratio better than the ratio alone.
-      const pids: Record<PathName, number> = { upstream: upstream.server.pid, proxy: proxy.server.pid, relay: relay.server.pid };
+      const pids: Record<PathName, number> = {
+        upstream: upstream.server.pid,
+        proxy: proxy.server.pid,
+        relay: relay.server.pid,
+      };
 
       for (const concurrency of CONCURRENCIES) {
         const plan = timing(context, concurrency);
-        context.progress(`${concurrency} in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per path, the paths taking turns`);
+        context.progress(
+          `${concurrency} in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per path, the paths taking turns`,
+        );
         const slices: Record<PathName, LoadSlice[]> = { upstream: [], proxy: [], relay: [] };
         for (let round = 0; round < plan.rounds; round++) {
           for (const path of PATHS) {
@@ -184,7 +210,9 @@ export const streamingSection: BenchSection = {
             });
             slices[path].push(slice);
             const rate = slice.ttfbMs.length / (slice.elapsedMs / 1000);
-            context.progress(`  round ${round + 1}/${plan.rounds}, ${PATH_LABELS[path]}: ${rate.toFixed(0)} streams/s${slice.errors > 0 ? `, ${slice.errors} errors` : ""}`);
+            context.progress(
+              `  round ${round + 1}/${plan.rounds}, ${PATH_LABELS[path]}: ${rate.toFixed(0)} streams/s${slice.errors > 0 ? `, ${slice.errors} errors` : ""}`,
+            );
           }
         }
         for (const path of PATHS) {
@@ -195,7 +223,9 @@ export const streamingSection: BenchSection = {
             `${PATH_LABELS[path]}, ${concurrency} in flight: ${result.completed} streams, ${result.streamsPerSecond.toFixed(0)}/s, ` +
               `TTFB p50 ${formatMs(result.ttfbMs.p50)} ms p99 ${formatMs(result.ttfbMs.p99)} ms` +
               (cpu === undefined ? "" : `, ${path} CPU ${cpu.toFixed(0)} µs/stream`) +
-              (result.probe[FIRST_FRAGMENT] === undefined ? "" : `, provider first fragment ${formatMs(result.probe[FIRST_FRAGMENT])} ms mean`) +
+              (result.probe[FIRST_FRAGMENT] === undefined
+                ? ""
+                : `, provider first fragment ${formatMs(result.probe[FIRST_FRAGMENT])} ms mean`) +
               (result.errors > 0 ? `, ${result.errors} ERRORS (first: ${result.firstError})` : ""),
           );
         }
@@ -226,7 +256,9 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
         formatMs(r.ttfbMs.p50),
         formatMs(r.ttfbMs.p99),
         r.streamsPerSecond.toFixed(0),
-        path === "proxy" ? "1.00×" : `${ratio(r.ttfbMs.p50, proxy.ttfbMs.p50)} (${signed(r.ttfbMs.p50 - proxy.ttfbMs.p50)} ms)`,
+        path === "proxy"
+          ? "1.00×"
+          : `${ratio(r.ttfbMs.p50, proxy.ttfbMs.p50)} (${signed(r.ttfbMs.p50 - proxy.ttfbMs.p50)} ms)`,
         path === "proxy" ? "1.00×" : ratio(r.streamsPerSecond, proxy.streamsPerSecond),
         cpuCell(r.cpuUsPerStream[path]),
         String(r.errors),
@@ -260,7 +292,17 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
     tables: [
       {
         caption: `Time to first byte and completed streams per second (upstream reply: ${REPLY.kind === "reply" ? REPLY.chunks : 0} chunks, no delays)`,
-        columns: ["Path", "Streams in flight", "TTFB p50 (ms)", "TTFB p99 (ms)", "Streams/s", "p50 vs proxy", "Streams/s vs proxy", "Server CPU/stream (µs)", "Errors"],
+        columns: [
+          "Path",
+          "Streams in flight",
+          "TTFB p50 (ms)",
+          "TTFB p99 (ms)",
+          "Streams/s",
+          "p50 vs proxy",
+          "Streams/s vs proxy",
+          "Server CPU/stream (µs)",
+          "Errors",
+        ],
         rows,
       },
     ],
@@ -283,7 +325,10 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
     ],
     data: {
       upstreamReply: REPLY,
-      requestBytes: { relay: Buffer.byteLength(cartCompletionBody("acme", CURSOR)), upstream: Buffer.byteLength(chatBody()) },
+      requestBytes: {
+        relay: Buffer.byteLength(cartCompletionBody("acme", CURSOR)),
+        upstream: Buffer.byteLength(chatBody()),
+      },
       cells: cells.map(({ path, result }) => ({
         path,
         concurrency: result.concurrency,
@@ -294,7 +339,9 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
         streamsPerSecond: round(result.streamsPerSecond, 1),
         ttfbMs: roundSummary(result.ttfbMs),
         totalMs: roundSummary(result.totalMs),
-        cpuUsPerStream: Object.fromEntries(Object.entries(result.cpuUsPerStream).map(([name, us]) => [name, round(us, 1)])),
+        cpuUsPerStream: Object.fromEntries(
+          Object.entries(result.cpuUsPerStream).map(([name, us]) => [name, round(us, 1)]),
+        ),
         ttfbMeanMs: round(result.ttfbMs.mean),
         relayMetrics: Object.fromEntries(Object.entries(result.probe).map(([name, value]) => [name, round(value)])),
       })),
@@ -306,7 +353,14 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
             Object.fromEntries(
               PATHS.map((path) => {
                 const r = find(path, concurrency);
-                return [path, { ttfbP50: round(r.ttfbMs.p50 / proxy.ttfbMs.p50), ttfbP50DeltaMs: round(r.ttfbMs.p50 - proxy.ttfbMs.p50), streamsPerSecond: round(r.streamsPerSecond / proxy.streamsPerSecond) }];
+                return [
+                  path,
+                  {
+                    ttfbP50: round(r.ttfbMs.p50 / proxy.ttfbMs.p50),
+                    ttfbP50DeltaMs: round(r.ttfbMs.p50 - proxy.ttfbMs.p50),
+                    streamsPerSecond: round(r.streamsPerSecond / proxy.streamsPerSecond),
+                  },
+                ];
               }),
             ),
           ];
@@ -317,7 +371,13 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
 }
 
 function roundSummary(summary: LoadResult["ttfbMs"]) {
-  return { p50: round(summary.p50), p99: round(summary.p99), mean: round(summary.mean), max: round(summary.max), samples: summary.samples };
+  return {
+    p50: round(summary.p50),
+    p99: round(summary.p99),
+    mean: round(summary.mean),
+    max: round(summary.max),
+    samples: summary.samples,
+  };
 }
 
 function cpuCell(us: number | undefined): string {

@@ -28,11 +28,22 @@ test("through today's core, the old source sends exactly what the old core sent,
   const settings = { ...DEFAULT_SETTINGS, surroundingContextChars: LEGACY_BUDGET_CHARS, workspaceSlug: "w" };
   const start = `${"const early = 1;\n".repeat(60)}function f() {\n`;
   const visible = [visibleHead("beside.ts", "export const beside = 2;\n".repeat(100))];
-  const legacy = new LegacyContext("main.ts", start, visible, { before: settings.contextCharsBefore, after: settings.contextCharsAfter });
+  const legacy = new LegacyContext("main.ts", start, visible, {
+    before: settings.contextCharsBefore,
+    after: settings.contextCharsAfter,
+  });
   legacy.change({ text: start, offset: start.length, deleted: 0, inserted: "  retx" });
   legacy.change({ text: `${start}  retx`, offset: start.length + 5, deleted: 1, inserted: "" });
   const text = `${start}  ret`;
-  const input = { uri: "file:///main.ts", relativePath: "main.ts", scheme: "file", languageId: "typescript", title: "main.ts", text, offset: text.length };
+  const input = {
+    uri: "file:///main.ts",
+    relativePath: "main.ts",
+    scheme: "file",
+    languageId: "typescript",
+    title: "main.ts",
+    text,
+    offset: text.length,
+  };
   const context = buildTabContext(input, settings, legacy);
   const farBefore = text.slice(0, text.length - settings.contextCharsBefore);
   assert.equal(context.surrounding_context, legacySurroundingContext("main.ts", farBefore, "", 500, visible));

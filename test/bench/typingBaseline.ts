@@ -9,7 +9,11 @@
  */
 import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { allocate, head, tail } from "../../extension/src/core/context";
-import type { RelatedContext, RelatedContextRequest, RelatedContextSource } from "../../extension/src/core/relatedContext";
+import type {
+  RelatedContext,
+  RelatedContextRequest,
+  RelatedContextSource,
+} from "../../extension/src/core/relatedContext";
 import type { DocumentChange } from "./typingRun";
 
 /** The old default budget of `surrounding_context`. */
@@ -30,7 +34,13 @@ export function visibleHead(path: string, text: string, lines = VISIBLE_LINES): 
 }
 
 /** The old `surroundingContext` of abc50c4, verbatim but for where the visible editors come from. */
-export function legacySurroundingContext(self: string, farBefore: string, farAfter: string, budget: number, otherEditors: readonly VisibleEditor[]): string {
+export function legacySurroundingContext(
+  self: string,
+  farBefore: string,
+  farAfter: string,
+  budget: number,
+  otherEditors: readonly VisibleEditor[],
+): string {
   if (budget <= 0) return "";
   const sources = [
     { label: `${self} (start)`, text: farBefore },
@@ -70,7 +80,8 @@ export class LegacyContext implements RelatedContextSource {
   }
 
   change(change: DocumentChange): void {
-    this.text = change.text.slice(0, change.offset) + change.inserted + change.text.slice(change.offset + change.deleted);
+    this.text =
+      change.text.slice(0, change.offset) + change.inserted + change.text.slice(change.offset + change.deleted);
     this.cursor = change.offset + change.inserted.length;
   }
 
@@ -85,6 +96,9 @@ export class LegacyContext implements RelatedContextSource {
     const after = head(cursorAfter, this.window.after);
     const farBefore = cursorBefore.slice(0, cursorBefore.length - before.length);
     const farAfter = cursorAfter.slice(after.length);
-    return { text: legacySurroundingContext(this.path, farBefore, farAfter, request.budget, this.visible), snippets: [] };
+    return {
+      text: legacySurroundingContext(this.path, farBefore, farAfter, request.budget, this.visible),
+      snippets: [],
+    };
   }
 }

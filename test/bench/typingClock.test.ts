@@ -58,7 +58,10 @@ test("a timer due during I/O fires on time, in real time", async () => {
   clock.setTimeout(() => (firedAfterReal = performance.now() - real), 40);
   await clock.runUntil(START + 1_000);
   await io;
-  assert.ok(firedAfterReal !== undefined && firedAfterReal >= 35 && firedAfterReal < 140, `fired after ${firedAfterReal} ms`);
+  assert.ok(
+    firedAfterReal !== undefined && firedAfterReal >= 35 && firedAfterReal < 140,
+    `fired after ${firedAfterReal} ms`,
+  );
 });
 
 test("the next event comes before slow I/O ends: runUntil returns with the I/O still in flight", async () => {

@@ -88,7 +88,8 @@ export class ReplayClock implements Clock {
 
   private nextTimer(): Timer | undefined {
     let best: Timer | undefined;
-    for (const timer of this.timers) if (best === undefined || timer.at < best.at || (timer.at === best.at && timer.id < best.id)) best = timer;
+    for (const timer of this.timers)
+      if (best === undefined || timer.at < best.at || (timer.at === best.at && timer.id < best.id)) best = timer;
     return best;
   }
 

@@ -26,8 +26,14 @@ test("a line written before is found before the cursor, and the engine repeats i
 });
 
 test("a line only another file holds is found in surrounding_context, and the suggestion is credited to it", () => {
-  const surrounding = formatSnippets([{ path: "stats.ts", text: "export function mean(values: number[]) {\n  const total = sum(values);\n}" }]);
-  const why = explainRequest(context("function twice() {\n  const total = ", surrounding), "  const total = sum(values);", "sum(values);");
+  const surrounding = formatSnippets([
+    { path: "stats.ts", text: "export function mean(values: number[]) {\n  const total = sum(values);\n}" },
+  ]);
+  const why = explainRequest(
+    context("function twice() {\n  const total = ", surrounding),
+    "  const total = sum(values);",
+    "sum(values);",
+  );
   assert.deepEqual(why, { line: "only in surrounding_context", source: "from surrounding_context", rightLine: true });
 });
 
@@ -35,5 +41,9 @@ test("a new line is found nowhere, a wrong suggestion is not right, and short li
   const why = explainRequest(context("log(first);\nlog(second);\nlog("), "log(third);", "third);");
   assert.deepEqual(why, { line: "nowhere sent", source: "from the document around the cursor", rightLine: false });
   assert.equal(explainRequest(context("x();\n"), "});", "});").line, "too short");
-  assert.deepEqual(explainRequest(context("zq"), "zq(9);", "(9);"), { line: "nowhere sent", source: "none", rightLine: false });
+  assert.deepEqual(explainRequest(context("zq"), "zq(9);", "(9);"), {
+    line: "nowhere sent",
+    source: "none",
+    rightLine: false,
+  });
 });

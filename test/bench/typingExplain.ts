@@ -45,9 +45,17 @@ export function explainRequest(context: TabContext, line: string, rest: string):
   // Asked again without surrounding_context: a different answer means that context decided this one.
   const { surrounding_context: _, ...withoutSurrounding } = context;
   const source: SuggestionSource =
-    suggestion === "" ? "none" : predictContinuation(withoutSurrounding, MAX_TOKENS) === suggestion ? "from the document around the cursor" : "from surrounding_context";
+    suggestion === ""
+      ? "none"
+      : predictContinuation(withoutSurrounding, MAX_TOKENS) === suggestion
+        ? "from the document around the cursor"
+        : "from surrounding_context";
   const firstLine = suggestion.split("\n")[0] ?? "";
-  return { line: found, source, rightLine: suggestion !== "" && firstLine.trimEnd() === rest.trimEnd() && rest.trim() !== "" };
+  return {
+    line: found,
+    source,
+    rightLine: suggestion !== "" && firstLine.trimEnd() === rest.trimEnd() && rest.trim() !== "",
+  };
 }
 
 /** The cursor's whole line in `target` and what is still to be written of it, for a cursor at `offset`. */

@@ -71,14 +71,17 @@ const seed = Number(values.seed);
 const maxChars = values.chars === undefined ? Number.POSITIVE_INFINITY : Number(values.chars);
 const debounceMs = values.debounce === undefined ? DEFAULT_SETTINGS.debounceMs : Number(values.debounce);
 if (!(from >= 0 && from < 1) || !Number.isInteger(seed) || !(debounceMs >= 0) || !(maxChars > 0)) {
-  console.error("usage: bench:typing [--file path]... [--from 0..1] [--chars n] [--seed n] [--debounce ms] [--quick | --repo]");
+  console.error(
+    "usage: bench:typing [--file path]... [--from 0..1] [--chars n] [--seed n] [--debounce ms] [--quick | --repo]",
+  );
   process.exit(2);
 }
 const files = values.file ?? DEFAULT_FILES;
 const sweep = values.quick ? [] : SWEEP_MS.filter((ms) => ms !== debounceMs);
 
 const begun = performance.now();
-const progress = (message: string) => console.log(`[typing ${((performance.now() - begun) / 1000).toFixed(1).padStart(5)} s] ${message}`);
+const progress = (message: string) =>
+  console.log(`[typing ${((performance.now() - begun) / 1000).toFixed(1).padStart(5)} s] ${message}`);
 
 interface SlowModelFigures extends TypingFigures {
   readonly upstream: { readonly delayMs: number; readonly requests: number; readonly abandoned: number };
@@ -117,32 +120,49 @@ try {
 } finally {
   await local.close();
 }
-if (sweep.length > 0 && !values.repo) console.log(`\n## The same typing at other debounce values\n\n${sweepTable(runs)}`);
+if (sweep.length > 0 && !values.repo)
+  console.log(`\n## The same typing at other debounce values\n\n${sweepTable(runs)}`);
 if (!values.quick && !values.repo) slow = await slowModelRun(files[0] ?? "");
 
 const judged = [...runs.filter((run) => run.debounceMs === debounceMs), ...(slow ? [slow] : [])];
 const failed = [
   ...judged.flatMap((run) =>
-    run.goals.filter((goal) => !goal.pass).map((goal) => `${run.file}${run === slow ? " (slow model)" : ""}: ${goal.description} (${goal.measured})`),
+    run.goals
+      .filter((goal) => !goal.pass)
+      .map((goal) => `${run.file}${run === slow ? " (slow model)" : ""}: ${goal.description} (${goal.measured})`),
   ),
-  ...(repository?.goals ?? []).filter((goal) => !goal.pass).map((goal) => `repository replay: ${goal.description} (${goal.measured})`),
+  ...(repository?.goals ?? [])
+    .filter((goal) => !goal.pass)
+    .map((goal) => `repository replay: ${goal.description} (${goal.measured})`),
 ];
-const broken = [...runs, ...(slow ? [slow] : [])].some((run) => !run.typedCorrectly) || repository?.typedCorrectly === false;
+const broken =
+  [...runs, ...(slow ? [slow] : [])].some((run) => !run.typedCorrectly) || repository?.typedCorrectly === false;
 const realSeconds = Math.round((performance.now() - begun) / 100) / 10;
 const out = join(root, "test-output/bench/typing.json");
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ node: process.version, realSeconds, typist: DEFAULT_TYPIST, debounceMs, runs, slowModel: slow, repository }, null, 2)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ node: process.version, realSeconds, typist: DEFAULT_TYPIST, debounceMs, runs, slowModel: slow, repository }, null, 2)}\n`,
+);
 console.log(`\nreplayed in ${realSeconds} s of real time; figures in ${out}`);
 if (failed.length > 0) {
   const rule = "=".repeat(72);
-  console.log(`\n${rule}\nFAIL at debounce ${debounceMs} ms: ${failed.length} goal(s) not met\n${failed.map((line) => `  - ${line}`).join("\n")}\n${rule}`);
+  console.log(
+    `\n${rule}\nFAIL at debounce ${debounceMs} ms: ${failed.length} goal(s) not met\n${failed.map((line) => `  - ${line}`).join("\n")}\n${rule}`,
+  );
 } else console.log(`\nPASS at debounce ${debounceMs} ms: all goals met`);
 if (broken) console.log("BROKEN: a replay did not end with the file's text; its figures are not to be trusted");
 process.exit(broken ? 1 : 0);
 
 type Relay = Awaited<ReturnType<typeof startRelayOnReplayTime>>;
 
-async function typeFile(relay: Relay, file: string, runSeed: number, ms: number, chars = maxChars): Promise<TypingFigures> {
+async function typeFile(
+  relay: Relay,
+  file: string,
+  runSeed: number,
+  ms: number,
+  chars = maxChars,
+): Promise<TypingFigures> {
   const text = readFileSync(join(root, file), "utf8");
   const start = lineStart(text, Math.floor(text.length * from));
   const end = lineEnd(text, Math.min(text.length, start + chars));
@@ -169,7 +189,10 @@ async function slowModelRun(file: string): Promise<SlowModelFigures> {
   const upstream = await startUpstreamStandIn({
     behaviour: { kind: "reply", text: "/* stand-in */", headersDelayMs: SLOW_MODEL_MS },
   });
-  const relay = await startRelayOnReplayTime({ TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "stand-in-model" });
+  const relay = await startRelayOnReplayTime({
+    TAB_RELAY_UPSTREAM_URL: upstream.url,
+    TAB_RELAY_UPSTREAM_MODEL: "stand-in-model",
+  });
   try {
     const figures = await typeFile(relay, file, seed, debounceMs);
     // Counted on the model's side: requests it received, and those whose client (the relay) went away mid-answer.
@@ -200,8 +223,12 @@ async function slowModelRun(file: string): Promise<SlowModelFigures> {
 }
 
 function printRun(title: string, figures: TypingFigures): void {
-  console.log(`\n## ${title}: ${figures.charsToType} characters typed after ${figures.charsInDocumentAtStart} already there (seed ${figures.seed})\n`);
-  console.log(`${figures.virtualSeconds} s of typing, ${figures.typingSpeedCharsPerSecond} keystrokes/s between pauses, debounce ${figures.debounceMs} ms\n`);
+  console.log(
+    `\n## ${title}: ${figures.charsToType} characters typed after ${figures.charsInDocumentAtStart} already there (seed ${figures.seed})\n`,
+  );
+  console.log(
+    `${figures.virtualSeconds} s of typing, ${figures.typingSpeedCharsPerSecond} keystrokes/s between pauses, debounce ${figures.debounceMs} ms\n`,
+  );
   console.log(figuresTable(figures));
   console.log(`\n${goalsTable(figures.goals)}`);
   for (const warning of figures.warnings) console.log(`warning: ${warning}`);

@@ -14,7 +14,11 @@ import {
   type Project,
 } from "./typingRepo";
 
-const project = (files: Record<string, string>, typed: string[] = [], packages: Record<string, string> = {}): Project => ({
+const project = (
+  files: Record<string, string>,
+  typed: string[] = [],
+  packages: Record<string, string> = {},
+): Project => ({
   name: "p",
   files: new Map(Object.entries(files)),
   packages,
@@ -63,7 +67,8 @@ test("each statement says which exports it takes, under which names a re-export 
 });
 
 test("a module declares an export by a declaration or a local export list, names with $ included", () => {
-  const text = "export class RelayError extends Error {}\nexport const $ZodType = 1;\nconst local = 2;\nexport { local as renamed, local };\n";
+  const text =
+    "export class RelayError extends Error {}\nexport const $ZodType = 1;\nconst local = 2;\nexport { local as renamed, local };\n";
   assert.equal(declaresExport(text, "RelayError"), true);
   assert.equal(declaresExport(text, "$ZodType"), true);
   assert.equal(declaresExport(text, "ZodType"), false);
@@ -72,7 +77,10 @@ test("a module declares an export by a declaration or a local export list, names
 });
 
 test("imports resolve as the compiler would: .js written for .ts, a folder by its index, the project's own package names", () => {
-  const p = project({ "src/a.ts": "", "src/lib/index.ts": "", "src/b.tsx": "", "shared/src/index.ts": "" }, [], { "@x/shared": "shared/src/index.ts", "@x/gone": "gone.ts" });
+  const p = project({ "src/a.ts": "", "src/lib/index.ts": "", "src/b.tsx": "", "shared/src/index.ts": "" }, [], {
+    "@x/shared": "shared/src/index.ts",
+    "@x/gone": "gone.ts",
+  });
   assert.equal(resolveImport(p, "src/main.ts", "./a.js"), "src/a.ts");
   assert.equal(resolveImport(p, "src/main.ts", "./a"), "src/a.ts");
   assert.equal(resolveImport(p, "src/deep/x.ts", "../lib"), "src/lib/index.ts");
@@ -85,7 +93,12 @@ test("imports resolve as the compiler would: .js written for .ts, a folder by it
 
 test("a barrel only imports and re-exports; a file that declares anything is not one", () => {
   assert.equal(isBarrel('export * from "./a.js";\nexport { b, type C } from "./b.js";\n'), true);
-  assert.equal(isBarrel('import * as z from "./external.js";\n\nexport * from "./external.js";\n// why\nexport { z, z as default };\n'), true);
+  assert.equal(
+    isBarrel(
+      'import * as z from "./external.js";\n\nexport * from "./external.js";\n// why\nexport { z, z as default };\n',
+    ),
+    true,
+  );
   assert.equal(isBarrel('export * from "./a.js";\nexport const version = 4;\n'), false);
   assert.equal(isBarrel('import { a } from "./a.js";\nconsole.log(a);\n'), false);
   assert.equal(isBarrel(""), false);
@@ -112,7 +125,8 @@ test("a named import through a barrel leads to the file that declares the name, 
   const p = project(
     {
       "route.ts": 'import { RelayError } from "@x/shared";\nimport { z } from "zod";\n',
-      "shared/index.ts": 'export * from "./limits.js";\nexport { RelayError as RelayError, codes } from "./errors.js";\nexport * as sse from "./sse.js";\n',
+      "shared/index.ts":
+        'export * from "./limits.js";\nexport { RelayError as RelayError, codes } from "./errors.js";\nexport * as sse from "./sse.js";\n',
       "shared/limits.ts": "export const LIMITS = {};\n",
       "shared/errors.ts": "export class RelayError extends Error {}\nexport const codes = [];\n",
       "shared/sse.ts": "export function encode() {}\n",
@@ -121,7 +135,10 @@ test("a named import through a barrel leads to the file that declares the name, 
     { "@x/shared": "shared/index.ts" },
   );
   assert.deepEqual(importsOf(p, "route.ts"), ["shared/errors.ts"]);
-  const namespace = { ...p, files: new Map([...p.files, ["route.ts", 'import { sse } from "@x/shared";\nimport * as all from "@x/shared";\n']]) };
+  const namespace = {
+    ...p,
+    files: new Map([...p.files, ["route.ts", 'import { sse } from "@x/shared";\nimport * as all from "@x/shared";\n']]),
+  };
   assert.deepEqual(importsOf(namespace, "route.ts"), ["shared/sse.ts", "shared/limits.ts", "shared/errors.ts"]);
 });
 
@@ -138,7 +155,9 @@ test("importers are the files importing it directly, the nearest in the tree fir
 });
 
 test("a test's companion is its module beside it or one folder up from tests/; a module's is its test", () => {
-  const files = new Map(["src/a.ts", "src/a.test.ts", "lib/b.ts", "lib/tests/b.test.ts", "lib/c.ts"].map((path) => [path, ""]));
+  const files = new Map(
+    ["src/a.ts", "src/a.test.ts", "lib/b.ts", "lib/tests/b.test.ts", "lib/c.ts"].map((path) => [path, ""]),
+  );
   assert.equal(companionOf(files, "src/a.test.ts"), "src/a.ts");
   assert.equal(companionOf(files, "src/a.ts"), "src/a.test.ts");
   assert.equal(companionOf(files, "lib/tests/b.test.ts"), "lib/b.ts");
@@ -148,14 +167,30 @@ test("a test's companion is its module beside it or one folder up from tests/; a
 
 test("neighbours open importers first, then imports, then the companion last, each once and within the bounds", () => {
   const p = project({
-    "m.ts": ['import { x } from "./x.js";', 'import { y } from "./y.js";', 'import { z } from "./z.js";', 'import { u } from "./u.js";', 'import { v } from "./v.js";', 'import { w } from "./w.js";'].join("\n"),
+    "m.ts": [
+      'import { x } from "./x.js";',
+      'import { y } from "./y.js";',
+      'import { z } from "./z.js";',
+      'import { u } from "./u.js";',
+      'import { v } from "./v.js";',
+      'import { w } from "./w.js";',
+    ].join("\n"),
     "m.test.ts": 'import { m } from "./m.js";\n',
     "caller1.ts": 'import { m } from "./m.js";\n',
     "caller2.ts": 'import { m } from "./m.js";\n',
     "caller3.ts": 'import { m } from "./m.js";\n',
     ...Object.fromEntries(["x", "y", "z", "u", "v", "w"].map((name) => [`${name}.ts`, `export const ${name} = 1;\n`])),
   });
-  assert.deepEqual(neighboursOf(p, "m.ts"), ["caller1.ts", "caller2.ts", "x.ts", "y.ts", "z.ts", "u.ts", "v.ts", "m.test.ts"]);
+  assert.deepEqual(neighboursOf(p, "m.ts"), [
+    "caller1.ts",
+    "caller2.ts",
+    "x.ts",
+    "y.ts",
+    "z.ts",
+    "u.ts",
+    "v.ts",
+    "m.test.ts",
+  ]);
 });
 
 test("the typed part starts at a line start halfway in and ends at a line end within the limit, or at the file's end", () => {

@@ -40,7 +40,8 @@ export interface ImportStatement {
   readonly exported: readonly string[] | "all";
 }
 
-const STATEMENT = /(?:^|[\n;])[ \t]*(import|export)\b([^;'"]*?)\bfrom[ \t]*["']([^"'\n]+)["']|(?:^|[\n;])[ \t]*import[ \t]*["']([^"'\n]+)["']/g;
+const STATEMENT =
+  /(?:^|[\n;])[ \t]*(import|export)\b([^;'"]*?)\bfrom[ \t]*["']([^"'\n]+)["']|(?:^|[\n;])[ \t]*import[ \t]*["']([^"'\n]+)["']/g;
 
 /** A file's static import and export-from statements, in order (not dynamic imports, nor those in comments). */
 export function importStatements(text: string): ImportStatement[] {
@@ -56,7 +57,12 @@ export function importStatements(text: string): ImportStatement[] {
     const kind = keyword === "export" ? "export" : "import";
     const braces = /\{([^}]*)\}/.exec(clause);
     // Anything besides a list in braces (a default import, `* as ns`, `*`) takes the module whole.
-    const whole = braces === null || clause.replace(braces[0], "").replace(/\btype\b|,/g, "").trim() !== "";
+    const whole =
+      braces === null ||
+      clause
+        .replace(braces[0], "")
+        .replace(/\btype\b|,/g, "")
+        .trim() !== "";
     const pairs = (braces?.[1] ?? "")
       .split(",")
       .map((part) => part.trim().replace(/^type\s+/, ""))
@@ -67,7 +73,14 @@ export function importStatements(text: string): ImportStatement[] {
       specifier: from ?? "",
       kind,
       taken: whole ? "all" : pairs.map(([name = ""]) => name),
-      exported: kind === "import" ? [] : starExport ? "all" : whole ? [clause.replace(/^\s*(?:type\s+)?\*\s*as\s+/, "").trim()] : pairs.map(([name = "", alias]) => alias ?? name),
+      exported:
+        kind === "import"
+          ? []
+          : starExport
+            ? "all"
+            : whole
+              ? [clause.replace(/^\s*(?:type\s+)?\*\s*as\s+/, "").trim()]
+              : pairs.map(([name = "", alias]) => alias ?? name),
     });
   }
   return out;
@@ -79,13 +92,18 @@ export function importSpecifiers(text: string): string[] {
 }
 
 /** The project file a specifier names from `from`, or undefined (a package from outside, or a missing file). */
-export function resolveImport(project: Pick<Project, "files" | "packages">, from: string, specifier: string): string | undefined {
+export function resolveImport(
+  project: Pick<Project, "files" | "packages">,
+  from: string,
+  specifier: string,
+): string | undefined {
   const own = project.packages[specifier];
   if (own !== undefined) return project.files.has(own) ? own : undefined;
   if (!specifier.startsWith(".")) return undefined;
   const base = joinPath(dirname(from), specifier);
   const stem = base.replace(/\.[cm]?js$/, "");
-  for (const candidate of [base, `${stem}.ts`, `${stem}.tsx`, `${stem}/index.ts`]) if (project.files.has(candidate)) return candidate;
+  for (const candidate of [base, `${stem}.ts`, `${stem}.tsx`, `${stem}/index.ts`])
+    if (project.files.has(candidate)) return candidate;
   return undefined;
 }
 
@@ -96,7 +114,9 @@ export function isBarrel(text: string): boolean {
     .map((statement) => statement.trim())
     .filter((statement) => statement !== "");
   const reexport = (statement: string) => /^export\s+(?:type\s+)?(?:\*|\{)/.test(statement);
-  return statements.some(reexport) && statements.every((statement) => /^import\b/.test(statement) || reexport(statement));
+  return (
+    statements.some(reexport) && statements.every((statement) => /^import\b/.test(statement) || reexport(statement))
+  );
 }
 
 /**
@@ -127,7 +147,10 @@ export function importsOf(project: Pick<Project, "files" | "packages">, path: st
 }
 
 /** What a barrel's statement passes on of the names wanted from the barrel, by their names in its module. */
-function passedOn(statement: ImportStatement, wanted: readonly string[] | "all"): readonly string[] | "all" | undefined {
+function passedOn(
+  statement: ImportStatement,
+  wanted: readonly string[] | "all",
+): readonly string[] | "all" | undefined {
   if (statement.kind === "import") return wanted === "all" ? statement.taken : undefined;
   if (statement.exported === "all") return wanted;
   if (wanted === "all") return statement.taken;
@@ -140,7 +163,9 @@ function passedOn(statement: ImportStatement, wanted: readonly string[] | "all")
 /** Whether a module declares an export of this name (a declaration, or a local export list). */
 export function declaresExport(text: string, name: string): boolean {
   const escaped = name.replace(/[$]/g, "\\$");
-  const declared = new RegExp(`\\bexport\\s+(?:declare\\s+)?(?:default\\s+)?(?:async\\s+)?(?:abstract\\s+)?(?:function\\*?|class|const|let|var|type|interface|enum|namespace)\\s+${escaped}(?![\\w$])`);
+  const declared = new RegExp(
+    `\\bexport\\s+(?:declare\\s+)?(?:default\\s+)?(?:async\\s+)?(?:abstract\\s+)?(?:function\\*?|class|const|let|var|type|interface|enum|namespace)\\s+${escaped}(?![\\w$])`,
+  );
   const listed = new RegExp(`\\bexport\\s*(?:type\\s*)?\\{[^}]*(?<![\\w$])${escaped}(?![\\w$])[^}]*\\}`);
   return declared.test(text) || listed.test(text);
 }
@@ -151,7 +176,11 @@ export function importersOf(project: Pick<Project, "files" | "packages">, path: 
   for (const [other, text] of project.files) {
     if (other === path) continue;
     // An index that re-exports it is not a caller.
-    if (importSpecifiers(text).some((specifier) => resolveImport(project, other, specifier) === path) && !isBarrel(text)) importers.push(other);
+    if (
+      importSpecifiers(text).some((specifier) => resolveImport(project, other, specifier) === path) &&
+      !isBarrel(text)
+    )
+      importers.push(other);
   }
   return importers.sort((a, b) => treeDistance(path, a) - treeDistance(path, b) || (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -162,12 +191,18 @@ export function companionOf(files: ReadonlyMap<string, string>, path: string): s
   if (test) {
     const [, folder = "", name = "", ext = ""] = test;
     const up = folder.replace(/(^|\/)(?:tests?|__tests__)\/$/, "$1");
-    return [`${folder}${name}.${ext}`, `${up}${name}.${ext}`].find((candidate) => candidate !== path && files.has(candidate));
+    return [`${folder}${name}.${ext}`, `${up}${name}.${ext}`].find(
+      (candidate) => candidate !== path && files.has(candidate),
+    );
   }
   const module = /^(.*?)([^/]+)\.(tsx?|[cm]?js)$/.exec(path);
   if (!module) return undefined;
   const [, folder = "", name = "", ext = ""] = module;
-  return [`${folder}${name}.test.${ext}`, `${folder}tests/${name}.test.${ext}`, `${folder}__tests__/${name}.test.${ext}`].find((candidate) => files.has(candidate));
+  return [
+    `${folder}${name}.test.${ext}`,
+    `${folder}tests/${name}.test.${ext}`,
+    `${folder}__tests__/${name}.test.${ext}`,
+  ].find((candidate) => files.has(candidate));
 }
 
 /** The neighbours of a typed file, oldest opened first (see the top of this file). */
@@ -203,7 +238,9 @@ export function languageOf(path: string): string {
 
 /** Comments blanked out (line breaks kept), so commented-out imports do not count; strings are left alone. */
 function stripComments(text: string): string {
-  return text.replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, " ")).replace(/(^|[^:"'`\\])\/\/[^\n]*/g, "$1");
+  return text
+    .replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, " "))
+    .replace(/(^|[^:"'`\\])\/\/[^\n]*/g, "$1");
 }
 
 function dirname(path: string): string {

@@ -80,8 +80,12 @@ const THIS_REPOSITORY: readonly string[] = [
  * then every fifth of its vendored tests in alphabetical order.
  */
 const ZOD: readonly string[] = [
-  ...["coerce", "errors", "parse", "compat", "in-out", "deep-partial", "from-json-schema", "schemas"].map((name) => `src/v4/classic/${name}.ts`),
-  ...["apply", "continuability", "file", "hash", "lazy", "pickomit", "primitive", "registries", "stringbool"].map((name) => `src/v4/classic/tests/${name}.test.ts`),
+  ...["coerce", "errors", "parse", "compat", "in-out", "deep-partial", "from-json-schema", "schemas"].map(
+    (name) => `src/v4/classic/${name}.ts`,
+  ),
+  ...["apply", "continuability", "file", "hash", "lazy", "pickomit", "primitive", "registries", "stringbool"].map(
+    (name) => `src/v4/classic/tests/${name}.test.ts`,
+  ),
 ];
 
 /** Where in each file the typist starts, and how much they type at most: a bounded, comparable stretch of each. */
@@ -115,7 +119,12 @@ export interface ProjectFigures {
 
 export function loadProjects(root: string): Project[] {
   return [
-    { name: "this repository", files: repositoryFiles(root), packages: { "@tab-relay/shared": "shared/src/index.ts" }, typed: THIS_REPOSITORY },
+    {
+      name: "this repository",
+      files: repositoryFiles(root),
+      packages: { "@tab-relay/shared": "shared/src/index.ts" },
+      typed: THIS_REPOSITORY,
+    },
     {
       name: "zod (classic)",
       files: vendoredFiles(join(root, "test/bench/data/zod")),
@@ -151,11 +160,18 @@ export async function replayProject(project: Project, options: RepoReplayOptions
       if (config === "today") {
         const beside = neighbours.at(-1);
         const visible = beside === undefined ? [] : [visibleHead(beside, project.files.get(beside) ?? "")];
-        const legacy = new LegacyContext(path, document, visible, { before: DEFAULT_SETTINGS.contextCharsBefore, after: DEFAULT_SETTINGS.contextCharsAfter });
+        const legacy = new LegacyContext(path, document, visible, {
+          before: DEFAULT_SETTINGS.contextCharsBefore,
+          after: DEFAULT_SETTINGS.contextCharsAfter,
+        });
         source = legacy;
         onChange = (change) => legacy.change(change);
       } else if (config === "other files") {
-        for (const neighbour of neighbours) files.open({ uri: fileUri(project, neighbour), path: neighbour, scheme: "file" }, project.files.get(neighbour) ?? "");
+        for (const neighbour of neighbours)
+          files.open(
+            { uri: fileUri(project, neighbour), path: neighbour, scheme: "file" },
+            project.files.get(neighbour) ?? "",
+          );
         files.open({ uri, path, scheme: "file" }, document);
         source = files;
         onChange = (change) => files.edit(uri, [changeAt(change.text, change.offset, change.deleted, change.inserted)]);
@@ -165,7 +181,10 @@ export async function replayProject(project: Project, options: RepoReplayOptions
       let onCourse = true;
       const follow = (change: DocumentChange) => {
         typed = change.offset + change.inserted.length;
-        onCourse = change.deleted === 0 ? onCourse && target.startsWith(change.inserted, change.offset) : target.startsWith(change.text.slice(0, change.offset));
+        onCourse =
+          change.deleted === 0
+            ? onCourse && target.startsWith(change.inserted, change.offset)
+            : target.startsWith(change.text.slice(0, change.offset));
         onChange?.(change);
       };
       const seed = options.seed + i;
@@ -190,18 +209,38 @@ export async function replayProject(project: Project, options: RepoReplayOptions
         onRequest: (body) => {
           const context = (JSON.parse(body) as { tab_context: TabContext }).tab_context;
           const surrounding = context.surrounding_context ?? "";
-          const otherFiles = parseSnippets(surrounding).some((snippet) => snippet.path !== undefined && snippet.path !== path);
+          const otherFiles = parseSnippets(surrounding).some(
+            (snippet) => snippet.path !== undefined && snippet.path !== path,
+          );
           const at = lineAt(target, typed);
           const explanation = onCourse ? explainRequest(context, at.line, at.rest) : undefined;
-          requests.push({ contextChars: surrounding.length, bodyBytes: Buffer.byteLength(body), otherFiles, explanation });
+          requests.push({
+            contextChars: surrounding.length,
+            bodyBytes: Buffer.byteLength(body),
+            otherFiles,
+            explanation,
+          });
         },
       });
       const figures = summarizeReplay(result, { file: path, start, seed, debounceMs: options.debounceMs });
-      runs.push({ config, file: path, neighbours, figures, buildMs, buildBestMs, requests, budget: config === "today" ? LEGACY_BUDGET_CHARS : DEFAULT_SETTINGS.surroundingContextChars });
-      options.progress(`${project.name}, ${config}: ${path}: ${figures.chars.accepted} of ${figures.chars.typed + figures.chars.accepted} characters accepted`);
+      runs.push({
+        config,
+        file: path,
+        neighbours,
+        figures,
+        buildMs,
+        buildBestMs,
+        requests,
+        budget: config === "today" ? LEGACY_BUDGET_CHARS : DEFAULT_SETTINGS.surroundingContextChars,
+      });
+      options.progress(
+        `${project.name}, ${config}: ${path}: ${figures.chars.accepted} of ${figures.chars.typed + figures.chars.accepted} characters accepted`,
+      );
     }
   }
-  const configs = Object.fromEntries(CONFIGS.map((config) => [config, summarizeConfig(runs.filter((run) => run.config === config))])) as Record<ConfigName, ConfigFigures>;
+  const configs = Object.fromEntries(
+    CONFIGS.map((config) => [config, summarizeConfig(runs.filter((run) => run.config === config))]),
+  ) as Record<ConfigName, ConfigFigures>;
   return { name: project.name, files: project.typed.length, configs, runs };
 }
 
@@ -241,12 +280,20 @@ function repositoryFiles(root: string): Map<string, string> {
   const paths = execFileSync("git", ["ls-files", "-z", "--", "*.ts"], { cwd: root, encoding: "utf8" })
     .split("\0")
     .filter((path) => path !== "");
-  const committed = execFileSync("git", ["ls-tree", "-r", "-z", "--name-only", "HEAD"], { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+  const committed = execFileSync("git", ["ls-tree", "-r", "-z", "--name-only", "HEAD"], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  })
     .split("\0")
     .filter((path) => path !== "");
   const wanted = new Set(paths);
   const chosen = committed.filter((path) => wanted.has(path)).sort();
-  const out = execFileSync("git", ["cat-file", "--batch"], { cwd: root, input: chosen.map((path) => `HEAD:${path}\n`).join(""), maxBuffer: 256 * 1024 * 1024 });
+  const out = execFileSync("git", ["cat-file", "--batch"], {
+    cwd: root,
+    input: chosen.map((path) => `HEAD:${path}\n`).join(""),
+    maxBuffer: 256 * 1024 * 1024,
+  });
   const files = new Map<string, string>();
   let at = 0;
   for (const path of chosen) {
@@ -267,7 +314,8 @@ function vendoredFiles(folder: string): Map<string, string> {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const full = join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith(".txt")) files.set(relative(folder, full).slice(0, -".txt".length), readFileSync(full, "utf8"));
+      else if (entry.name.endsWith(".txt"))
+        files.set(relative(folder, full).slice(0, -".txt".length), readFileSync(full, "utf8"));
     }
   };
   walk(folder);
@@ -288,19 +336,32 @@ export async function runRepositoryReplay(options: RepoReplayOptions): Promise<R
   const projects: ProjectFigures[] = [];
   for (const project of loadProjects(options.root)) projects.push(await replayProject(project, options));
   const runs = projects.flatMap((project) => project.runs);
-  const total = Object.fromEntries(CONFIGS.map((config) => [config, combine(runs, config)])) as Record<ConfigName, ConfigFigures>;
+  const total = Object.fromEntries(CONFIGS.map((config) => [config, combine(runs, config)])) as Record<
+    ConfigName,
+    ConfigFigures
+  >;
   const goals = repoGoals(total);
   const typedCorrectly = CONFIGS.every((config) => total[config].typedCorrectly);
   const maxChars = options.maxChars ?? TYPED_MAX_CHARS;
-  console.log(`\n## Repository replay: ${runs.length / CONFIGS.length} files of ${projects.length} projects, each typed from ${TYPED_FROM * 100} % of the way in, at most ${maxChars} characters, in three configurations\n`);
+  console.log(
+    `\n## Repository replay: ${runs.length / CONFIGS.length} files of ${projects.length} projects, each typed from ${TYPED_FROM * 100} % of the way in, at most ${maxChars} characters, in three configurations\n`,
+  );
   for (const config of CONFIGS) console.log(`- ${config}: ${CONFIG_DESCRIPTIONS[config]}`);
   console.log(`\n${repoTable(projects, total)}\n`);
   console.log(`Why, over the requests made (the engine can only repeat text it was sent):\n\n${whyTable(total)}\n`);
-  for (const project of projects) console.log(`### ${project.name}: characters accepted per file\n\n${perFileTable(project.runs)}\n`);
+  for (const project of projects)
+    console.log(`### ${project.name}: characters accepted per file\n\n${perFileTable(project.runs)}\n`);
   console.log(goalsTable(goals));
-  const load = { cores: availableParallelism(), atStart: Math.round(loadAtStart * 100) / 100, atEnd: Math.round((loadavg()[0] ?? 0) * 100) / 100 };
+  const load = {
+    cores: availableParallelism(),
+    atStart: Math.round(loadAtStart * 100) / 100,
+    atEnd: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+  };
   const busy = Math.max(load.atStart, load.atEnd) > load.cores;
-  console.log(`\nload average ${load.atStart} at the start, ${load.atEnd} at the end, on ${load.cores} cores${busy ? ": busier than its cores, so wall-clock p99 includes waiting for a core" : ""}`);
-  if (!typedCorrectly) console.log("BROKEN: a repository replay did not end with the file's text; its figures are not to be trusted");
+  console.log(
+    `\nload average ${load.atStart} at the start, ${load.atEnd} at the end, on ${load.cores} cores${busy ? ": busier than its cores, so wall-clock p99 includes waiting for a core" : ""}`,
+  );
+  if (!typedCorrectly)
+    console.log("BROKEN: a repository replay did not end with the file's text; its figures are not to be trusted");
   return { projects, total, goals, typedCorrectly, load };
 }

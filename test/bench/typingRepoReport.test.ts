@@ -6,7 +6,13 @@ import type { TypingFigures } from "./typingReport";
 
 const summary = { samples: 0, p50: Number.NaN, p90: Number.NaN, max: Number.NaN };
 
-function figures(typed: number, accepted: number, taken: number, requests: number, typedCorrectly = true): TypingFigures {
+function figures(
+  typed: number,
+  accepted: number,
+  taken: number,
+  requests: number,
+  typedCorrectly = true,
+): TypingFigures {
   return {
     file: "f.ts",
     charsInDocumentAtStart: 0,
@@ -46,9 +52,17 @@ function figures(typed: number, accepted: number, taken: number, requests: numbe
   };
 }
 
-const explained = (line: RequestExplanation["line"], source: RequestExplanation["source"], rightLine = false): RequestExplanation => ({ line, source, rightLine });
+const explained = (
+  line: RequestExplanation["line"],
+  source: RequestExplanation["source"],
+  rightLine = false,
+): RequestExplanation => ({ line, source, rightLine });
 
-function run(config: ConfigName, accepted: number, options: { buildMs?: number[]; contextChars?: number[]; budget?: number; explanations?: RequestExplanation[] } = {}): FileRun {
+function run(
+  config: ConfigName,
+  accepted: number,
+  options: { buildMs?: number[]; contextChars?: number[]; budget?: number; explanations?: RequestExplanation[] } = {},
+): FileRun {
   const contextChars = options.contextChars ?? [100, 200];
   return {
     config,
@@ -57,13 +71,21 @@ function run(config: ConfigName, accepted: number, options: { buildMs?: number[]
     figures: figures(1_000 - accepted, accepted, accepted > 0 ? 1 : 0, contextChars.length),
     buildMs: (options.buildMs ?? []).map((ms) => ms * 10),
     buildBestMs: options.buildMs ?? [],
-    requests: contextChars.map((chars, i) => ({ contextChars: chars, bodyBytes: chars + 1_000, otherFiles: config === "other files", explanation: options.explanations?.[i] })),
+    requests: contextChars.map((chars, i) => ({
+      contextChars: chars,
+      bodyBytes: chars + 1_000,
+      otherFiles: config === "other files",
+      explanation: options.explanations?.[i],
+    })),
     budget: options.budget ?? (config === "today" ? 500 : 6_000),
   };
 }
 
 test("a configuration's figures add up its files: characters, requests, bytes and what was over the budget", () => {
-  const f = summarizeConfig([run("today", 30, { contextChars: [500, 400] }), run("today", 10, { contextChars: [501, 100] })]);
+  const f = summarizeConfig([
+    run("today", 30, { contextChars: [500, 400] }),
+    run("today", 10, { contextChars: [501, 100] }),
+  ]);
   assert.equal(f.files, 2);
   assert.equal(f.accepted, 40);
   assert.equal(f.typed, 1_960);
@@ -88,27 +110,59 @@ test("the why counts are over the requests explained, by where the line was and 
     }),
   ]);
   assert.equal(f.why.explained, 3, "a request sent while a typo stood is not explained");
-  assert.deepEqual(f.why.line, { "before the cursor": 1, "only in surrounding_context": 1, "nowhere sent": 1, "too short": 0 });
+  assert.deepEqual(f.why.line, {
+    "before the cursor": 1,
+    "only in surrounding_context": 1,
+    "nowhere sent": 1,
+    "too short": 0,
+  });
   assert.deepEqual(f.why.source, { none: 0, "from the document around the cursor": 1, "from surrounding_context": 2 });
-  assert.deepEqual(f.why.rightLine, { none: 0, "from the document around the cursor": 1, "from surrounding_context": 1 });
+  assert.deepEqual(f.why.rightLine, {
+    none: 0,
+    "from the document around the cursor": 1,
+    "from surrounding_context": 1,
+  });
 });
 
 test("the ratio is (c) over (a) in characters accepted", () => {
   const today = summarizeConfig([run("today", 100)]);
   assert.equal(acceptedRatio(today, summarizeConfig([run("other files", 300)])), 3);
   assert.equal(acceptedRatio(today, summarizeConfig([run("other files", 150)])), 1.5);
-  assert.equal(acceptedRatio(summarizeConfig([run("today", 0)]), summarizeConfig([run("other files", 10)])), Number.POSITIVE_INFINITY);
+  assert.equal(
+    acceptedRatio(summarizeConfig([run("today", 0)]), summarizeConfig([run("other files", 10)])),
+    Number.POSITIVE_INFINITY,
+  );
 });
 
 test("the goals pass only at 3×, with (c)'s best-of-three builds under 5 ms at p99, and nothing over its budget", () => {
   const fast = Array.from({ length: 100 }, () => 0.5);
   const totals = (other: number, buildMs: number[], overChars = 6_000) => {
-    const runs = [run("today", 100), run("own file", 120), run("other files", other, { buildMs, contextChars: [overChars] })];
-    return { today: combine(runs, "today"), "own file": combine(runs, "own file"), "other files": combine(runs, "other files") };
+    const runs = [
+      run("today", 100),
+      run("own file", 120),
+      run("other files", other, { buildMs, contextChars: [overChars] }),
+    ];
+    return {
+      today: combine(runs, "today"),
+      "own file": combine(runs, "own file"),
+      "other files": combine(runs, "other files"),
+    };
   };
-  assert.deepEqual(repoGoals(totals(300, fast)).map((goal) => goal.pass), [true, true, true]);
-  assert.deepEqual(repoGoals(totals(299, fast)).map((goal) => goal.pass), [false, true, true]);
-  assert.deepEqual(repoGoals(totals(300, [...fast.slice(2), 6, 7])).map((goal) => goal.pass), [true, false, true]);
-  assert.deepEqual(repoGoals(totals(300, fast, 6_001)).map((goal) => goal.pass), [true, true, false]);
+  assert.deepEqual(
+    repoGoals(totals(300, fast)).map((goal) => goal.pass),
+    [true, true, true],
+  );
+  assert.deepEqual(
+    repoGoals(totals(299, fast)).map((goal) => goal.pass),
+    [false, true, true],
+  );
+  assert.deepEqual(
+    repoGoals(totals(300, [...fast.slice(2), 6, 7])).map((goal) => goal.pass),
+    [true, false, true],
+  );
+  assert.deepEqual(
+    repoGoals(totals(300, fast, 6_001)).map((goal) => goal.pass),
+    [true, true, false],
+  );
   assert.equal(repoGoals(totals(300, []))[1]?.pass, false, "no build measured is no pass");
 });

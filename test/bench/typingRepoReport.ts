@@ -76,11 +76,18 @@ export interface Why {
 }
 
 const LINES: readonly LineFound[] = ["before the cursor", "only in surrounding_context", "nowhere sent", "too short"];
-const SOURCES: readonly SuggestionSource[] = ["none", "from the document around the cursor", "from surrounding_context"];
+const SOURCES: readonly SuggestionSource[] = [
+  "none",
+  "from the document around the cursor",
+  "from surrounding_context",
+];
 
 export function summarizeWhy(explanations: readonly RequestExplanation[]): Why {
   const count = <K extends string>(keys: readonly K[], pick: (e: RequestExplanation) => K | undefined) =>
-    Object.fromEntries(keys.map((key) => [key, explanations.filter((e) => pick(e) === key).length])) as Record<K, number>;
+    Object.fromEntries(keys.map((key) => [key, explanations.filter((e) => pick(e) === key).length])) as Record<
+      K,
+      number
+    >;
   return {
     explained: explanations.length,
     line: count(LINES, (e) => e.line),
@@ -112,8 +119,14 @@ export function summarizeConfig(runs: readonly FileRun[]): ConfigFigures {
     suggestionsTaken: sum((run) => run.figures.keystrokes.acceptAll + run.figures.keystrokes.acceptLine),
     buildMs: percentiles(runs.flatMap((run) => run.buildMs)),
     buildBestMs: percentiles(runs.flatMap((run) => run.buildBestMs)),
-    contextChars: percentiles(requests.map((r) => r.contextChars), 0),
-    bodyBytes: percentiles(requests.map((r) => r.bodyBytes), 0),
+    contextChars: percentiles(
+      requests.map((r) => r.contextChars),
+      0,
+    ),
+    bodyBytes: percentiles(
+      requests.map((r) => r.bodyBytes),
+      0,
+    ),
     budget,
     overBudget: runs.reduce((total, run) => total + run.requests.filter((r) => r.contextChars > run.budget).length, 0),
     withOtherFiles: requests.filter((r) => r.otherFiles).length,
@@ -160,7 +173,9 @@ export function repoGoals(total: Readonly<Record<ConfigName, ConfigFigures>>): G
     {
       description: "no request's surrounding_context over its budget",
       target: "0 over",
-      measured: CONFIGS.map((config) => `${config}: largest ${total[config].contextChars.max} of ${total[config].budget}`).join("; "),
+      measured: CONFIGS.map(
+        (config) => `${config}: largest ${total[config].contextChars.max} of ${total[config].budget}`,
+      ).join("; "),
       pass: over === 0,
     },
   ];
@@ -171,7 +186,10 @@ export function formatRatio(ratio: number): string {
 }
 
 /** One row per project and configuration, then the totals: the table of the README. */
-export function repoTable(projects: readonly { name: string; configs: Readonly<Record<ConfigName, ConfigFigures>> }[], total: Readonly<Record<ConfigName, ConfigFigures>>): string {
+export function repoTable(
+  projects: readonly { name: string; configs: Readonly<Record<ConfigName, ConfigFigures>> }[],
+  total: Readonly<Record<ConfigName, ConfigFigures>>,
+): string {
   const rows: string[][] = [];
   for (const project of [...projects, { name: "total", configs: total }]) {
     const ratio = acceptedRatio(project.configs.today, project.configs["other files"]);
@@ -184,7 +202,9 @@ export function repoTable(projects: readonly { name: string; configs: Readonly<R
         `${f.accepted} / ${f.typed + f.accepted} (${(f.acceptedShare * 100).toFixed(1)} %)`,
         String(f.suggestionsTaken),
         config === "other files" ? formatRatio(ratio) : "",
-        f.buildMs.samples === 0 ? "–" : `${f.buildMs.p50} / ${f.buildMs.p99} (${f.buildBestMs.p50} / ${f.buildBestMs.p99})`,
+        f.buildMs.samples === 0
+          ? "–"
+          : `${f.buildMs.p50} / ${f.buildMs.p99} (${f.buildBestMs.p50} / ${f.buildBestMs.p99})`,
         `${f.contextChars.p50} / ${f.contextChars.max} (${f.budget})`,
         `${f.bodyBytes.p50} / ${f.bodyBytes.max}`,
         `${f.requests} (${Math.round((f.withOtherFiles / Math.max(1, f.requests)) * 100)} %)`,
@@ -192,7 +212,18 @@ export function repoTable(projects: readonly { name: string; configs: Readonly<R
     }
   }
   return markdown(
-    ["project", "context", "files", "characters accepted / written (share)", "suggestions taken", "(c) / (a)", "context build p50 / p99 (best of three), ms", "surrounding_context p50 / max (budget)", "request bytes p50 / max", "requests (with other files)"],
+    [
+      "project",
+      "context",
+      "files",
+      "characters accepted / written (share)",
+      "suggestions taken",
+      "(c) / (a)",
+      "context build p50 / p99 (best of three), ms",
+      "surrounding_context p50 / max (budget)",
+      "request bytes p50 / max",
+      "requests (with other files)",
+    ],
     rows,
   );
 }

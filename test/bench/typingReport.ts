@@ -69,7 +69,10 @@ export interface TypingFigures {
   readonly warnings: readonly string[];
 }
 
-export function summarizeReplay(run: ReplayResult, meta: { file: string; start: number; seed: number; debounceMs: number }): TypingFigures {
+export function summarizeReplay(
+  run: ReplayResult,
+  meta: { file: string; start: number; seed: number; debounceMs: number },
+): TypingFigures {
   const { actions, requests } = run;
   const count = (kind: string) => actions.filter((a) => a.kind === kind).length;
   const keystrokes = actions.length;
@@ -147,14 +150,20 @@ export function summarizeReplay(run: ReplayResult, meta: { file: string; start: 
       overlapping: run.overlapping,
     },
     cacheHits: run.stats.cacheHits,
-    chars: { typed: typedChars, accepted: acceptedChars, acceptedShare: round(acceptedChars / Math.max(1, typedChars + acceptedChars), 3) },
+    chars: {
+      typed: typedChars,
+      accepted: acceptedChars,
+      acceptedShare: round(acceptedChars / Math.max(1, typedChars + acceptedChars), 3),
+    },
     pauses: {
       ghostFromRequest: fresh.length,
       ghostFromCache: pauseActions.filter((a) => a.shown?.fromCache === true).length,
       noGhost: pauseActions.filter((a) => a.shown === undefined).length,
     },
     pauseToGhostMs: summarize(fresh.map((a) => (a.shown?.at ?? a.at) - a.at)),
-    requestRoundTripMs: summarize(requests.flatMap((r) => (r.outcome === "ok" && r.endedAt !== undefined ? [r.endedAt - r.startedAt] : []))),
+    requestRoundTripMs: summarize(
+      requests.flatMap((r) => (r.outcome === "ok" && r.endedAt !== undefined ? [r.endedAt - r.startedAt] : [])),
+    ),
     goals,
     warnings: [...new Set(run.warnings)].slice(0, 20),
   };
@@ -167,7 +176,8 @@ function sumLength(items: readonly { text: string }[]): number {
 /** Nearest-rank percentiles; NaN when there are no samples. */
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => (sorted.length === 0 ? Number.NaN : (sorted[Math.max(1, Math.ceil((p / 100) * sorted.length)) - 1] as number));
+  const at = (p: number) =>
+    sorted.length === 0 ? Number.NaN : (sorted[Math.max(1, Math.ceil((p / 100) * sorted.length)) - 1] as number);
   return { samples: sorted.length, p50: round(at(50), 1), p90: round(at(90), 1), max: round(at(100), 1) };
 }
 
@@ -182,17 +192,32 @@ const ms = (s: Summary) => (s.samples === 0 ? "n/a" : `${s.p50} / ${s.p90} / ${s
 export function figuresTable(f: TypingFigures): string {
   const r = f.requests;
   const rows: [string, string][] = [
-    ["keystrokes (typed / typos / backspaces / Tab / Accept Line)", `${f.keystrokes.total} (${f.keystrokes.characters} / ${f.keystrokes.typos} / ${f.keystrokes.backspaces} / ${f.keystrokes.acceptAll} / ${f.keystrokes.acceptLine})`],
+    [
+      "keystrokes (typed / typos / backspaces / Tab / Accept Line)",
+      `${f.keystrokes.total} (${f.keystrokes.characters} / ${f.keystrokes.typos} / ${f.keystrokes.backspaces} / ${f.keystrokes.acceptAll} / ${f.keystrokes.acceptLine})`,
+    ],
     ["typing pauses", String(f.typingPauses)],
     ["requests made", String(r.made)],
     ["requests per 100 keystrokes", String(r.per100Keystrokes)],
     ["keystrokes whose request was never sent (debounce cancelled)", String(r.neverSent)],
-    ["requests completed / aborted / failed (429) / timed out", `${r.completed} / ${r.aborted} / ${r.failed} (${r.rateLimited}) / ${r.timedOut}`],
+    [
+      "requests completed / aborted / failed (429) / timed out",
+      `${r.completed} / ${r.aborted} / ${r.failed} (${r.rateLimited}) / ${r.timedOut}`,
+    ],
     ["requests made in typing pauses (max per pause)", `${r.inPauses} (${r.maxPerPause})`],
-    ["requests made while the user kept typing: aborted / completed first", `${r.madeWhileTyping}: ${r.abortedWhileTyping} / ${r.completedWhileTyping}`],
+    [
+      "requests made while the user kept typing: aborted / completed first",
+      `${r.madeWhileTyping}: ${r.abortedWhileTyping} / ${r.completedWhileTyping}`,
+    ],
     ["cache hits (typing through)", String(f.cacheHits)],
-    ["characters typed / accepted (share accepted)", `${f.chars.typed} / ${f.chars.accepted} (${(f.chars.acceptedShare * 100).toFixed(1)} %)`],
-    ["pauses with ghost text: from a request / from the cache / none", `${f.pauses.ghostFromRequest} / ${f.pauses.ghostFromCache} / ${f.pauses.noGhost}`],
+    [
+      "characters typed / accepted (share accepted)",
+      `${f.chars.typed} / ${f.chars.accepted} (${(f.chars.acceptedShare * 100).toFixed(1)} %)`,
+    ],
+    [
+      "pauses with ghost text: from a request / from the cache / none",
+      `${f.pauses.ghostFromRequest} / ${f.pauses.ghostFromCache} / ${f.pauses.noGhost}`,
+    ],
     ["pause to ghost text, p50 / p90 / max (samples)", ms(f.pauseToGhostMs)],
     ["relay round trip of completed requests, p50 / p90 / max", ms(f.requestRoundTripMs)],
   ];
@@ -209,7 +234,16 @@ export function goalsTable(goals: readonly Goal[]): string {
 /** One row per run: what the debounce changes, side by side. */
 export function sweepTable(runs: readonly TypingFigures[]): string {
   return markdown(
-    ["file", "debounce", "requests / 100 keystrokes", "made mid-typing: aborted / completed", "cache hits", "chars accepted", "pause to ghost p50 / p90", "goals"],
+    [
+      "file",
+      "debounce",
+      "requests / 100 keystrokes",
+      "made mid-typing: aborted / completed",
+      "cache hits",
+      "chars accepted",
+      "pause to ghost p50 / p90",
+      "goals",
+    ],
     runs.map((f) => [
       f.file,
       `${f.debounceMs} ms`,

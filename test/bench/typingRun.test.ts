@@ -54,7 +54,10 @@ test("the typist types the file to the end, and every keystroke's provide call i
   assert.equal(stats.provideCalls, stats.skipped + stats.cacheHits + stats.debounceCancelled + stats.requestsStarted);
   assert.equal(run.requests.length, stats.requestsStarted);
   assert.ok(run.requests.every((r) => r.outcome !== undefined && r.endedAt !== undefined && r.endedAt >= r.startedAt));
-  assert.ok(run.actions.some((a) => a.shown !== undefined), "the local engine predicts from the first function");
+  assert.ok(
+    run.actions.some((a) => a.shown !== undefined),
+    "the local engine predicts from the first function",
+  );
 
   const figures = summarizeReplay(run, { file: "src/math.ts", start: START, seed: 5, debounceMs: 120 });
   assert.equal(figures.chars.typed + figures.chars.accepted, TEXT.length - START);
@@ -65,7 +68,9 @@ test("the typist types the file to the end, and every keystroke's provide call i
 });
 
 test("a keystroke that arrives while a slow model is still answering aborts the request, up to the model", async () => {
-  const upstream = await startUpstreamStandIn({ behaviour: { kind: "reply", text: "/* later */", headersDelayMs: 300 } });
+  const upstream = await startUpstreamStandIn({
+    behaviour: { kind: "reply", text: "/* later */", headersDelayMs: 300 },
+  });
   try {
     const run = await replayAgainst(
       { TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "stand-in-model" },
@@ -74,11 +79,18 @@ test("a keystroke that arrives while a slow model is still answering aborts the 
     const superseded = run.requests.filter((r) => r.supersededInFlight);
     assert.ok(superseded.length > 0, "with a 300 ms model, some requests are still in flight at the next keystroke");
     assert.ok(superseded.every((r) => r.outcome === "aborted"));
-    assert.ok(run.requests.filter((r) => r.outcome === "ok").every((r) => r.endedAt !== undefined && r.endedAt - r.startedAt >= 300));
+    assert.ok(
+      run.requests
+        .filter((r) => r.outcome === "ok")
+        .every((r) => r.endedAt !== undefined && r.endedAt - r.startedAt >= 300),
+    );
     // The relay learns of each abort over HTTP and drops its own request to the model: the model answers in full
     // only the requests the typist waited for.
     const completed = run.requests.filter((r) => r.outcome === "ok").length;
-    await upstream.until(() => upstream.requests.length - upstream.clientDisconnects() === completed, "the aborted requests' clients to go away");
+    await upstream.until(
+      () => upstream.requests.length - upstream.clientDisconnects() === completed,
+      "the aborted requests' clients to go away",
+    );
   } finally {
     await upstream.close();
   }
@@ -87,7 +99,10 @@ test("a keystroke that arrives while a slow model is still answering aborts the 
 test("a RecentFiles fed every change holds the document as typed, and every request carries the other open file", async () => {
   const files = new RecentFiles({ now: () => 0 });
   const uri = "file:///work/project/src/math.ts";
-  files.open({ uri: "file:///work/project/src/multiply.ts", path: "src/multiply.ts", scheme: "file" }, "export function multiply(left: number, right: number): number {\n  return left * right;\n}\n");
+  files.open(
+    { uri: "file:///work/project/src/multiply.ts", path: "src/multiply.ts", scheme: "file" },
+    "export function multiply(left: number, right: number): number {\n  return left * right;\n}\n",
+  );
   files.open({ uri, path: "src/math.ts", scheme: "file" }, TEXT.slice(0, START));
   const bodies: string[] = [];
   let changes = 0;
@@ -110,8 +125,12 @@ test("a RecentFiles fed every change holds the document as typed, and every requ
   assert.equal(bodies.length, run.requests.length);
   assert.ok(bodies.length > 0);
   for (const body of bodies) {
-    const context = (JSON.parse(body) as { tab_context: { surrounding_context?: string } }).tab_context.surrounding_context ?? "";
+    const context =
+      (JSON.parse(body) as { tab_context: { surrounding_context?: string } }).tab_context.surrounding_context ?? "";
     assert.ok(context.length <= 1_000);
-    assert.ok(parseSnippets(context).some((snippet) => snippet.path === "src/multiply.ts"), context);
+    assert.ok(
+      parseSnippets(context).some((snippet) => snippet.path === "src/multiply.ts"),
+      context,
+    );
   }
 });

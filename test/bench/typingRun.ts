@@ -14,7 +14,15 @@ import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settin
 import { StatusController, initialStatus } from "../../extension/src/core/status";
 import type { Suggestion } from "../../extension/src/core/types";
 import type { ReplayClock } from "./typingClock";
-import { type Gap, type GapKind, type TypistModel, acceptance, nextGap, nextKeystroke, seededRandom } from "./typingTypist";
+import {
+  type Gap,
+  type GapKind,
+  type TypistModel,
+  acceptance,
+  nextGap,
+  nextKeystroke,
+  seededRandom,
+} from "./typingTypist";
 
 export interface ReplayOptions {
   readonly relayUrl: string;
@@ -111,7 +119,13 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
       return fetch(url, init);
     },
     logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
-    getSettings: () => ({ ...DEFAULT_SETTINGS, ...options.settings, relayUrl: options.relayUrl, workspaceSlug: options.workspaceSlug, debounceMs: options.debounceMs }),
+    getSettings: () => ({
+      ...DEFAULT_SETTINGS,
+      ...options.settings,
+      relayUrl: options.relayUrl,
+      workspaceSlug: options.workspaceSlug,
+      debounceMs: options.debounceMs,
+    }),
     getApiKey: () => Promise.resolve(options.apiKey),
     status,
     ...(options.rhythm ? { rhythm: options.rhythm } : {}),
@@ -120,7 +134,12 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
       if (event.type === "requestStarted") {
         // A request belongs to the latest keystroke: every older provide call was cancelled before it could send.
         const action = actions.length - 1;
-        const record: RequestRecord = { action, gapKind: actions[action]?.gap.kind ?? "typing", startedAt: event.at, supersededInFlight: false };
+        const record: RequestRecord = {
+          action,
+          gapKind: actions[action]?.gap.kind ?? "typing",
+          startedAt: event.at,
+          supersededInFlight: false,
+        };
         if (open.length > 0) overlapping++;
         requests.push(record);
         open.push(record);
@@ -151,7 +170,9 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
     if (key === undefined) break;
     const before = ghost;
     const change: DocumentChange =
-      key.kind === "backspace" ? { text: doc, offset: doc.length - 1, deleted: 1, inserted: "" } : { text: doc, offset: doc.length, deleted: 0, inserted: key.text };
+      key.kind === "backspace"
+        ? { text: doc, offset: doc.length - 1, deleted: 1, inserted: "" }
+        : { text: doc, offset: doc.length, deleted: 0, inserted: key.text };
     doc = key.kind === "backspace" ? doc.slice(0, -1) : doc + key.text;
     options.onChange?.(change);
     ghost = undefined;
@@ -165,7 +186,10 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
     cancelPrevious = () => controller.abort();
     const offset = doc.length;
     void session
-      .provide({ uri, relativePath: options.path, scheme: "file", languageId: options.languageId, title, text: doc, offset }, controller.signal)
+      .provide(
+        { uri, relativePath: options.path, scheme: "file", languageId: options.languageId, title, text: doc, offset },
+        controller.signal,
+      )
       .then((suggestion) => {
         if (index !== actions.length - 1 || controller.signal.aborted || suggestion === undefined) return;
         show(action, suggestion, offset, before);
@@ -208,13 +232,16 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
 
   function show(action: ActionRecord, suggestion: Suggestion, offset: number, before: typeof ghost): void {
     if (suggestion.start !== offset || suggestion.end !== offset) {
-      warnings.push(`suggestion replaces [${suggestion.start}, ${suggestion.end}) at offset ${offset}; the typist cannot judge it`);
+      warnings.push(
+        `suggestion replaces [${suggestion.start}, ${suggestion.end}) at offset ${offset}; the typist cannot judge it`,
+      );
       return;
     }
     const at = clock.now();
     action.shown = { at, fromCache: suggestion.fromCache, chars: suggestion.insertText.length };
     // Typing through a suggestion keeps it on screen: the typist has been reading it all along.
-    const continued = suggestion.fromCache && before !== undefined && before.text === action.text + suggestion.insertText;
+    const continued =
+      suggestion.fromCache && before !== undefined && before.text === action.text + suggestion.insertText;
     ghost = { text: suggestion.insertText, visibleSince: continued ? before.visibleSince : at };
   }
 }

@@ -27,13 +27,19 @@ test("keystroke gaps average 8 characters a second within the jitter; a line bre
 
 test("punctuation is followed by a pause about as often as the model says", () => {
   const random = seededRandom(3);
-  const pauses = Array.from({ length: 4_000 }, () => nextGap(random, DEFAULT_TYPIST, "(")).filter((g) => g.kind === "pause").length;
+  const pauses = Array.from({ length: 4_000 }, () => nextGap(random, DEFAULT_TYPIST, "(")).filter(
+    (g) => g.kind === "pause",
+  ).length;
   assert.ok(Math.abs(pauses / 4_000 - DEFAULT_TYPIST.punctuationPause) < 0.03, `${pauses} pauses`);
 });
 
 test("Enter brings the next line's indentation with it; a blank line gets none", () => {
   const random = seededRandom(1);
-  assert.deepEqual(nextKeystroke(random, never, "a {\n    b;\n}\n", "a {"), { kind: "type", text: "\n    ", typo: false });
+  assert.deepEqual(nextKeystroke(random, never, "a {\n    b;\n}\n", "a {"), {
+    kind: "type",
+    text: "\n    ",
+    typo: false,
+  });
   assert.deepEqual(nextKeystroke(random, never, "a;\n\n  b", "a;"), { kind: "type", text: "\n", typo: false });
   assert.deepEqual(nextKeystroke(random, never, "a;\n\n  b", "a;\n"), { kind: "type", text: "\n  ", typo: false });
 });
@@ -44,7 +50,11 @@ test("a typo is a wrong letter, deleted by the next keystroke; the end of the te
   const key = nextKeystroke(random, sloppy, "let", "");
   assert.ok(key?.kind === "type" && key.typo && key.text !== "l" && /^[a-z]$/.test(key.text), JSON.stringify(key));
   assert.deepEqual(nextKeystroke(random, sloppy, "let", key.text), { kind: "backspace" });
-  assert.deepEqual(nextKeystroke(random, sloppy, "a;", "a"), { kind: "type", text: ";", typo: false }, "only letters are mistyped");
+  assert.deepEqual(
+    nextKeystroke(random, sloppy, "a;", "a"),
+    { kind: "type", text: ";", typo: false },
+    "only letters are mistyped",
+  );
   assert.equal(nextKeystroke(random, never, "let", "let"), undefined);
 });
 

@@ -43,21 +43,26 @@ export interface Gap {
 /** How long the typist waits after inserting `inserted` (the text of their last keystroke or Tab). */
 export function nextGap(random: () => number, model: TypistModel, inserted: string): Gap {
   const last = inserted.trimEnd().at(-1) ?? "";
-  const pause = inserted.includes("\n") || (model.pauseAfter.includes(last) && last !== "" && random() < model.punctuationPause);
+  const pause =
+    inserted.includes("\n") || (model.pauseAfter.includes(last) && last !== "" && random() < model.punctuationPause);
   if (pause) return { kind: "pause", ms: model.pauseMinMs + random() * (model.pauseMaxMs - model.pauseMinMs) };
   return { kind: "typing", ms: model.keyMs + (random() * 2 - 1) * model.jitterMs };
 }
 
 export type Keystroke =
-  | { readonly kind: "type"; readonly text: string; readonly typo: boolean }
-  | { readonly kind: "backspace" };
+  { readonly kind: "type"; readonly text: string; readonly typo: boolean } | { readonly kind: "backspace" };
 
 /**
  * The next key the typist presses to get from `typed` towards `target` (`typed` is always `target`'s prefix, or
  * that prefix plus one wrong letter). Enter also inserts the next line's indentation, as the editor's auto-indent
  * would; brackets and quotes are typed by hand (as with `editor.autoClosingBrackets: never`).
  */
-export function nextKeystroke(random: () => number, model: TypistModel, target: string, typed: string): Keystroke | undefined {
+export function nextKeystroke(
+  random: () => number,
+  model: TypistModel,
+  target: string,
+  typed: string,
+): Keystroke | undefined {
   if (!target.startsWith(typed)) return { kind: "backspace" };
   const next = target.charAt(typed.length);
   if (next === "") return undefined;
@@ -66,7 +71,8 @@ export function nextKeystroke(random: () => number, model: TypistModel, target: 
     const blankLine = target.charAt(typed.length + 1 + indent.length) === "\n";
     return { kind: "type", text: blankLine ? "\n" : `\n${indent}`, typo: false };
   }
-  if (/[a-z]/i.test(next) && random() < model.typoRate) return { kind: "type", text: wrongLetter(random, next), typo: true };
+  if (/[a-z]/i.test(next) && random() < model.typoRate)
+    return { kind: "type", text: wrongLetter(random, next), typo: true };
   return { kind: "type", text: next, typo: false };
 }
 

@@ -15,7 +15,12 @@ import { formatMs, round, summarize } from "./stats";
  */
 
 const REPLY = { text: "items.reduce((sum, item) => sum + item.price * item.quantity, 0);", chunks: 8 };
-const MODEL = { vllm: "Qwen/Qwen2.5-Coder-1.5B", ollama: "qwen2.5-coder:1.5b", llama: "/models/qwen2.5-coder-1.5b-q8_0.gguf", mistral: "codestral-latest" };
+const MODEL = {
+  vllm: "Qwen/Qwen2.5-Coder-1.5B",
+  ollama: "qwen2.5-coder:1.5b",
+  llama: "/models/qwen2.5-coder-1.5b-q8_0.gguf",
+  mistral: "codestral-latest",
+};
 
 interface ModeRun {
   mode: string;
@@ -53,14 +58,28 @@ const BEFORE_CURSOR = [
 ].join("\n");
 const AFTER_CURSOR = "\n}\n\nexport function tax(total: number): number {\n  return total * 0.2;\n}\n";
 const SNIPPETS = [
-  { path: "src/types.ts", text: "export interface Item {\n  price: number;\n  quantity: number;\n  discount?: number;\n  weight: number;\n}\n\nexport interface Cart {\n  items: Item[];\n}" },
-  { path: "src/format.ts", text: "export function money(value: number): string {\n  return value.toFixed(2);\n}".repeat(4) },
-  { path: "src/shipping.ts", text: "export function shipping(items: readonly Item[]): number {\n  return items.reduce((sum, item) => sum + item.weight, 0) * 0.5;\n}".repeat(3) },
+  {
+    path: "src/types.ts",
+    text: "export interface Item {\n  price: number;\n  quantity: number;\n  discount?: number;\n  weight: number;\n}\n\nexport interface Cart {\n  items: Item[];\n}",
+  },
+  {
+    path: "src/format.ts",
+    text: "export function money(value: number): string {\n  return value.toFixed(2);\n}".repeat(4),
+  },
+  {
+    path: "src/shipping.ts",
+    text: "export function shipping(items: readonly Item[]): number {\n  return items.reduce((sum, item) => sum + item.weight, 0) * 0.5;\n}".repeat(
+      3,
+    ),
+  },
 ];
 
 const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR, surroundingContext: formatSnippets(SNIPPETS) };
 
-async function startStandIn(context: BenchContext, server: ModeRun["server"]): Promise<{ url: string; server: ChildServer }> {
+async function startStandIn(
+  context: BenchContext,
+  server: ModeRun["server"],
+): Promise<{ url: string; server: ChildServer }> {
   const { server: child, match } = await spawnServer({
     name: `${server} stand-in`,
     args: ["--import", "tsx", join(context.root, "test/bench/standInProcess.ts"), server, JSON.stringify(REPLY)],
@@ -109,7 +128,10 @@ async function requestBuildingCosts(samples: number): Promise<BuildCost[]> {
   const modes = [
     { name: "chat", mode: upstreamMode({ ...settings, api: "chat" }) },
     { name: "suffix", mode: upstreamMode({ ...settings, api: "suffix" }) },
-    ...FIM_FAMILIES.map((family) => ({ name: `fim (${family})`, mode: upstreamMode({ ...settings, api: "fim", fimTemplate: family }) })),
+    ...FIM_FAMILIES.map((family) => ({
+      name: `fim (${family})`,
+      mode: upstreamMode({ ...settings, api: "fim", fimTemplate: family }),
+    })),
     { name: "infill", mode: upstreamMode({ ...settings, api: "infill" }) },
     { name: "mistral-fim", mode: upstreamMode({ ...settings, api: "mistral-fim" }) },
   ];
@@ -132,7 +154,9 @@ async function requestBuildingCosts(samples: number): Promise<BuildCost[]> {
 }
 
 function timing(context: BenchContext) {
-  return context.quick ? { firstWarmupMs: 500, warmupMs: 200, sliceMs: 700, rounds: 2 } : { firstWarmupMs: 1_500, warmupMs: 300, sliceMs: 1_500, rounds: 4 };
+  return context.quick
+    ? { firstWarmupMs: 500, warmupMs: 200, sliceMs: 700, rounds: 2 }
+    : { firstWarmupMs: 1_500, warmupMs: 300, sliceMs: 1_500, rounds: 4 };
 }
 
 /** Half the +1 ms TTFB budget the README's goals give the relay over a bare proxy. */
@@ -146,7 +170,9 @@ export const upstreamModesSection: BenchSection = {
     const started: { stop(): Promise<void> }[] = [];
     const results: { run: ModeRun; result: LoadResult }[] = [];
     try {
-      context.progress("starting the stand-ins (vLLM, Ollama, llama.cpp, Mistral) and one relay per mode, each its own process");
+      context.progress(
+        "starting the stand-ins (vLLM, Ollama, llama.cpp, Mistral) and one relay per mode, each its own process",
+      );
       const servers = new Map<ModeRun["server"], string>();
       for (const server of new Set(MODES.map((run) => run.server))) {
         const standIn = await startStandIn(context, server);
@@ -169,15 +195,21 @@ export const upstreamModesSection: BenchSection = {
         started.push(relay);
         const target = cartCompletionTarget(relay, "relay", CURSOR);
         const { status, text } = await fetchStream(target);
-        const content = [...text.matchAll(/"content":("(?:[^"\\]|\\.)*")/g)].map((match) => JSON.parse(match[1] ?? '""') as string).join("");
+        const content = [...text.matchAll(/"content":("(?:[^"\\]|\\.)*")/g)]
+          .map((match) => JSON.parse(match[1] ?? '""') as string)
+          .join("");
         if (status !== 200 || !text.endsWith("data: [DONE]\n\n") || content !== REPLY.text) {
-          throw new Error(`${run.mode} does not stream a completion through the relay (status ${status}):\n${text.slice(0, 500)}`);
+          throw new Error(
+            `${run.mode} does not stream a completion through the relay (status ${status}):\n${text.slice(0, 500)}`,
+          );
         }
         relays.set(run.mode, { relay, target });
       }
 
       const plan = timing(context);
-      context.progress(`1 in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per mode, the modes taking turns`);
+      context.progress(
+        `1 in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per mode, the modes taking turns`,
+      );
       const slices = new Map<string, LoadSlice[]>(MODES.map((run) => [run.mode, []]));
       for (let round = 0; round < plan.rounds; round++) {
         for (const run of MODES) {
@@ -190,7 +222,9 @@ export const upstreamModesSection: BenchSection = {
             processes: { relay: entry.relay.server.pid },
           });
           slices.get(run.mode)?.push(slice);
-          context.progress(`  round ${round + 1}/${plan.rounds}, ${run.mode}: ${(slice.ttfbMs.length / (slice.elapsedMs / 1000)).toFixed(0)} streams/s${slice.errors > 0 ? `, ${slice.errors} errors` : ""}`);
+          context.progress(
+            `  round ${round + 1}/${plan.rounds}, ${run.mode}: ${(slice.ttfbMs.length / (slice.elapsedMs / 1000)).toFixed(0)} streams/s${slice.errors > 0 ? `, ${slice.errors} errors` : ""}`,
+          );
         }
       }
       for (const run of MODES) results.push({ run, result: combineSlices(run.mode, 1, slices.get(run.mode) ?? []) });
@@ -199,13 +233,19 @@ export const upstreamModesSection: BenchSection = {
     }
 
     const samples = context.quick ? 300 : 2_000;
-    context.progress(`building each mode's upstream request at full context (${TAB_LIMITS.activeTextBeforeCursor} / ${TAB_LIMITS.activeTextAfterCursor} / ${TAB_LIMITS.surroundingContext} characters), ${samples} times each`);
+    context.progress(
+      `building each mode's upstream request at full context (${TAB_LIMITS.activeTextBeforeCursor} / ${TAB_LIMITS.activeTextAfterCursor} / ${TAB_LIMITS.surroundingContext} characters), ${samples} times each`,
+    );
     const costs = await requestBuildingCosts(samples);
     return report(results, costs, context);
   },
 };
 
-function report(results: readonly { run: ModeRun; result: LoadResult }[], costs: readonly BuildCost[], context: BenchContext): SectionReport {
+function report(
+  results: readonly { run: ModeRun; result: LoadResult }[],
+  costs: readonly BuildCost[],
+  context: BenchContext,
+): SectionReport {
   const chat = results.find((r) => r.run.mode === "chat")?.result;
   if (!chat) throw new Error("chat mode was not measured");
   const delta = (value: number, base: number) => `${value - base >= 0 ? "+" : "−"}${formatMs(Math.abs(value - base))}`;
@@ -231,8 +271,18 @@ function report(results: readonly { run: ModeRun; result: LoadResult }[], costs:
   return {
     tables: [
       {
-        caption: "Time to first byte through the relay, per upstream mode over its server's stand-in (1 stream in flight, the reply in 8 chunks)",
-        columns: ["Mode", "Server stand-in", "TTFB p50 (ms)", "TTFB p99 (ms)", "p50 vs chat (ms)", "Relay CPU/stream (µs)", "CPU vs chat (µs)", "Errors"],
+        caption:
+          "Time to first byte through the relay, per upstream mode over its server's stand-in (1 stream in flight, the reply in 8 chunks)",
+        columns: [
+          "Mode",
+          "Server stand-in",
+          "TTFB p50 (ms)",
+          "TTFB p99 (ms)",
+          "p50 vs chat (ms)",
+          "Relay CPU/stream (µs)",
+          "CPU vs chat (µs)",
+          "Errors",
+        ],
         rows: results.map(({ run, result }) => {
           const cpu = result.cpuUsPerStream["relay"];
           const chatCpu = chat.cpuUsPerStream["relay"];
@@ -243,7 +293,9 @@ function report(results: readonly { run: ModeRun; result: LoadResult }[], costs:
             formatMs(result.ttfbMs.p99),
             run.mode === "chat" ? "0" : delta(result.ttfbMs.p50, chat.ttfbMs.p50),
             cpu === undefined ? "n/a" : cpu.toFixed(0),
-            cpu === undefined || chatCpu === undefined || run.mode === "chat" ? "0" : `${cpu - chatCpu >= 0 ? "+" : "−"}${Math.abs(cpu - chatCpu).toFixed(0)}`,
+            cpu === undefined || chatCpu === undefined || run.mode === "chat"
+              ? "0"
+              : `${cpu - chatCpu >= 0 ? "+" : "−"}${Math.abs(cpu - chatCpu).toFixed(0)}`,
             String(result.errors),
           ];
         }),
@@ -251,7 +303,13 @@ function report(results: readonly { run: ModeRun; result: LoadResult }[], costs:
       {
         caption: `CPU time to build the upstream request body at full context (${TAB_LIMITS.activeTextBeforeCursor} / ${TAB_LIMITS.activeTextAfterCursor} / ${TAB_LIMITS.surroundingContext} characters before / after / around the cursor; snippets bounded to 8,192)`,
         columns: ["Mode", "Body (bytes)", "p50 (µs)", "mean (µs)", "p99 (µs)"],
-        rows: costs.map((cost) => [cost.mode, String(cost.bodyBytes), cost.p50Us.toFixed(0), cost.meanUs.toFixed(0), cost.p99Us.toFixed(0)]),
+        rows: costs.map((cost) => [
+          cost.mode,
+          String(cost.bodyBytes),
+          cost.p50Us.toFixed(0),
+          cost.meanUs.toFixed(0),
+          cost.p99Us.toFixed(0),
+        ]),
       },
     ],
     goals,
@@ -271,9 +329,15 @@ function report(results: readonly { run: ModeRun; result: LoadResult }[], costs:
         errors: result.errors,
         firstError: result.firstError ?? null,
         ttfbMs: { p50: round(result.ttfbMs.p50), p99: round(result.ttfbMs.p99), mean: round(result.ttfbMs.mean) },
-        relayCpuUsPerStream: result.cpuUsPerStream["relay"] === undefined ? null : round(result.cpuUsPerStream["relay"], 1),
+        relayCpuUsPerStream:
+          result.cpuUsPerStream["relay"] === undefined ? null : round(result.cpuUsPerStream["relay"], 1),
       })),
-      requestBuilding: costs.map((cost) => ({ ...cost, p50Us: round(cost.p50Us, 1), p99Us: round(cost.p99Us, 1), meanUs: round(cost.meanUs, 1) })),
+      requestBuilding: costs.map((cost) => ({
+        ...cost,
+        p50Us: round(cost.p50Us, 1),
+        p99Us: round(cost.p99Us, 1),
+        meanUs: round(cost.meanUs, 1),
+      })),
     },
   };
 }

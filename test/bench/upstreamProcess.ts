@@ -7,7 +7,9 @@
 import { type StandInBehaviour, startUpstreamStandIn } from "../support/upstreamStandIn";
 import { stopWith } from "./stopWith";
 
-const behaviour = JSON.parse(process.argv[2] ?? '{"kind":"reply","text":"Hello from the stand-in"}') as StandInBehaviour;
+const behaviour = JSON.parse(
+  process.argv[2] ?? '{"kind":"reply","text":"Hello from the stand-in"}',
+) as StandInBehaviour;
 const standIn = await startUpstreamStandIn({ behaviour, model: "bench", record: false });
 // The handlers first: the benchmark may stop this process as soon as it reads the address.
 stopWith(() => standIn.close());

@@ -30,7 +30,8 @@ interface Plan {
 }
 
 function plan(context: BenchContext): Plan {
-  if (context.quick) return { warmupMs: 500, pacedMs: 2_500, throughputWarmupMs: 300, throughputMs: 1_500, backlogEvents: 400 };
+  if (context.quick)
+    return { warmupMs: 500, pacedMs: 2_500, throughputWarmupMs: 300, throughputMs: 1_500, backlogEvents: 400 };
   return { warmupMs: 2_000, pacedMs: 10_000, throughputWarmupMs: 1_000, throughputMs: 5_000, backlogEvents: 2_000 };
 }
 
@@ -116,7 +117,12 @@ interface BacklogResult extends Omit<Inspection, "first"> {
  * Agents and a channel per agent count. Connected agents are shared between the channels; agents without a URL
  * are not, so setting the URLs of one backlog cannot release events of another.
  */
-async function createAudience(relay: BenchRelay, receiver: WebhookReceiver, prefix: string, connected: boolean): Promise<Record<number, Audience>> {
+async function createAudience(
+  relay: BenchRelay,
+  receiver: WebhookReceiver,
+  prefix: string,
+  connected: boolean,
+): Promise<Record<number, Audience>> {
   const agents: BenchAgent[] = [];
   const needed = connected ? Math.max(...AGENT_COUNTS) : AGENT_COUNTS.reduce((sum, count) => sum + count, 0);
   for (let i = 0; i < needed; i++) {
@@ -132,7 +138,8 @@ async function createAudience(relay: BenchRelay, receiver: WebhookReceiver, pref
     const channel = await relayApi<{ id: string }>(relay, "POST", "/channels", { name: `${prefix}-${count}` });
     const members = agents.slice(offset, offset + count);
     if (!connected) offset += count;
-    for (const agent of members) await relayApi(relay, "POST", `/channels/${channel.id}/members`, { agent_id: agent.id });
+    for (const agent of members)
+      await relayApi(relay, "POST", `/channels/${channel.id}/members`, { agent_id: agent.id });
     audiences[count] = { channelId: channel.id, agents: members };
   }
   return audiences;
@@ -145,7 +152,11 @@ async function postMessage(pool: Agent, relay: BenchRelay, audience: Audience, k
 }
 
 /** POSTERS people posting back to back until `until`, given how many posts were started, says to stop. */
-async function postBackToBack(relay: BenchRelay, audience: Audience, until: (started: number) => boolean): Promise<Post[]> {
+async function postBackToBack(
+  relay: BenchRelay,
+  audience: Audience,
+  until: (started: number) => boolean,
+): Promise<Post[]> {
   const pool = new Agent({ keepAlive: true, maxSockets: POSTERS });
   const posts: Post[] = [];
   let next = 0;
@@ -197,7 +208,12 @@ async function inspect(audience: Audience, posts: readonly Post[], arrivals: rea
   for (const arrival of arrivals) {
     const post = byMessage.get(arrival.messageId);
     const agent = post ? audience.agents[post.agent] : undefined;
-    const verified = agent ? await verifyWebhook(agent.secret, arrival.delivery.headers, arrival.delivery.body).then(() => true, () => false) : false;
+    const verified = agent
+      ? await verifyWebhook(agent.secret, arrival.delivery.headers, arrival.delivery.body).then(
+          () => true,
+          () => false,
+        )
+      : false;
     if (!agent || agent.id !== arrival.agentId || agent.path !== arrival.path || !verified) bad++;
     if (first.has(arrival.messageId)) duplicates++;
     else first.set(arrival.messageId, arrival);
@@ -273,9 +289,20 @@ async function paced(fixture: Fixture, audience: Audience, timing: Plan): Promis
     await drain(fixture.receiver, from, posts, windowEnd);
     // Read once the last event is out, so it covers the work of every measured event.
     const cpuEnd = cpuMs(fixture.relay);
-    const cpu = cpuStart === undefined || cpuEnd === undefined ? undefined : { ms: cpuEnd - cpuStart, overMs: performance.now() - windowStart };
+    const cpu =
+      cpuStart === undefined || cpuEnd === undefined
+        ? undefined
+        : { ms: cpuEnd - cpuStart, overMs: performance.now() - windowStart };
     const inspection = await inspect(audience, posts, arrivalsSince(fixture.receiver, from));
-    const run = result("paced", audience, posts.slice(warmup), inspection, { start: windowStart, end: windowEnd }, cpu, summarize(lag));
+    const run = result(
+      "paced",
+      audience,
+      posts.slice(warmup),
+      inspection,
+      { start: windowStart, end: windowEnd },
+      cpu,
+      summarize(lag),
+    );
     // Events of the last posts arrive just after the schedule ends; on a fixed schedule every measured one counts.
     return { ...run, deliveredPerSecond: ((run.posts - run.lost) * 1000) / run.windowMs };
   } finally {
@@ -301,7 +328,8 @@ async function maxThroughput(fixture: Fixture, audience: Audience, timing: Plan)
   } finally {
     for (const timer of timers) clearTimeout(timer);
   }
-  const cpu = cpuStart === undefined || cpuEnd === undefined ? undefined : { ms: cpuEnd - cpuStart, overMs: timing.throughputMs };
+  const cpu =
+    cpuStart === undefined || cpuEnd === undefined ? undefined : { ms: cpuEnd - cpuStart, overMs: timing.throughputMs };
   const inspection = await inspect(audience, posts, arrivalsSince(fixture.receiver, from));
   const measured = posts.filter((p) => p.sentAt >= windowStart);
   return result("max", audience, measured, inspection, { start: windowStart, end: windowEnd }, cpu, undefined);
@@ -317,7 +345,13 @@ async function backlog(fixture: Fixture, audience: Audience, timing: Plan): Prom
   const from = fixture.receiver.deliveries.length;
   const cpuStart = cpuMs(fixture.relay);
   const released = performance.now();
-  await Promise.all(audience.agents.map((agent) => relayApi(fixture.relay, "PATCH", `/agents/${agent.id}`, { webhook_url: new URL(agent.path, fixture.receiver.url).href })));
+  await Promise.all(
+    audience.agents.map((agent) =>
+      relayApi(fixture.relay, "PATCH", `/agents/${agent.id}`, {
+        webhook_url: new URL(agent.path, fixture.receiver.url).href,
+      }),
+    ),
+  );
   await drain(fixture.receiver, from, posts, released);
   const cpuEnd = cpuMs(fixture.relay);
   const { first, ...problems } = await inspect(audience, posts, arrivalsSince(fixture.receiver, from));
@@ -329,7 +363,10 @@ async function backlog(fixture: Fixture, audience: Audience, timing: Plan): Prom
     events: posts.length,
     totalMs,
     deliveredPerSecond: (first.size * 1000) / totalMs,
-    relayCpuUsPerEvent: cpuStart === undefined || cpuEnd === undefined || first.size === 0 ? undefined : ((cpuEnd - cpuStart) * 1000) / first.size,
+    relayCpuUsPerEvent:
+      cpuStart === undefined || cpuEnd === undefined || first.size === 0
+        ? undefined
+        : ((cpuEnd - cpuStart) * 1000) / first.size,
   };
 }
 
@@ -377,19 +414,27 @@ export const webhookSection: BenchSection = {
         held: await createAudience(relay, receiver, "held", false),
       };
       for (const agents of AGENT_COUNTS) {
-        context.progress(`${agents} agent(s): ${RATE} events/s on a fixed schedule, ${timing.warmupMs / 1000} s warm-up then ${timing.pacedMs / 1000} s measured`);
+        context.progress(
+          `${agents} agent(s): ${RATE} events/s on a fixed schedule, ${timing.warmupMs / 1000} s warm-up then ${timing.pacedMs / 1000} s measured`,
+        );
         const run = await paced(fixture, fixture.live[agents] as Audience, timing);
         runs.push(run);
         context.progress(`  ${describeRun(run)}`);
       }
       for (const agents of AGENT_COUNTS) {
-        context.progress(`${agents} agent(s): ${POSTERS} people posting back to back, ${timing.throughputMs / 1000} s measured`);
+        context.progress(
+          `${agents} agent(s): ${POSTERS} people posting back to back, ${timing.throughputMs / 1000} s measured`,
+        );
         const run = await maxThroughput(fixture, fixture.live[agents] as Audience, timing);
         runs.push(run);
-        context.progress(`  ${describeRun(run)}, ${run.postsPerSecond.toFixed(0)} posts/s, last event ${formatMs(run.drainMs)} ms after the window`);
+        context.progress(
+          `  ${describeRun(run)}, ${run.postsPerSecond.toFixed(0)} posts/s, last event ${formatMs(run.drainMs)} ms after the window`,
+        );
       }
       for (const agents of AGENT_COUNTS) {
-        context.progress(`${agents} agent(s): ${timing.backlogEvents} events held in the outbox, then every webhook URL set at once`);
+        context.progress(
+          `${agents} agent(s): ${timing.backlogEvents} events held in the outbox, then every webhook URL set at once`,
+        );
         const run = await backlog(fixture, fixture.held[agents] as Audience, timing);
         backlogs.push(run);
         context.progress(
@@ -405,7 +450,12 @@ export const webhookSection: BenchSection = {
   },
 };
 
-function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], timing: Plan, context: BenchContext): SectionReport {
+function report(
+  runs: readonly RunResult[],
+  backlogs: readonly BacklogResult[],
+  timing: Plan,
+  context: BenchContext,
+): SectionReport {
   const find = (mode: RunResult["mode"], agents: number): RunResult => {
     const run = runs.find((r) => r.mode === mode && r.agents === agents);
     if (!run) throw new Error(`no ${mode} measurement at ${agents} agents`);
@@ -415,7 +465,17 @@ function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], 
   const tables: Table[] = [
     {
       caption: `Person's post → agent receives the signed event, posts started on a fixed schedule of ${RATE} events/s`,
-      columns: ["Agents", "Events measured", "Delivered/s", "p50 (ms)", "p99 (ms)", "Max (ms)", "Post answered p50 / p99 (ms)", "Relay CPU/event (µs)", "Lost / dup / bad / post errors"],
+      columns: [
+        "Agents",
+        "Events measured",
+        "Delivered/s",
+        "p50 (ms)",
+        "p99 (ms)",
+        "Max (ms)",
+        "Post answered p50 / p99 (ms)",
+        "Relay CPU/event (µs)",
+        "Lost / dup / bad / post errors",
+      ],
       rows: AGENT_COUNTS.map((agents) => {
         const r = find("paced", agents);
         return [
@@ -433,7 +493,17 @@ function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], 
     },
     {
       caption: `Maximum throughput: ${POSTERS} people posting back to back for ${timing.throughputMs / 1000} s`,
-      columns: ["Agents", "Posts/s", "Events delivered/s", "p50 (ms)", "p99 (ms)", "Last event after window (ms)", "Relay CPU/event (µs)", "Relay CPU (% of a core)", "Lost / dup / bad / post errors"],
+      columns: [
+        "Agents",
+        "Posts/s",
+        "Events delivered/s",
+        "p50 (ms)",
+        "p99 (ms)",
+        "Last event after window (ms)",
+        "Relay CPU/event (µs)",
+        "Relay CPU (% of a core)",
+        "Lost / dup / bad / post errors",
+      ],
       rows: AGENT_COUNTS.map((agents) => {
         const r = find("max", agents);
         return [
@@ -451,8 +521,22 @@ function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], 
     },
     {
       caption: "Delivery alone: a backlog of events released at once (webhook URLs set after the posts)",
-      columns: ["Agents", "Events", "All delivered in (ms)", "Events delivered/s", "Relay CPU/event (µs)", "Lost / dup / bad / post errors"],
-      rows: backlogs.map((r) => [String(r.agents), String(r.events), formatMs(r.totalMs), r.deliveredPerSecond.toFixed(0), cpuCell(r.relayCpuUsPerEvent), problemsCell(r)]),
+      columns: [
+        "Agents",
+        "Events",
+        "All delivered in (ms)",
+        "Events delivered/s",
+        "Relay CPU/event (µs)",
+        "Lost / dup / bad / post errors",
+      ],
+      rows: backlogs.map((r) => [
+        String(r.agents),
+        String(r.events),
+        formatMs(r.totalMs),
+        r.deliveredPerSecond.toFixed(0),
+        cpuCell(r.relayCpuUsPerEvent),
+        problemsCell(r),
+      ]),
     },
   ];
 
@@ -477,7 +561,9 @@ function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], 
       "Maximum throughput: events that arrived inside the measured window per second of it; posts/s bounds it, and how long after the window the last event arrived shows whether delivery kept up.",
       "Relay CPU/event: the relay process's user + system CPU time per event, posting included except in the backlog table, where it is the delivery alone (sign, send, record).",
       "Lost / dup / bad: events never received, received more than once, or received at the wrong agent or failing verification (every received event is verified with its agent's signing secret).",
-      ...(lag ? [`Pacing: posts started p50 ${formatMs(lag.p50)} ms, p99 ${formatMs(lag.p99)} ms after their scheduled time.`] : []),
+      ...(lag
+        ? [`Pacing: posts started p50 ${formatMs(lag.p50)} ms, p99 ${formatMs(lag.p99)} ms after their scheduled time.`]
+        : []),
       ...(context.quick ? ["--quick run: short windows, figures are indicative only."] : []),
     ],
     data: {
@@ -518,5 +604,11 @@ function report(runs: readonly RunResult[], backlogs: readonly BacklogResult[], 
 }
 
 function roundSummary(summary: LatencySummary) {
-  return { p50: round(summary.p50), p99: round(summary.p99), mean: round(summary.mean), max: round(summary.max), samples: summary.samples };
+  return {
+    p50: round(summary.p50),
+    p99: round(summary.p99),
+    mean: round(summary.mean),
+    max: round(summary.max),
+    samples: summary.samples,
+  };
 }

@@ -26,7 +26,9 @@ function layoutEntries(): Map<string, string> {
 }
 
 function folders(dir: string): string[] {
-  return readdirSync(dir).filter((name) => !name.startsWith(".") && !NOT_OURS.has(name) && statSync(join(dir, name)).isDirectory());
+  return readdirSync(dir).filter(
+    (name) => !name.startsWith(".") && !NOT_OURS.has(name) && statSync(join(dir, name)).isDirectory(),
+  );
 }
 
 /** The folder paths an entry names: `name/`, `src/core`, and `providers/{local,upstream}` as it and its two folders. */
@@ -69,9 +71,17 @@ test("every folder the map names is there", () => {
 test("the folders of the packages' code, the docs and the tests are all on the map", () => {
   const entries = layoutEntries();
   const unnamed: string[] = [];
-  for (const [top, below] of [["shared", "src"], ["relay", "src"], ["extension", "src"], ["docs", ""], ["test", ""], ["examples", ""]] as const) {
+  for (const [top, below] of [
+    ["shared", "src"],
+    ["relay", "src"],
+    ["extension", "src"],
+    ["docs", ""],
+    ["test", ""],
+    ["examples", ""],
+  ] as const) {
     const named = new Set(namedPaths(entries.get(top) ?? "").flatMap((path) => [path, path.replace(/^src\//, "")]));
-    for (const name of folders(join(ROOT, top, below))) if (!named.has(name)) unnamed.push(`${join(top, below, name)}/`);
+    for (const name of folders(join(ROOT, top, below)))
+      if (!named.has(name)) unnamed.push(`${join(top, below, name)}/`);
   }
   assert.deepEqual(unnamed, []);
 });

@@ -4,14 +4,29 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { anchorsFor, checkLinks, headingText, markdownUnder, parseMarkdown, placeholderReason, slugOf } from "./markdownLinks";
+import {
+  anchorsFor,
+  checkLinks,
+  headingText,
+  markdownUnder,
+  parseMarkdown,
+  placeholderReason,
+  slugOf,
+} from "./markdownLinks";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** The Markdown people read: the README, docs/, and the READMEs of the extension, the examples and the e2e tests. */
 function documentedFiles(): string[] {
   const optional = ["SECURITY.md", "CHANGELOG.md", "CONTRIBUTING.md"].filter((name) => existsSync(join(ROOT, name)));
-  return ["README.md", ...optional, ...markdownUnder(ROOT, "docs"), "extension/README.md", ...markdownUnder(ROOT, "examples").filter((file) => file.endsWith("README.md")), "test/e2e/README.md"];
+  return [
+    "README.md",
+    ...optional,
+    ...markdownUnder(ROOT, "docs"),
+    "extension/README.md",
+    ...markdownUnder(ROOT, "examples").filter((file) => file.endsWith("README.md")),
+    "test/e2e/README.md",
+  ];
 }
 
 describe("GitHub's heading anchors", () => {
@@ -22,7 +37,10 @@ describe("GitHub's heading anchors", () => {
   });
 
   test("parentheses, colons and other punctuation go, hyphens and underscores stay", () => {
-    assert.equal(slugOf("Running several relays (PostgreSQL and Redis)"), "running-several-relays-postgresql-and-redis");
+    assert.equal(
+      slugOf("Running several relays (PostgreSQL and Redis)"),
+      "running-several-relays-postgresql-and-redis",
+    );
     assert.equal(slugOf("Socket Mode (agents without a public URL)"), "socket-mode-agents-without-a-public-url");
     assert.equal(slugOf("Recovery: a new owner key"), "recovery-a-new-owner-key");
     assert.equal(slugOf("What's new? 2.0, really!"), "whats-new-20-really");
@@ -68,7 +86,7 @@ describe("reading links and headings out of Markdown", () => {
         "   ## still code",
         "   ~~~~",
         "",
-        "Text with `[code](x.md)` and a [real](real.md \"title\") link.",
+        'Text with `[code](x.md)` and a [real](real.md "title") link.',
         "",
         "Setext heading",
         "--------------",
@@ -102,10 +120,22 @@ describe("reading links and headings out of Markdown", () => {
   });
 
   test("placeholders are told apart from real hosts", () => {
-    for (const url of ["https://example.com/x", "https://relay.example.org", "https://github.com/", "https://github.com/your-org/tab-relay", "https://git.invalid/a", "https://github.com/OWNER"]) {
+    for (const url of [
+      "https://example.com/x",
+      "https://relay.example.org",
+      "https://github.com/",
+      "https://github.com/your-org/tab-relay",
+      "https://git.invalid/a",
+      "https://github.com/OWNER",
+    ]) {
       assert.ok(placeholderReason(url), url);
     }
-    for (const url of ["https://github.com/Flet/github-slugger", "http://127.0.0.1:8787/", "https://api.mistral.ai/v1", "https://ai.google.dev/gemma/docs"]) {
+    for (const url of [
+      "https://github.com/Flet/github-slugger",
+      "http://127.0.0.1:8787/",
+      "https://api.mistral.ai/v1",
+      "https://ai.google.dev/gemma/docs",
+    ]) {
       assert.equal(placeholderReason(url), undefined, url);
     }
   });
@@ -119,7 +149,10 @@ describe("the link check on a folder of its own", () => {
       mkdirSync(dirname(join(root, path)), { recursive: true });
       writeFileSync(join(root, path), text);
     };
-    write("README.md", "# Project\n\n[good](docs/a.md#the-tab-relay-cli) [gone](docs/missing.md) [dead](docs/a.md#nowhere) [out](../shared/spec.md)\n[self](#project) [code](src/x.ts#L3) [bad line](src/x.ts#top) [home](https://github.com/)\n");
+    write(
+      "README.md",
+      "# Project\n\n[good](docs/a.md#the-tab-relay-cli) [gone](docs/missing.md) [dead](docs/a.md#nowhere) [out](../shared/spec.md)\n[self](#project) [code](src/x.ts#L3) [bad line](src/x.ts#top) [home](https://github.com/)\n",
+    );
     write("docs/a.md", "# A\n\n## The `tab-relay` CLI\n\nBack to [the readme](../README.md#project).\n");
     write("src/x.ts", "export {};\n");
   });
@@ -143,7 +176,15 @@ describe("the link check on a folder of its own", () => {
 describe("the repository's documentation", () => {
   test("every Markdown file people read is checked", () => {
     const files = documentedFiles();
-    for (const expected of ["README.md", "docs/api.md", "docs/configuration.md", "docs/agents.md", "docs/operating.md", "extension/README.md", "examples/echo-agent/README.md"]) {
+    for (const expected of [
+      "README.md",
+      "docs/api.md",
+      "docs/configuration.md",
+      "docs/agents.md",
+      "docs/operating.md",
+      "extension/README.md",
+      "examples/echo-agent/README.md",
+    ]) {
       assert.ok(files.includes(expected), `${expected} is not among ${files.join(", ")}`);
     }
   });

@@ -14,7 +14,8 @@ import { dirname, extname, isAbsolute, join, relative, resolve, sep } from "node
  * script/generate-regex.mjs @ 285fe87d). Letters, marks, decimal and letter numbers and connector punctuation (`_`)
  * stay. Its generated regex.js is this, spelled with Unicode property escapes.
  */
-const DROPPED = /(?![ -]|\p{Alphabetic})[\p{No}\p{Ps}\p{Pe}\p{Pi}\p{Pf}\p{Po}\p{Pd}\p{S}\p{Cc}\p{Co}\p{Cf}\p{Cn}\p{Z}]/gu;
+const DROPPED =
+  /(?![ -]|\p{Alphabetic})[\p{No}\p{Ps}\p{Pe}\p{Pi}\p{Pf}\p{Po}\p{Pd}\p{S}\p{Cc}\p{Co}\p{Cf}\p{Cn}\p{Z}]/gu;
 
 /**
  * github-slugger's `slug(value)` (index.js @ v2.0.0): lower-cased, the dropped characters deleted, and each space
@@ -96,17 +97,21 @@ function withoutFences(text: string): string[] {
       open = fence;
       return "";
     }
-    if (fence !== undefined && fence[0] === open[0] && fence.length >= open.length && line.trim() === fence) open = undefined;
+    if (fence !== undefined && fence[0] === open[0] && fence.length >= open.length && line.trim() === fence)
+      open = undefined;
     return "";
   });
 }
 
 /** Code spans replaced by spaces of the same length, so what is left keeps its offsets; a span never crosses a blank line. */
 function withoutCodeSpans(text: string): string {
-  return text.replace(/(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n)[\s\S])*?)(?<!`)\1(?!`)/g, (span) => span.replace(/[^\n]/g, " "));
+  return text.replace(/(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n)[\s\S])*?)(?<!`)\1(?!`)/g, (span) =>
+    span.replace(/[^\n]/g, " "),
+  );
 }
 
-const INLINE_LINK = /!?\[((?:[^[\]]|\[[^[\]]*\])*)\]\(\s*(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?\s*\)/g;
+const INLINE_LINK =
+  /!?\[((?:[^[\]]|\[[^[\]]*\])*)\]\(\s*(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?\s*\)/g;
 const REFERENCE_DEFINITION = /^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)/gm;
 const AUTOLINK = /<((?:https?|mailto|ftp):[^\s<>]*)>/g;
 const HTML_LINK = /<(?:a|img)\b[^>]*?\s(?:href|src)\s*=\s*["']([^"']*)["']/gi;
@@ -126,7 +131,12 @@ export function parseMarkdown(text: string): MarkdownFile {
     }
     // A setext heading: a paragraph line underlined with = or - (a table or list line cannot be one).
     const next = lines[i + 1];
-    if (next !== undefined && /^ {0,3}(=+|-+)[ \t]*$/.test(next) && line.trim() !== "" && !/^\s*([|>*+-]|\d+[.)])/.test(line)) {
+    if (
+      next !== undefined &&
+      /^ {0,3}(=+|-+)[ \t]*$/.test(next) &&
+      line.trim() !== "" &&
+      !/^\s*([|>*+-]|\d+[.)])/.test(line)
+    ) {
       headings.push(headingText(line));
       i++;
     }
@@ -166,12 +176,18 @@ export function placeholderReason(url: string): string | undefined {
     return "not a valid URL";
   }
   const host = parsed.hostname.toLowerCase();
-  if (/(^|\.)example\.(com|org|net)$/.test(host) || /\.(example|invalid|test|localhost)$/.test(host)) return `${host} is a reserved example host`;
-  if (/(^|[/.-])your[-_]?(org|organi[sz]ation|name|user(name)?|repo(sitory)?|company|project|domain|account)\b/i.test(`${host}${parsed.pathname}`)) {
+  if (/(^|\.)example\.(com|org|net)$/.test(host) || /\.(example|invalid|test|localhost)$/.test(host))
+    return `${host} is a reserved example host`;
+  if (
+    /(^|[/.-])your[-_]?(org|organi[sz]ation|name|user(name)?|repo(sitory)?|company|project|domain|account)\b/i.test(
+      `${host}${parsed.pathname}`,
+    )
+  ) {
     return "a placeholder name";
   }
   if (/[<>{}]|%3C|%3E|%7B|%7D/i.test(url)) return "a template placeholder";
-  if (/^(www\.)?(github|gitlab)\.com$/.test(host) && parsed.pathname.split("/").filter(Boolean).length < 2) return `${host} without an owner and repository`;
+  if (/^(www\.)?(github|gitlab)\.com$/.test(host) && parsed.pathname.split("/").filter(Boolean).length < 2)
+    return `${host} without an owner and repository`;
   return undefined;
 }
 
@@ -208,7 +224,8 @@ export function checkLinks(root: string, files: readonly string[]): LinkReport {
   for (const name of files) {
     const path = resolve(top, name);
     const file = read(path);
-    const report = (line: number, target: string, problem: string) => problems.push({ file: name, line, target, problem });
+    const report = (line: number, target: string, problem: string) =>
+      problems.push({ file: name, line, target, problem });
     for (const { target, line } of file.bareUrls) {
       external.push({ file: name, line, url: target });
       const reason = placeholderReason(target);
@@ -241,7 +258,8 @@ export function checkLinks(root: string, files: readonly string[]): LinkReport {
         continue;
       }
       // GitHub resolves a leading / from the repository's root.
-      const destination = decoded === "" ? path : decoded.startsWith("/") ? join(top, decoded) : resolve(dirname(path), decoded);
+      const destination =
+        decoded === "" ? path : decoded.startsWith("/") ? join(top, decoded) : resolve(dirname(path), decoded);
       const inside = relative(top, destination);
       if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
         report(line, target, "leaves the repository");
@@ -257,12 +275,17 @@ export function checkLinks(root: string, files: readonly string[]): LinkReport {
         continue;
       }
       if (extname(destination).toLowerCase() !== ".md") {
-        if (!LINE_ANCHOR.test(anchor)) report(line, target, "an anchor other than a line (#L12) on a file that is not Markdown");
+        if (!LINE_ANCHOR.test(anchor))
+          report(line, target, "an anchor other than a line (#L12) on a file that is not Markdown");
         continue;
       }
       if (!read(destination).anchors.has(anchor)) {
         const known = [...read(destination).anchors].join(", ");
-        report(line, target, `no heading with the anchor #${anchor} in ${relative(top, destination)} (it has: ${known})`);
+        report(
+          line,
+          target,
+          `no heading with the anchor #${anchor} in ${relative(top, destination)} (it has: ${known})`,
+        );
       }
     }
   }

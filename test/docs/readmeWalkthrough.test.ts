@@ -84,7 +84,8 @@ class Session {
     for (;;) {
       const found = probe();
       if (found !== undefined) return found;
-      if (this.exited) throw new Error(`the shell ended (a command failed under set -e) while waiting for ${what}\n${this.tail()}`);
+      if (this.exited)
+        throw new Error(`the shell ended (a command failed under set -e) while waiting for ${what}\n${this.tail()}`);
       await once(this.changed, "change", { signal: deadline }).catch(() => {
         throw new Error(`timed out waiting for ${what}\n${this.tail()}`);
       });
@@ -152,13 +153,33 @@ function streamedText(output: string): string {
   return output
     .split("\n")
     .filter((line) => line.startsWith("data: {"))
-    .map((line) => (JSON.parse(line.slice("data: ".length)) as { choices: Array<{ delta?: { content?: string } }> }).choices[0]?.delta?.content ?? "")
+    .map(
+      (line) =>
+        (JSON.parse(line.slice("data: ".length)) as { choices: Array<{ delta?: { content?: string } }> }).choices[0]
+          ?.delta?.content ?? "",
+    )
     .join("");
 }
 
 describe("the walkthrough blocks", () => {
   test("every sh block of a walked section carries a known marker, in order", () => {
-    const text = ["# Doc", "## Walk", "<!-- walkthrough: relay -->", "```sh", "npm start", "```", "   <!-- walkthrough: shell -->", "", "   ```sh", "   echo hi", "   ```", "## Other", "```sh", "ls", "```"].join("\n");
+    const text = [
+      "# Doc",
+      "## Walk",
+      "<!-- walkthrough: relay -->",
+      "```sh",
+      "npm start",
+      "```",
+      "   <!-- walkthrough: shell -->",
+      "",
+      "   ```sh",
+      "   echo hi",
+      "   ```",
+      "## Other",
+      "```sh",
+      "ls",
+      "```",
+    ].join("\n");
     assert.deepEqual(
       walkthroughSteps("x.md", text, ["Walk"]).map(({ kind, code }) => [kind, code]),
       [
@@ -166,17 +187,35 @@ describe("the walkthrough blocks", () => {
         ["shell", "echo hi"],
       ],
     );
-    assert.throws(() => walkthroughSteps("x.md", "## Walk\n```sh\nls\n```", ["Walk"]), /x\.md:2: an sh block in "Walk" without/);
-    assert.throws(() => walkthroughSteps("x.md", "## Walk\n<!-- walkthrough: maybe -->\n```sh\nls\n```", ["Walk"]), /unknown walkthrough step "maybe"/);
+    assert.throws(
+      () => walkthroughSteps("x.md", "## Walk\n```sh\nls\n```", ["Walk"]),
+      /x\.md:2: an sh block in "Walk" without/,
+    );
+    assert.throws(
+      () => walkthroughSteps("x.md", "## Walk\n<!-- walkthrough: maybe -->\n```sh\nls\n```", ["Walk"]),
+      /unknown walkthrough step "maybe"/,
+    );
     assert.throws(() => walkthroughSteps("x.md", "## Walk\n", ["Walk", "Gone"]), /no heading "Gone"/);
   });
 
   test("install and the test run are dropped, the port and the key placeholder replaced", () => {
     const subs: Substitutions = { port: 4321, key: "svc_ws_abc" };
-    assert.equal(runnable("npm install && npm start   # serves on 127.0.0.1:8787\nnpm test  # all", subs), "npm start   # serves on 127.0.0.1:4321");
-    assert.equal(runnable("export KEY=svc_ws_...   # from the start", subs), "export KEY=svc_ws_abc   # from the start");
-    assert.equal(serverCommand({ kind: "relay", code: "# first\nFOO=1 npm start   # note", where: "x" }, subs), "FOO=1 npm start");
-    assert.throws(() => serverCommand({ kind: "agent", code: "a\nb", where: "x.md:3" }, subs), /x\.md:3: a agent block must hold one command, not 2/);
+    assert.equal(
+      runnable("npm install && npm start   # serves on 127.0.0.1:8787\nnpm test  # all", subs),
+      "npm start   # serves on 127.0.0.1:4321",
+    );
+    assert.equal(
+      runnable("export KEY=svc_ws_...   # from the start", subs),
+      "export KEY=svc_ws_abc   # from the start",
+    );
+    assert.equal(
+      serverCommand({ kind: "relay", code: "# first\nFOO=1 npm start   # note", where: "x" }, subs),
+      "FOO=1 npm start",
+    );
+    assert.throws(
+      () => serverCommand({ kind: "agent", code: "a\nb", where: "x.md:3" }, subs),
+      /x\.md:3: a agent block must hold one command, not 2/,
+    );
   });
 });
 
@@ -188,86 +227,131 @@ describe("the README, pasted", () => {
     rmSync(folder, { recursive: true, force: true });
   });
 
-  test("quick start, a completion, the echo agent answering a mention in #general, and a clean stop", { timeout: 240_000 }, async () => {
-    const steps: Step[] = [...readSteps(ROOT, "README.md", README_SECTIONS), ...readSteps(ROOT, "docs/agents.md", AGENT_SECTIONS)];
-    const kinds = steps.map((step) => step.kind);
-    for (const kind of ["relay", "agent", "reply"] as const) assert.ok(kinds.includes(kind), `the walkthrough has no ${kind} step: ${kinds.join(", ")}`);
+  test(
+    "quick start, a completion, the echo agent answering a mention in #general, and a clean stop",
+    { timeout: 240_000 },
+    async () => {
+      const steps: Step[] = [
+        ...readSteps(ROOT, "README.md", README_SECTIONS),
+        ...readSteps(ROOT, "docs/agents.md", AGENT_SECTIONS),
+      ];
+      const kinds = steps.map((step) => step.kind);
+      for (const kind of ["relay", "agent", "reply"] as const)
+        assert.ok(kinds.includes(kind), `the walkthrough has no ${kind} step: ${kinds.join(", ")}`);
 
-    const port = await freePort();
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_"))) as Record<string, string>;
-    session = new Session(folder, {
-      ...inherited,
-      TAB_RELAY_DATA: join(folder, "data"),
-      TAB_RELAY_PORT: String(port),
-      PORT: "0",
-      ECHO_AGENT_CREDENTIALS: join(folder, "echo-agent.json"),
-    });
-    const shell = session;
-    const subs: Substitutions = { port };
-    let relay: { name: string; pid: number } | undefined;
-    let agent: { name: string; pid: number } | undefined;
-    const outputs: Array<{ step: Step; output: string }> = [];
+      const port = await freePort();
+      const inherited = Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([name, value]) => value !== undefined && !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_"),
+        ),
+      ) as Record<string, string>;
+      session = new Session(folder, {
+        ...inherited,
+        TAB_RELAY_DATA: join(folder, "data"),
+        TAB_RELAY_PORT: String(port),
+        PORT: "0",
+        ECHO_AGENT_CREDENTIALS: join(folder, "echo-agent.json"),
+      });
+      const shell = session;
+      const subs: Substitutions = { port };
+      let relay: { name: string; pid: number } | undefined;
+      let agent: { name: string; pid: number } | undefined;
+      const outputs: Array<{ step: Step; output: string }> = [];
 
-    const stopRelay = async () => {
-      if (relay === undefined) return;
-      const { name, pid } = relay;
-      assert.equal(await shell.stop(pid, name), 0, `${name} exits 0 on SIGTERM\n${shell.tail()}`);
-      assert.ok(shell.jobs.get(name)?.some((line) => jsonLine(line)?.msg === "relay stopped"), `${name} logs a clean stop\n${shell.tail()}`);
-      relay = undefined;
-    };
+      const stopRelay = async () => {
+        if (relay === undefined) return;
+        const { name, pid } = relay;
+        assert.equal(await shell.stop(pid, name), 0, `${name} exits 0 on SIGTERM\n${shell.tail()}`);
+        assert.ok(
+          shell.jobs.get(name)?.some((line) => jsonLine(line)?.msg === "relay stopped"),
+          `${name} logs a clean stop\n${shell.tail()}`,
+        );
+        relay = undefined;
+      };
 
-    for (const step of steps) {
-      switch (step.kind) {
-        case "skip":
-          break;
-        case "relay": {
-          // "If it is already running, stop it first": a restart on the same data folder.
-          await stopRelay();
-          const name = `relay-${steps.indexOf(step)}`;
-          relay = { name, pid: await shell.start(name, serverCommand(step, subs)) };
-          await shell.line(name, (line) => line.includes(`serving on http://127.0.0.1:${port}`), `${step.where}: the relay serving on ${port}`);
-          if (subs.key === undefined) {
-            const printed = shell.jobs.get(name)?.join("\n").match(/svc_ws_[A-Za-z0-9]+/)?.[0];
-            assert.ok(printed, `the first start prints the owner key\n${shell.tail()}`);
-            subs.key = printed;
+      for (const step of steps) {
+        switch (step.kind) {
+          case "skip":
+            break;
+          case "relay": {
+            // "If it is already running, stop it first": a restart on the same data folder.
+            await stopRelay();
+            const name = `relay-${steps.indexOf(step)}`;
+            relay = { name, pid: await shell.start(name, serverCommand(step, subs)) };
+            await shell.line(
+              name,
+              (line) => line.includes(`serving on http://127.0.0.1:${port}`),
+              `${step.where}: the relay serving on ${port}`,
+            );
+            if (subs.key === undefined) {
+              const printed = shell.jobs
+                .get(name)
+                ?.join("\n")
+                .match(/svc_ws_[A-Za-z0-9]+/)?.[0];
+              assert.ok(printed, `the first start prints the owner key\n${shell.tail()}`);
+              subs.key = printed;
+            }
+            break;
           }
-          break;
+          case "agent": {
+            const name = `agent-${steps.indexOf(step)}`;
+            agent = { name, pid: await shell.start(name, serverCommand(step, subs)) };
+            await shell.line(
+              name,
+              (line) => jsonLine(line)?.kind === "listening",
+              `${step.where}: the agent listening`,
+            );
+            break;
+          }
+          case "reply":
+            assert.ok(agent, `${step.where}: a reply step before the agent was started`);
+            await shell.line(
+              agent.name,
+              (line) => jsonLine(line)?.kind === "replied",
+              `${step.where}: the agent's replied line`,
+            );
+            outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
+            break;
+          case "shell":
+            outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
+            break;
         }
-        case "agent": {
-          const name = `agent-${steps.indexOf(step)}`;
-          agent = { name, pid: await shell.start(name, serverCommand(step, subs)) };
-          await shell.line(name, (line) => jsonLine(line)?.kind === "listening", `${step.where}: the agent listening`);
-          break;
-        }
-        case "reply":
-          assert.ok(agent, `${step.where}: a reply step before the agent was started`);
-          await shell.line(agent.name, (line) => jsonLine(line)?.kind === "replied", `${step.where}: the agent's replied line`);
-          outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
-          break;
-        case "shell":
-          outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
-          break;
       }
-    }
 
-    const completion = outputs.find(({ step }) => step.code.includes("/chat/completions"));
-    assert.ok(completion, "the README asks for a completion");
-    assert.match(completion.output, /^data: \[DONE\]$/m, completion.output);
-    assert.match(streamedText(completion.output), /return a \+ b;/, "the local engine continues with the earlier copy's body, as the README says");
+      const completion = outputs.find(({ step }) => step.code.includes("/chat/completions"));
+      assert.ok(completion, "the README asks for a completion");
+      assert.match(completion.output, /^data: \[DONE\]$/m, completion.output);
+      assert.match(
+        streamedText(completion.output),
+        /return a \+ b;/,
+        "the local engine continues with the earlier copy's body, as the README says",
+      );
 
-    assert.ok(agent, "the walkthrough starts the agent");
-    const created = shell.jobs.get(agent.name)?.map(jsonLine).find((line) => line?.kind === "created");
-    assert.ok(created, `the agent creates itself on the relay\n${shell.tail()}`);
-    const mention = outputs.map(({ step }) => /"text":"([^"]*@Echo[^"]*)"/.exec(step.code)?.[1]).find((text) => text !== undefined);
-    assert.ok(mention, "the walkthrough mentions @Echo");
-    const expected = echoText({ agent: { id: String(created.agent), name: "Echo" }, message: { text: mention } } as MessageCreatedEvent);
-    const last = outputs.at(-1);
-    assert.ok(last?.output.includes(`"text":"${expected}"`), `the last block shows the echo "${expected}":\n${last?.output}`);
-    const general = outputs.find(({ step }) => step.code.includes("general"));
-    assert.ok(general, "the walkthrough talks in #general");
+      assert.ok(agent, "the walkthrough starts the agent");
+      const created = shell.jobs
+        .get(agent.name)
+        ?.map(jsonLine)
+        .find((line) => line?.kind === "created");
+      assert.ok(created, `the agent creates itself on the relay\n${shell.tail()}`);
+      const mention = outputs
+        .map(({ step }) => /"text":"([^"]*@Echo[^"]*)"/.exec(step.code)?.[1])
+        .find((text) => text !== undefined);
+      assert.ok(mention, "the walkthrough mentions @Echo");
+      const expected = echoText({
+        agent: { id: String(created.agent), name: "Echo" },
+        message: { text: mention },
+      } as MessageCreatedEvent);
+      const last = outputs.at(-1);
+      assert.ok(
+        last?.output.includes(`"text":"${expected}"`),
+        `the last block shows the echo "${expected}":\n${last?.output}`,
+      );
+      const general = outputs.find(({ step }) => step.code.includes("general"));
+      assert.ok(general, "the walkthrough talks in #general");
 
-    const { name, pid } = agent;
-    assert.equal(await shell.stop(pid, name), 0, `the agent exits 0 on SIGTERM\n${shell.tail()}`);
-    await stopRelay();
-  });
+      const { name, pid } = agent;
+      assert.equal(await shell.stop(pid, name), 0, `the agent exits 0 on SIGTERM\n${shell.tail()}`);
+      await stopRelay();
+    },
+  );
 });

@@ -56,13 +56,17 @@ export function walkthroughSteps(file: string, text: string, headings: readonly 
     const close = new RegExp(`^\\s*${marks[0] === "`" ? "`" : "~"}{${marks.length},}\\s*$`);
     const start = index;
     const body: string[] = [];
-    for (index++; index < lines.length && !close.test(lines[index] ?? ""); index++) body.push((lines[index] ?? "").slice(indent));
+    for (index++; index < lines.length && !close.test(lines[index] ?? ""); index++)
+      body.push((lines[index] ?? "").slice(indent));
     if (section === undefined || fence[3] !== "sh") continue;
     let before = start - 1;
     while (before >= 0 && (lines[before] ?? "").trim() === "") before--;
     const marker = MARKER.exec(lines[before] ?? "");
     const where = `${file}:${start + 1}`;
-    if (!marker) throw new Error(`${where}: an sh block in "${section.title}" without a <!-- walkthrough: ${STEP_KINDS.join("|")} --> line before it`);
+    if (!marker)
+      throw new Error(
+        `${where}: an sh block in "${section.title}" without a <!-- walkthrough: ${STEP_KINDS.join("|")} --> line before it`,
+      );
     const kind = marker[1] as StepKind;
     if (!STEP_KINDS.includes(kind)) throw new Error(`${where}: unknown walkthrough step "${kind}"`);
     steps.push({ kind, code: body.join("\n"), where });
@@ -105,6 +109,7 @@ export function serverCommand(step: Step, substitutions: Substitutions): string 
     .split("\n")
     .map((line) => line.replace(/\s+#.*$/, "").trim())
     .filter((line) => line !== "" && !line.startsWith("#"));
-  if (commands.length !== 1) throw new Error(`${step.where}: a ${step.kind} block must hold one command, not ${commands.length}`);
+  if (commands.length !== 1)
+    throw new Error(`${step.where}: a ${step.kind} block must hold one command, not ${commands.length}`);
   return commands[0] as string;
 }

@@ -1,7 +1,17 @@
 // Drives a real VS Code in end-to-end tests: code-server (VS Code 1.100.3 served over HTTP) with a throwaway
 // profile, and Debian's Chromium through playwright-core. test/e2e/README.md and setup.sh explain the recipe.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +35,11 @@ export function codeServerBin(): string {
 }
 
 function prerequisitesPresent(): boolean {
-  return existsSync(join(codeServerPrefix(), ".install-complete")) && existsSync(codeServerBin()) && existsSync(CHROMIUM_PATH);
+  return (
+    existsSync(join(codeServerPrefix(), ".install-complete")) &&
+    existsSync(codeServerBin()) &&
+    existsSync(CHROMIUM_PATH)
+  );
 }
 
 export type Prerequisites = { ready: true } | { ready: false; reason: string };
@@ -60,8 +74,12 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs: n
       const value = pattern.exec(output)?.[1];
       if (value !== undefined) finish(undefined, value);
     };
-    const onExit = (code: number | null) => finish(new Error(`${what}: the process exited (${String(code)}) first:\n${output}`));
-    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${output}`)), timeoutMs);
+    const onExit = (code: number | null) =>
+      finish(new Error(`${what}: the process exited (${String(code)}) first:\n${output}`));
+    const timer = setTimeout(
+      () => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${output}`)),
+      timeoutMs,
+    );
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
     child.on("exit", onExit);
@@ -71,7 +89,11 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs: n
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs` with `what`. */
-export async function waitUntil<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -172,11 +194,15 @@ export class VsCodeSession {
       xdgCache: join(work, "xdg-cache"),
       tmp: join(work, "tmp"),
     };
-    for (const dir of [...Object.values(dirs), join(dirs.userData, "User"), options.outDir]) mkdirSync(dir, { recursive: true });
+    for (const dir of [...Object.values(dirs), join(dirs.userData, "User"), options.outDir])
+      mkdirSync(dir, { recursive: true });
     writeWorkspaceFiles(dirs.workspace, options.workspaceFiles);
     const configFile = join(work, "code-server.yaml");
     writeFileSync(configFile, "auth: none\ncert: false\n");
-    writeFileSync(join(dirs.userData, "User/settings.json"), JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2));
+    writeFileSync(
+      join(dirs.userData, "User/settings.json"),
+      JSON.stringify({ ...QUIET_SETTINGS, ...options.settings }, null, 2),
+    );
 
     // code-server, VS Code and Chromium otherwise leave config, caches and sockets in ~ and /tmp.
     const isolatedEnv: Record<string, string | undefined> = {
@@ -187,7 +213,14 @@ export class VsCodeSession {
       TMPDIR: dirs.tmp,
     };
     const serverEnv = { ...isolatedEnv, ...options.env };
-    const profileFlags = ["--config", configFile, "--user-data-dir", dirs.userData, "--extensions-dir", dirs.extensions];
+    const profileFlags = [
+      "--config",
+      configFile,
+      "--user-data-dir",
+      dirs.userData,
+      "--extensions-dir",
+      dirs.extensions,
+    ];
 
     const install = spawnSync(codeServerBin(), [...profileFlags, "--install-extension", options.vsix, "--force"], {
       env: serverEnv,
@@ -198,7 +231,9 @@ export class VsCodeSession {
       rmSync(work, { recursive: true, force: true });
       throw new Error(`code-server --install-extension ${options.vsix} failed:\n${install.stdout}\n${install.stderr}`);
     }
-    const installed = JSON.parse(readFileSync(join(dirs.extensions, "extensions.json"), "utf8")) as { identifier: { id: string } }[];
+    const installed = JSON.parse(readFileSync(join(dirs.extensions, "extensions.json"), "utf8")) as {
+      identifier: { id: string };
+    }[];
     const extensionIds = installed.map((entry) => entry.identifier.id);
 
     const server = spawn(
@@ -225,10 +260,27 @@ export class VsCodeSession {
 
     let session: VsCodeSession | undefined;
     try {
-      const base = await waitForOutput(server, /HTTP server listening on (http:\/\/[\d.:]+)/, 60_000, "code-server to listen");
+      const base = await waitForOutput(
+        server,
+        /HTTP server listening on (http:\/\/[\d.:]+)/,
+        60_000,
+        "code-server to listen",
+      );
       // The route table is complete a moment after that line.
-      await waitUntil("code-server /healthz", 30_000, async () => (await fetch(`${base}/healthz`).then((response) => response.ok).catch(() => false)) || undefined);
-      const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, env: isolatedEnv, args: CHROMIUM_ARGS });
+      await waitUntil(
+        "code-server /healthz",
+        30_000,
+        async () =>
+          (await fetch(`${base}/healthz`)
+            .then((response) => response.ok)
+            .catch(() => false)) || undefined,
+      );
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM_PATH,
+        headless: true,
+        env: isolatedEnv,
+        args: CHROMIUM_ARGS,
+      });
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const page = await context.newPage();
       const consoleLog = createWriteStream(join(options.outDir, "browser-console.log"));
@@ -265,7 +317,10 @@ export class VsCodeSession {
     // The explorer lists the workspace once the remote file system is connected.
     const firstFile = Object.keys(workspaceFiles)[0];
     if (firstFile !== undefined) {
-      await this.page.locator(".explorer-folders-view .monaco-list-row", { hasText: firstFile.split("/")[0] ?? firstFile }).first().waitFor({ timeout: 60_000 });
+      await this.page
+        .locator(".explorer-folders-view .monaco-list-row", { hasText: firstFile.split("/")[0] ?? firstFile })
+        .first()
+        .waitFor({ timeout: 60_000 });
     }
   }
 
@@ -296,7 +351,8 @@ export class VsCodeSession {
 
   private currentWindowLog(pick: (file: string) => boolean): string {
     let text = "";
-    for (const file of this.extensionHostLogFiles().filter(pick)) text += readFileSync(file, "utf8").slice(this.logMarks.get(file) ?? 0);
+    for (const file of this.extensionHostLogFiles().filter(pick))
+      text += readFileSync(file, "utf8").slice(this.logMarks.get(file) ?? 0);
     return text;
   }
 
@@ -313,7 +369,8 @@ export class VsCodeSession {
         for (const entry of readdirSync(hostDir, { withFileTypes: true })) {
           if (entry.isFile() && entry.name.endsWith(".log")) files.push(join(hostDir, entry.name));
           if (!entry.isDirectory()) continue;
-          for (const name of readdirSync(join(hostDir, entry.name))) if (name.endsWith(".log")) files.push(join(hostDir, entry.name, name));
+          for (const name of readdirSync(join(hostDir, entry.name)))
+            if (name.endsWith(".log")) files.push(join(hostDir, entry.name, name));
         }
       }
     }
@@ -328,7 +385,10 @@ export class VsCodeSession {
     await quickInput.locator("input").waitFor({ state: "visible" });
     await page.keyboard.type(name);
     // A row shows the file's name, with its folder as a separate description.
-    await quickInput.locator(".monaco-list-row", { hasText: basename(name) }).first().waitFor();
+    await quickInput
+      .locator(".monaco-list-row", { hasText: basename(name) })
+      .first()
+      .waitFor();
     await page.keyboard.press("Enter");
     const editor = page.locator(`.editor-instance .monaco-editor[data-uri$="/${name}"]`);
     await editor.waitFor({ timeout: 30_000 });
@@ -345,7 +405,9 @@ export class VsCodeSession {
 
   /** The status bar entries' texts (codicons render as empty glyphs). */
   async statusBarTexts(): Promise<string[]> {
-    return (await this.page.locator(".statusbar-item").allInnerTexts()).map((text) => text.trim()).filter((text) => text !== "");
+    return (await this.page.locator(".statusbar-item").allInnerTexts())
+      .map((text) => text.trim())
+      .filter((text) => text !== "");
   }
 
   async close(): Promise<void> {
@@ -353,9 +415,11 @@ export class VsCodeSession {
     this.closed = true;
     await this.browser?.close().catch(() => undefined);
     killGroup(this.server);
-    await waitUntil("code-server to exit", 5_000, () => (this.server.exitCode !== null || this.server.signalCode !== null) || undefined).catch(
-      () => undefined,
-    );
+    await waitUntil(
+      "code-server to exit",
+      5_000,
+      () => this.server.exitCode !== null || this.server.signalCode !== null || undefined,
+    ).catch(() => undefined);
     try {
       process.kill(-(this.server.pid ?? 0), "SIGKILL");
     } catch {
@@ -419,7 +483,9 @@ export async function typeAndWaitForGhostText(
     // A streamed suggestion may grow after it first shows; only a text that held still for one poll is final.
     if (lastSeen !== undefined && lastSeen === previous && accept(lastSeen)) return lastSeen;
     if (Date.now() > deadline) {
-      throw new Error(`no matching ghost text after typing ${JSON.stringify(text)}; last seen: ${JSON.stringify(lastSeen ?? null)}`);
+      throw new Error(
+        `no matching ghost text after typing ${JSON.stringify(text)}; last seen: ${JSON.stringify(lastSeen ?? null)}`,
+      );
     }
     if (lastSeen === undefined && Date.now() - lastEdit > 5_000) {
       await page.keyboard.press("Backspace");

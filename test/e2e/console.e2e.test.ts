@@ -95,7 +95,9 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
     try {
       await body();
     } catch (error) {
-      await person?.page.screenshot({ path: join(OUTPUT, `failure-${name}.png`), fullPage: true }).catch(() => undefined);
+      await person?.page
+        .screenshot({ path: join(OUTPUT, `failure-${name}.png`), fullPage: true })
+        .catch(() => undefined);
       throw error;
     }
   }
@@ -140,7 +142,9 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.doesNotMatch(panelTitle, /connected/i);
       // Once the list above has grown by the new agent, the one-time secrets are on screen with the focus in them.
       await page.locator(t("agent-item")).filter({ hasText: "Echo" }).waitFor();
-      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, { timeout: 2_000 });
+      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, {
+        timeout: 2_000,
+      });
       await expectOnScreen(page, panel.locator("h3"), "the new agent's secrets heading");
       await expectOnScreen(page, panel.locator(t("secret-signing-secret")), "the new agent's signing secret");
       const token = ((await panel.locator(t("secret-token")).textContent()) ?? "").trim();
@@ -148,7 +152,11 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.match(token, /^svc_agent_/);
       assert.match(signingSecret, /^whsec_/);
       assert.equal(await panel.locator(t("copy-token")).isVisible(), true, "no copy button for the token");
-      assert.equal(await panel.locator(t("copy-signing-secret")).isVisible(), true, "no copy button for the signing secret");
+      assert.equal(
+        await panel.locator(t("copy-signing-secret")).isVisible(),
+        true,
+        "no copy button for the signing secret",
+      );
 
       const item = page.locator(t("agent-item")).filter({ hasText: "Echo" });
       await item.waitFor();
@@ -161,8 +169,13 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const html = await page.content();
       assert.ok(!html.includes(token), "the token is still in the page after dismissing it");
       assert.ok(!html.includes(signingSecret), "the signing secret is still in the page after dismissing it");
-      const stored = await page.evaluate<string>("JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })");
-      assert.ok(!stored.includes(token) && !stored.includes(signingSecret), "a secret was kept in the browser's storage");
+      const stored = await page.evaluate<string>(
+        "JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })",
+      );
+      assert.ok(
+        !stored.includes(token) && !stored.includes(signingSecret),
+        "a secret was kept in the browser's storage",
+      );
 
       echo = await startEchoAgent({ signingSecret, token, port, log: (entry) => echoLog.push(JSON.stringify(entry)) });
       await openAgentView(page, id);
@@ -216,9 +229,15 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await input.pressSequentially("please say this back");
       await input.press("Enter");
 
-      const mine = page.locator(`${t("message-list")} ${t("message")}[data-author-type="user"]`).filter({ hasText: "please say this back" });
+      const mine = page
+        .locator(`${t("message-list")} ${t("message")}[data-author-type="user"]`)
+        .filter({ hasText: "please say this back" });
       await mine.waitFor();
-      assert.equal(await mine.locator(".mention").innerText(), "@Echo", "the mention is not marked in the sent message");
+      assert.equal(
+        await mine.locator(".mention").innerText(),
+        "@Echo",
+        "the mention is not marked in the sent message",
+      );
       const reply = page.locator(`${t("message-list")} ${t("message")}[data-author-type="agent"]`);
       await reply.first().waitFor({ timeout: 15_000 });
       assert.equal(await reply.first().locator(t("message-text")).innerText(), "Echo: please say this back");
@@ -260,10 +279,17 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.waitForFunction(() => (globalThis as unknown as { __refused: number }).__refused >= 1);
       await page.evaluate("window.__allowLive()");
       await status.filter({ hasText: "Live" }).waitFor({ timeout: 20_000 });
-      await page.locator(`${t("message-list")} ${t("message")}`).filter({ hasText: "gap message 150" }).waitFor();
+      await page
+        .locator(`${t("message-list")} ${t("message")}`)
+        .filter({ hasText: "gap message 150" })
+        .waitFor();
       const texts = await page.locator(`${t("message-list")} ${t("message")} ${t("message-text")}`).allInnerTexts();
       const seen = texts.filter((text) => text.startsWith("gap message "));
-      assert.deepEqual(seen, Array.from({ length: 150 }, (_, i) => `gap message ${i + 1}`), "every missed message, once, in order");
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 150 }, (_, i) => `gap message ${i + 1}`),
+        "every missed message, once, in order",
+      );
       assert.ok(texts.includes("before the gap"), "what was shown before the gap is still there");
     }));
 
@@ -279,7 +305,9 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await panel.waitFor();
       assert.match(await panel.locator(t("secrets-warning")).innerText(), /you will not see this again/i);
       await page.locator(t("key-row")).filter({ hasText: "ci-runner" }).waitFor();
-      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, { timeout: 2_000 });
+      await page.waitForFunction(`document.activeElement?.closest('[data-testid="secrets-panel"]') != null`, null, {
+        timeout: 2_000,
+      });
       await expectOnScreen(page, panel.locator(t("secret-api-key")), "the new key's secret");
       const secret = ((await panel.locator(t("secret-api-key")).textContent()) ?? "").trim();
       assert.match(secret, /^svc_ws_/);
@@ -319,7 +347,11 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.locator(`${t("agent-state")}[data-state="paused"]`).waitFor();
       assert.equal(await page.locator(t("agent-state")).innerText(), "Paused");
       await page.locator(t("resume-agent")).waitFor();
-      assert.equal(await page.locator(t("pause-agent")).isVisible(), false, "Pause is still offered for a paused agent");
+      assert.equal(
+        await page.locator(t("pause-agent")).isVisible(),
+        false,
+        "Pause is still offered for a paused agent",
+      );
       const paused = await agentApiMe(token);
       assert.equal(paused.status, 403);
       assert.equal((await errorOf(paused)).code, "AGENT_PAUSED");
@@ -337,7 +369,11 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const socket = page.locator(t("socket-status"));
       await socket.filter({ hasText: /\S/ }).waitFor();
       assert.match(await socket.innerText(), /not used/i);
-      assert.doesNotMatch((await socket.getAttribute("class")) ?? "", /socket-disconnected/, "the webhook agent's Socket Mode is marked as a fault");
+      assert.doesNotMatch(
+        (await socket.getAttribute("class")) ?? "",
+        /socket-disconnected/,
+        "the webhook agent's Socket Mode is marked as a fault",
+      );
 
       const listener = await createAgent(relay, { name: "Listener" });
       await page.goto(`${relay.url}/agents/${listener.agent.id}`);
@@ -360,7 +396,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.equal(await health.getAttribute("data-health"), "none", "an agent with no delivery yet has a health");
       for (const sent of [1, 2]) {
         await page.locator(t("send-test-event")).click();
-        await page.locator(`${t("attempt")}[data-outcome="failed"]`).nth(sent - 1).waitFor({ timeout: 15_000 });
+        await page
+          .locator(`${t("attempt")}[data-outcome="failed"]`)
+          .nth(sent - 1)
+          .waitFor({ timeout: 15_000 });
         await page.locator(`${t("delivery-health")}[data-failures="${sent}"]`).waitFor();
       }
       assert.equal(await page.locator(t("agent-state")).innerText(), "Active");
@@ -430,7 +469,14 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await form.locator("button[type=submit]").click();
       await page.locator(t("conversation-title")).filter({ hasText: "general-chat" }).waitFor();
       assert.match(page.url(), /\/conversations\/channel\/ch_[^/]+$/, `the new channel opened at ${page.url()}`);
-      assert.equal(await page.locator(`main ${t("error")}`).filter({ hasText: /\S/ }).count(), 0, "an error shows in the new channel");
+      assert.equal(
+        await page
+          .locator(`main ${t("error")}`)
+          .filter({ hasText: /\S/ })
+          .count(),
+        0,
+        "an error shows in the new channel",
+      );
 
       const stranger = await openPersonPage(browser, "stranger", LAPTOP);
       try {
@@ -467,7 +513,11 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const ownerHome = owner.page;
       await ownerHome.locator(t("nav-conversations")).click();
       await ownerHome.locator(t("home-conversation")).first().waitFor();
-      assert.equal(await ownerHome.locator(t("conversations-empty")).isVisible(), false, "the empty state shows beside conversations");
+      assert.equal(
+        await ownerHome.locator(t("conversations-empty")).isVisible(),
+        false,
+        "the empty state shows beside conversations",
+      );
     } finally {
       writeFileSync(join(OUTPUT, "browser-console-guest.log"), `${person.log.join("\n")}\n`);
       assert.deepEqual(person.scriptErrors, []);
@@ -482,7 +532,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.setViewportSize(short);
       try {
         await page.goto(`${relay.url}/agents/${needAgent().id}`);
-        await page.locator(`${t("delivery")}[data-status="delivered"]`).first().waitFor();
+        await page
+          .locator(`${t("delivery")}[data-status="delivered"]`)
+          .first()
+          .waitFor();
         const height = await page.evaluate<number>("document.documentElement.scrollHeight");
         assert.ok(height > 2 * short.height, `the page is only ${height} px high, not a long page`);
         await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)");
@@ -490,8 +543,13 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         const bar = await page.locator(".topbar").boundingBox();
         assert.ok(bar && Math.abs(bar.y) < 0.5, `the top bar is at ${bar?.y ?? "?"} px after scrolling down`);
         const side = await page.locator(t("sidebar")).boundingBox();
-        assert.ok(side && side.y + side.height >= short.height - 0.5, `the sidebar ends at ${side ? side.y + side.height : "?"} px of ${short.height}`);
-        const paint = await page.evaluate<string>(`getComputedStyle(document.querySelector('[data-testid="sidebar"]')).backgroundColor`);
+        assert.ok(
+          side && side.y + side.height >= short.height - 0.5,
+          `the sidebar ends at ${side ? side.y + side.height : "?"} px of ${short.height}`,
+        );
+        const paint = await page.evaluate<string>(
+          `getComputedStyle(document.querySelector('[data-testid="sidebar"]')).backgroundColor`,
+        );
         assert.notEqual(paint, "rgba(0, 0, 0, 0)", "the sidebar has no background of its own");
       } finally {
         await page.setViewportSize(LAPTOP);
@@ -505,17 +563,28 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.setViewportSize(PHONE);
       try {
         await page.goto(`${relay.url}/agents/${broken.agent.id}`);
-        await page.locator(`${t("attempt")}[data-outcome="failed"]`).first().waitFor();
+        await page
+          .locator(`${t("attempt")}[data-outcome="failed"]`)
+          .first()
+          .waitFor();
         const wraps = await page.evaluate<{ scroll: number; client: number }[]>(
           `[...document.querySelectorAll('[data-testid="delivery"] .table-wrap')].map((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }))`,
         );
         assert.ok(wraps.length >= 2, "no attempt tables");
-        for (const wrap of wraps) assert.ok(wrap.scroll <= wrap.client, `an attempts table scrolls inside itself: ${wrap.scroll} px in ${wrap.client} px`);
+        for (const wrap of wraps)
+          assert.ok(
+            wrap.scroll <= wrap.client,
+            `an attempts table scrolls inside itself: ${wrap.scroll} px in ${wrap.client} px`,
+          );
         const times = await page.evaluate<{ height: number; line: number }[]>(
           `[...document.querySelectorAll('[data-testid="attempt"] time')].map((el) => ({ height: el.getBoundingClientRect().height, line: parseFloat(getComputedStyle(el).lineHeight) }))`,
         );
         assert.ok(times.length >= 2, "no attempt times");
-        for (const time of times) assert.ok(time.height <= 2 * time.line + 0.5, `an attempt's date takes ${Math.round(time.height / time.line)} lines`);
+        for (const time of times)
+          assert.ok(
+            time.height <= 2 * time.line + 0.5,
+            `an attempt's date takes ${Math.round(time.height / time.line)} lines`,
+          );
         const phoneShot = join(OUTPUT, `agent-failing-${PHONE.width}.png`);
         await page.screenshot({ path: phoneShot, fullPage: true });
         assert.equal(pngSize(phoneShot).width, PHONE.width, `${phoneShot} has the wrong width`);
@@ -526,8 +595,16 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         const toastBox = await toast.boundingBox();
         const headingBox = await page.locator(t("agent-name-heading")).boundingBox();
         assert.ok(toastBox && headingBox, "no toast or heading to compare");
-        const overlap = toastBox.x < headingBox.x + headingBox.width && headingBox.x < toastBox.x + toastBox.width && toastBox.y < headingBox.y + headingBox.height && headingBox.y < toastBox.y + toastBox.height;
-        assert.equal(overlap, false, `the toast (${JSON.stringify(toastBox)}) covers the heading (${JSON.stringify(headingBox)})`);
+        const overlap =
+          toastBox.x < headingBox.x + headingBox.width &&
+          headingBox.x < toastBox.x + toastBox.width &&
+          toastBox.y < headingBox.y + headingBox.height &&
+          headingBox.y < toastBox.y + toastBox.height;
+        assert.equal(
+          overlap,
+          false,
+          `the toast (${JSON.stringify(toastBox)}) covers the heading (${JSON.stringify(headingBox)})`,
+        );
       } finally {
         await page.setViewportSize(LAPTOP);
       }
@@ -545,19 +622,37 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.match(await waitForText(page.locator(t("current-user"))), /^Mia Member · /);
 
       await page.locator(`${t("conversation-link")}[data-conversation-id="${general.id}"]`).waitFor();
-      assert.equal(await page.locator(`${t("conversation-link")}[data-conversation-id="${privateChannel.id}"]`).count(), 0);
-      assert.ok(!(await page.locator(t("sidebar")).innerText()).includes(privateChannel.name), "the private channel's name is in the sidebar");
+      assert.equal(
+        await page.locator(`${t("conversation-link")}[data-conversation-id="${privateChannel.id}"]`).count(),
+        0,
+      );
+      assert.ok(
+        !(await page.locator(t("sidebar")).innerText()).includes(privateChannel.name),
+        "the private channel's name is in the sidebar",
+      );
 
       await page.goto(`${relay.url}/conversations/channel/${privateChannel.id}`);
       const error = await waitForText(page.locator(`main ${t("error")}`));
       assert.match(error, /not in this channel/i, "the error in place does not say why");
-      assert.equal(await page.locator(t("composer")).first().isVisible(), false, "a composer is offered for a channel Mia may not see");
+      assert.equal(
+        await page.locator(t("composer")).first().isVisible(),
+        false,
+        "a composer is offered for a channel Mia may not see",
+      );
       assert.ok(!(await page.content()).includes(PRIVATE_TEXT), "the private channel's message reached Mia's page");
 
       await page.goto(`${relay.url}/agents/${id}`);
       await page.locator(t("agent-readonly")).waitFor();
       await page.locator(t("agent-name-heading")).filter({ hasText: "Echo" }).waitFor();
-      for (const control of ["agent-controls", "send-test-event", "pause-agent", "resume-agent", "edit-agent", "remove-agent", "delivery-list"]) {
+      for (const control of [
+        "agent-controls",
+        "send-test-event",
+        "pause-agent",
+        "resume-agent",
+        "edit-agent",
+        "remove-agent",
+        "delivery-list",
+      ]) {
         assert.equal(await page.locator(t(control)).count(), 0, `Mia is shown ${control} for the owner's agent`);
       }
     });
@@ -581,7 +676,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         if (phone) await checkMenu(page);
 
         await page.goto(`${relay.url}/agents/${id}`);
-        await page.locator(`${t("delivery")}[data-status="delivered"]`).first().waitFor();
+        await page
+          .locator(`${t("delivery")}[data-status="delivered"]`)
+          .first()
+          .waitFor();
         await page.locator(t("agent-controls")).waitFor();
         await checkLayout(page, phone);
         const management = join(OUTPUT, `agent-${viewport.width}.png`);
@@ -593,7 +691,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         assert.ok(existsSync(file), `${file} was not written`);
         const size = pngSize(file);
         assert.equal(size.width, width, `${file} is ${size.width} px wide`);
-        assert.ok(size.height >= (width === PHONE.width ? PHONE.height : LAPTOP.height), `${file} is only ${size.height} px high`);
+        assert.ok(
+          size.height >= (width === PHONE.width ? PHONE.height : LAPTOP.height),
+          `${file} is only ${size.height} px high`,
+        );
       }
     }));
 
@@ -609,11 +710,17 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       const text = page.locator(t("playground-text"));
       await text.fill(before + after);
       await text.evaluate((el, at) => {
-        const area = el as unknown as { setSelectionRange(start: number, end: number): void; dispatchEvent(event: unknown): boolean };
+        const area = el as unknown as {
+          setSelectionRange(start: number, end: number): void;
+          dispatchEvent(event: unknown): boolean;
+        };
         area.setSelectionRange(at, at);
         area.dispatchEvent(new (globalThis as unknown as { Event: new (type: string) => unknown }).Event("select"));
       }, before.length);
-      assert.match(await page.locator(t("playground-cursor")).innerText(), new RegExp(`line 5, column 24 \\(character ${before.length} of ${(before + after).length}\\)`));
+      assert.match(
+        await page.locator(t("playground-cursor")).innerText(),
+        new RegExp(`line 5, column 24 \\(character ${before.length} of ${(before + after).length}\\)`),
+      );
       await page.locator(t("playground-surface")).selectOption("code");
       await page.locator(t("playground-language")).fill("javascript");
       await page.locator(t("playground-send")).click();
@@ -627,14 +734,24 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
         body: JSON.stringify({
           stream: true,
           tab_raw_text: true,
-          tab_context: { surface: "code", workspace_slug: relay.workspace.slug, entity_id: "console-playground", document_type: "plaintext", active_text_before_cursor: before, active_text_after_cursor: after, code_language: "javascript" },
+          tab_context: {
+            surface: "code",
+            workspace_slug: relay.workspace.slug,
+            entity_id: "console-playground",
+            document_type: "plaintext",
+            active_text_before_cursor: before,
+            active_text_after_cursor: after,
+            code_language: "javascript",
+          },
         }),
       });
       let answer = "";
       let raw = "";
       for await (const event of readSseEvents(direct.body as ReadableStream<Uint8Array>)) {
         if (event.event === "raw") raw += (JSON.parse(event.data) as { text: string }).text;
-        else if (event.data !== "[DONE]") answer += (JSON.parse(event.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "";
+        else if (event.data !== "[DONE]")
+          answer +=
+            (JSON.parse(event.data) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "";
       }
       assert.match(answer, /items\.reduce/, "the local engine did not continue the function (the test's premise)");
       assert.equal(await result.locator(t("playground-answer")).innerText(), answer);
@@ -642,7 +759,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.match(await result.locator(t("playground-finish")).innerText(), /^(stop|length)$/);
       const first = Number((await result.locator(t("playground-first-ms")).innerText()).replace(/ ms$/, ""));
       const total = Number((await result.locator(t("playground-total-ms")).innerText()).replace(/ ms$/, ""));
-      assert.ok(Number.isInteger(first) && Number.isInteger(total) && first <= total, `timing ${first} ms to first text, ${total} ms in all`);
+      assert.ok(
+        Number.isInteger(first) && Number.isInteger(total) && first <= total,
+        `timing ${first} ms to first text, ${total} ms in all`,
+      );
       for (const viewport of [LAPTOP, PHONE]) {
         await page.setViewportSize(viewport);
         await checkLayout(page, viewport.width === PHONE.width);
@@ -656,7 +776,10 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
   test("no page raised a script error, and the relay logged no error", () => {
     const errors = [owner, member].flatMap((person) => person?.scriptErrors ?? []);
     assert.deepEqual(errors, []);
-    assert.deepEqual(relayLog.filter((line) => (JSON.parse(line) as { level: string }).level === "error"), []);
+    assert.deepEqual(
+      relayLog.filter((line) => (JSON.parse(line) as { level: string }).level === "error"),
+      [],
+    );
   });
 
   /** At phone width the sidebar is a menu behind a button and nothing scrolls sideways; at laptop width it is always there. */
@@ -670,8 +793,13 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       assert.equal(await menuButton.isVisible(), false, "a menu button at laptop width");
       assert.equal(await sidebar.isVisible(), true, "no sidebar at laptop width");
     }
-    const overflow = await page.evaluate<{ scroll: number; inner: number }>("({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })");
-    assert.ok(overflow.scroll <= overflow.inner, `the page scrolls sideways: ${overflow.scroll} px of content in ${overflow.inner} px`);
+    const overflow = await page.evaluate<{ scroll: number; inner: number }>(
+      "({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })",
+    );
+    assert.ok(
+      overflow.scroll <= overflow.inner,
+      `the page scrolls sideways: ${overflow.scroll} px of content in ${overflow.inner} px`,
+    );
     await expectNoWiderThan(page.locator("main"), overflow.inner);
   }
 
@@ -690,11 +818,17 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
     const bar = await page.locator(".topbar").boundingBox();
     const height = page.viewportSize()?.height ?? 0;
     assert.ok(box && bar, `${what} or the top bar has no box`);
-    assert.ok(box.y >= bar.y + bar.height - 0.5 && box.y + box.height <= height + 0.5, `${what} is at ${box.y}-${box.y + box.height} px, not between the top bar (${bar.y + bar.height} px) and ${height} px`);
+    assert.ok(
+      box.y >= bar.y + bar.height - 0.5 && box.y + box.height <= height + 0.5,
+      `${what} is at ${box.y}-${box.y + box.height} px, not between the top bar (${bar.y + bar.height} px) and ${height} px`,
+    );
   }
 
   async function expectNoWiderThan(locator: Locator, width: number): Promise<void> {
     const box = await locator.boundingBox();
-    assert.ok(box && box.x + box.width <= width + 0.5, `main ends at ${box ? box.x + box.width : "?"} px, past ${width} px`);
+    assert.ok(
+      box && box.x + box.width <= width + 0.5,
+      `main ends at ${box ? box.x + box.width : "?"} px, past ${width} px`,
+    );
   }
 });

@@ -7,8 +7,13 @@ import { REPO_ROOT } from "./codeServer";
 /** Builds and packages the extension, and copies the .vsix into `destDir` (so later packaging cannot change it). */
 export function packageTabRelayExtension(destDir: string): string {
   const startedAt = Date.now();
-  const result = spawnSync("npm", ["run", "package", "-w", "tab-relay-vscode"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 180_000 });
-  if (result.status !== 0) throw new Error(`npm run package -w tab-relay-vscode failed:\n${result.stdout}\n${result.stderr}`);
+  const result = spawnSync("npm", ["run", "package", "-w", "tab-relay-vscode"], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 180_000,
+  });
+  if (result.status !== 0)
+    throw new Error(`npm run package -w tab-relay-vscode failed:\n${result.stdout}\n${result.stderr}`);
   // vsce reports "Packaged: <path> (N files, size)"; if its wording changes, take the .vsix it just wrote.
   const reported = /Packaged: (\S+\.vsix)/.exec(result.stdout + result.stderr)?.[1];
   const extensionDir = join(REPO_ROOT, "extension");

@@ -25,7 +25,15 @@ export interface RecordingProxy {
 }
 
 // Hop-by-hop headers belong to each connection, not to the message (RFC 9110 §7.6.1).
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+]);
 
 function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name.toLowerCase())));
@@ -61,7 +69,13 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       const body = Buffer.concat(chunks);
       exchange.requestBody = body.toString("utf8");
       upstream = httpRequest(
-        { host: origin.hostname, port: origin.port, method: exchange.method, path: exchange.path, headers: { ...endToEnd(req.headers), host: origin.host } },
+        {
+          host: origin.hostname,
+          port: origin.port,
+          method: exchange.method,
+          path: exchange.path,
+          headers: { ...endToEnd(req.headers), host: origin.host },
+        },
         (answer) => {
           // A character split across two chunks must not turn into two replacement characters.
           const decoder = new StringDecoder("utf8");

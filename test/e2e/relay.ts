@@ -21,11 +21,15 @@ const relayEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) 
 /** `tab-relay init` in a fresh data dir, then `tab-relay serve` on a free port with the local engine. */
 export async function startCliRelay(workspaceSlug: string, logFile: string, cli = CLI): Promise<RelayUnderTest> {
   const data = mkdtempSync(join(tmpdir(), "tab-relay-e2e-data-"));
-  const init = spawnSync(process.execPath, [cli, "init", "--data", data, "--workspace", workspaceSlug, "--owner", "e2e", "--json"], {
-    encoding: "utf8",
-    env: relayEnv,
-    timeout: 30_000,
-  });
+  const init = spawnSync(
+    process.execPath,
+    [cli, "init", "--data", data, "--workspace", workspaceSlug, "--owner", "e2e", "--json"],
+    {
+      encoding: "utf8",
+      env: relayEnv,
+      timeout: 30_000,
+    },
+  );
   if (init.status !== 0) throw new Error(`tab-relay init failed:\n${init.stdout}\n${init.stderr}`);
   const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
 
@@ -48,7 +52,14 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
   let url: string;
   try {
     url = await waitForOutput(server, /serving on (http:\/\/\S+)/, 30_000, "tab-relay serve to listen");
-    await waitUntil("relay /healthz", 10_000, async () => (await fetch(`${url}/healthz`).then((response) => response.ok).catch(() => false)) || undefined);
+    await waitUntil(
+      "relay /healthz",
+      10_000,
+      async () =>
+        (await fetch(`${url}/healthz`)
+          .then((response) => response.ok)
+          .catch(() => false)) || undefined,
+    );
   } catch (error) {
     await stop();
     throw error;
@@ -61,13 +72,21 @@ async function revokeOwnKey(url: string, apiKey: string): Promise<void> {
   const me = await fetch(`${url}/api/v1/me`, { headers });
   if (!me.ok) throw new Error(`GET /api/v1/me answered ${me.status}: ${await me.text()}`);
   const { data } = (await me.json()) as { data: { key: { id: string } } };
-  const revoked = await fetch(`${url}/api/v1/api-keys/${encodeURIComponent(data.key.id)}`, { method: "DELETE", headers });
-  if (!revoked.ok) throw new Error(`DELETE /api/v1/api-keys/${data.key.id} answered ${revoked.status}: ${await revoked.text()}`);
+  const revoked = await fetch(`${url}/api/v1/api-keys/${encodeURIComponent(data.key.id)}`, {
+    method: "DELETE",
+    headers,
+  });
+  if (!revoked.ok)
+    throw new Error(`DELETE /api/v1/api-keys/${data.key.id} answered ${revoked.status}: ${await revoked.text()}`);
 }
 
 /** The CLI runs the bundle in relay/dist; a fresh checkout has none until `npm run build`. */
 export function ensureRelayBuilt(): void {
   if (existsSync(join(REPO_ROOT, "relay/dist/cli.js"))) return;
-  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
+  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   if (build.status !== 0) throw new Error(`building the relay failed:\n${build.stdout}\n${build.stderr}`);
 }

@@ -30,7 +30,8 @@ const OUTPUT = join(REPO_ROOT, "test-output/e2e");
 // Retyping the function's first line at the end of the file matches exactly one earlier place, so the
 // continuation is that function's body.
 const FILE = "greet.js";
-const FIXTURE = '// Greetings for the tab-relay end-to-end test.\nfunction greetVisitor(name) {\n  return "Hello, " + name + "!";\n}\n\n';
+const FIXTURE =
+  '// Greetings for the tab-relay end-to-end test.\nfunction greetVisitor(name) {\n  return "Hello, " + name + "!";\n}\n\n';
 const TYPED = "function greetVisitor(name) {";
 const BODY = '\n  return "Hello, " + name + "!";';
 
@@ -72,7 +73,10 @@ const CROSS_BODY = "\n  const rate = quantity >= BULK_THRESHOLD ? BULK_RATE : 1;
 const PRICING_ONLY = ["BULK_THRESHOLD", "BULK_RATE"];
 
 const EXTENSION_ID = (() => {
-  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as { publisher: string; name: string };
+  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
+    publisher: string;
+    name: string;
+  };
   return `${manifest.publisher}.${manifest.name}`;
 })();
 
@@ -152,7 +156,11 @@ async function onStage(stage: Stage, body: () => Promise<void>, failureShot = "f
 }
 
 /** Runs `body` against a fresh relay and VS Code, then stops both. */
-async function withRelayAndVsCode(name: string, vsix: string, body: (relay: RelayUnderTest, vscode: VsCodeSession) => Promise<void>): Promise<void> {
+async function withRelayAndVsCode(
+  name: string,
+  vsix: string,
+  body: (relay: RelayUnderTest, vscode: VsCodeSession) => Promise<void>,
+): Promise<void> {
   const stage = await startRelayAndVsCode(name, vsix);
   try {
     await onStage(stage, () => body(stage.relay, stage.vscode));
@@ -166,7 +174,10 @@ async function withRelayAndVsCode(name: string, vsix: string, body: (relay: Rela
 async function openWithTabBehind(vscode: VsCodeSession, other: string, typed: string): Promise<Locator> {
   await vscode.openFile(other);
   const editor = await vscode.openFile(typed);
-  await vscode.page.locator(".tabs-container .tab", { hasText: basename(other) }).first().waitFor({ timeout: 10_000 });
+  await vscode.page
+    .locator(".tabs-container .tab", { hasText: basename(other) })
+    .first()
+    .waitFor({ timeout: 10_000 });
   const shown = await vscode.page.locator(`.editor-instance .monaco-editor[data-uri$="/${other}"]`).count();
   assert.equal(shown, 0, `${other} is shown in an editor, so this would not test the code of a tab out of sight`);
   return editor;
@@ -181,7 +192,10 @@ interface CompletionExchange {
 function completionExchanges(proxy: RecordingProxy, from = 0): CompletionExchange[] {
   return proxy.exchanges
     .slice(from)
-    .filter((exchange) => exchange.method === "POST" && exchange.path.endsWith(TAB_COMPLETIONS_PATH) && exchange.requestBody !== "")
+    .filter(
+      (exchange) =>
+        exchange.method === "POST" && exchange.path.endsWith(TAB_COMPLETIONS_PATH) && exchange.requestBody !== "",
+    )
     .map((exchange) => ({ request: CompletionRequest.parse(JSON.parse(exchange.requestBody)), exchange }));
 }
 
@@ -189,7 +203,12 @@ function completionExchanges(proxy: RecordingProxy, from = 0): CompletionExchang
  * Waits until every completion request the proxy has seen since the `from`-th exchange has been answered (or given
  * up) and the extension has dealt with each: it logs one line per request it sent, whatever the outcome.
  */
-async function allRequestsHandled(vscode: VsCodeSession, proxy: RecordingProxy, from: number, path: string): Promise<CompletionExchange[]> {
+async function allRequestsHandled(
+  vscode: VsCodeSession,
+  proxy: RecordingProxy,
+  from: number,
+  path: string,
+): Promise<CompletionExchange[]> {
   try {
     return await waitUntil(`the extension to log every request it sent for ${path}`, 15_000, () => {
       const exchanges = completionExchanges(proxy, from);
@@ -197,8 +216,14 @@ async function allRequestsHandled(vscode: VsCodeSession, proxy: RecordingProxy, 
       return settled && requestLogLines(vscode, path).length >= exchanges.length ? exchanges : undefined;
     });
   } catch (error) {
-    const state = completionExchanges(proxy, from).map(({ exchange }) => ({ ...exchange, requestBody: `${exchange.requestBody.length} chars` }));
-    throw new Error(`${String(error)}\nexchanges: ${JSON.stringify(state)}\nlog:\n${requestLogLines(vscode, path).join("\n")}`, { cause: error });
+    const state = completionExchanges(proxy, from).map(({ exchange }) => ({
+      ...exchange,
+      requestBody: `${exchange.requestBody.length} chars`,
+    }));
+    throw new Error(
+      `${String(error)}\nexchanges: ${JSON.stringify(state)}\nlog:\n${requestLogLines(vscode, path).join("\n")}`,
+      { cause: error },
+    );
   }
 }
 
@@ -234,7 +259,9 @@ describe("the extension in a real VS Code", { skip }, () => {
       await vscode.screenshot("1-ghost-text");
 
       await vscode.page.keyboard.press("Tab");
-      await waitUntil("the ghost text to be accepted", 10_000, async () => ((await readGhostText(editor)) === undefined ? true : undefined));
+      await waitUntil("the ghost text to be accepted", 10_000, async () =>
+        (await readGhostText(editor)) === undefined ? true : undefined,
+      );
       await vscode.page.keyboard.press("Control+S");
       const expected = FIXTURE + TYPED + ghost;
       // VS Code saves by truncating and rewriting the file, so a read can land on an empty or half-written file.
@@ -244,15 +271,22 @@ describe("the extension in a real VS Code", { skip }, () => {
       });
       await vscode.screenshot("2-accepted");
       assert.equal(saved, expected);
-    }));
+    }),
+  );
 
   test("a revoked key shows the unauthorized state in the status bar", STEP, () =>
     withRelayAndVsCode("revoked-key", vsix, async (relay, vscode) => {
       const editor = await vscode.openFile(FILE);
-      assert.ok(!(await vscode.statusBarTexts()).some((text) => text.includes("unauthorized")), "unauthorized before the key was revoked");
+      assert.ok(
+        !(await vscode.statusBarTexts()).some((text) => text.includes("unauthorized")),
+        "unauthorized before the key was revoked",
+      );
 
       await relay.revokeKey();
-      const probe = await fetch(`${relay.url}/api/v1/tab/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${relay.apiKey}` } });
+      const probe = await fetch(`${relay.url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${relay.apiKey}` },
+      });
       assert.equal(probe.status, 401, "the relay still accepts the revoked key");
 
       await vscode.page.keyboard.type(TYPED, { delay: 25 });
@@ -271,14 +305,16 @@ describe("the extension in a real VS Code", { skip }, () => {
       await vscode.screenshot("unauthorized");
       await sleep(300);
       assert.equal(await readGhostText(editor), undefined, "ghost text shown although the key is revoked");
-    }));
+    }),
+  );
 
   // One relay, code-server and browser for both: the second test shows another folder in the same window, so its
   // extension host starts afresh with the workspace setting in place.
   describe("code from another open file", () => {
     let stage: Stage | undefined;
     const started = (): Stage & { proxy: RecordingProxy } => {
-      if (stage?.proxy === undefined) throw new Error("the relay and VS Code did not start; see the error of the before hook");
+      if (stage?.proxy === undefined)
+        throw new Error("the relay and VS Code did not start; see the error of the before hook");
       return { ...stage, proxy: stage.proxy };
     };
     before(async () => {
@@ -286,95 +322,144 @@ describe("the extension in a real VS Code", { skip }, () => {
     }, STEP);
     after(() => stage?.stop(), STEP);
 
-    test("a function's body from a file open in a tab out of sight comes as ghost text, and Tab puts it into the saved file", STEP, () => {
-      const current = started();
-      const { vscode, proxy } = current;
-      return onStage(
-        current,
-        async () => {
-          assert.ok(!CHECKOUT_SOURCE.includes(CROSS_TYPED) && !PRICING_ONLY.some((name) => CHECKOUT_SOURCE.includes(name)), "the typed file predicts the body itself");
-          const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
+    test(
+      "a function's body from a file open in a tab out of sight comes as ghost text, and Tab puts it into the saved file",
+      STEP,
+      () => {
+        const current = started();
+        const { vscode, proxy } = current;
+        return onStage(
+          current,
+          async () => {
+            assert.ok(
+              !CHECKOUT_SOURCE.includes(CROSS_TYPED) && !PRICING_ONLY.some((name) => CHECKOUT_SOURCE.includes(name)),
+              "the typed file predicts the body itself",
+            );
+            const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
 
-          const ghost = await typeAndWaitForGhostText(vscode.page, editor, CROSS_TYPED, (text) => text.startsWith(CROSS_BODY));
-          await vscode.screenshot("1-ghost-text-from-other-file");
-          await waitUntil("the Tab log to name src/pricing.js as the context of a shown completion", 10_000, () =>
-            requestLogLines(vscode, CHECKOUT).find((line) => new RegExp(`: 200 .*\\(context \\d+ chars from ${PRICING}\\); showing \\d+ chars`).test(line)),
-          );
-          // What went over the wire: the answer with the body was asked with pricing.js's code as context, and
-          // with nothing of it around the cursor.
-          const answered = completionExchanges(proxy).find(
-            ({ request, exchange }) => request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED) && exchange.responseBody.includes(PRICING_ONLY[0] as string),
-          );
-          assert.ok(answered, "no request for the typed line was answered with pricing.js's code");
-          const { tab_context: context } = answered.request;
-          assert.deepEqual([...new Set(parseSnippets(context.surrounding_context ?? "").map((snippet) => snippet.path))], [PRICING]);
-          assert.ok(!PRICING_ONLY.some((name) => `${context.active_text_before_cursor}${context.active_text_after_cursor ?? ""}`.includes(name)));
+            const ghost = await typeAndWaitForGhostText(vscode.page, editor, CROSS_TYPED, (text) =>
+              text.startsWith(CROSS_BODY),
+            );
+            await vscode.screenshot("1-ghost-text-from-other-file");
+            await waitUntil("the Tab log to name src/pricing.js as the context of a shown completion", 10_000, () =>
+              requestLogLines(vscode, CHECKOUT).find((line) =>
+                new RegExp(`: 200 .*\\(context \\d+ chars from ${PRICING}\\); showing \\d+ chars`).test(line),
+              ),
+            );
+            // What went over the wire: the answer with the body was asked with pricing.js's code as context, and
+            // with nothing of it around the cursor.
+            const answered = completionExchanges(proxy).find(
+              ({ request, exchange }) =>
+                request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED) &&
+                exchange.responseBody.includes(PRICING_ONLY[0] as string),
+            );
+            assert.ok(answered, "no request for the typed line was answered with pricing.js's code");
+            const { tab_context: context } = answered.request;
+            assert.deepEqual(
+              [...new Set(parseSnippets(context.surrounding_context ?? "").map((snippet) => snippet.path))],
+              [PRICING],
+            );
+            assert.ok(
+              !PRICING_ONLY.some((name) =>
+                `${context.active_text_before_cursor}${context.active_text_after_cursor ?? ""}`.includes(name),
+              ),
+            );
 
-          await vscode.page.keyboard.press("Tab");
-          await waitUntil("the ghost text to be accepted", 10_000, async () => ((await readGhostText(editor)) === undefined ? true : undefined));
-          await vscode.page.keyboard.press("Control+S");
-          const expected = CHECKOUT_SOURCE + CROSS_TYPED + ghost;
-          const saved = await waitUntil("the file to be saved", 10_000, () => {
-            const text = readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8");
-            return text.length < expected.length ? undefined : text;
-          });
-          await vscode.screenshot("2-accepted-from-other-file");
-          assert.equal(saved, expected);
-          current.phase("otherFileStepsMs");
-        },
-        "failure-other-file",
-      );
-    });
+            await vscode.page.keyboard.press("Tab");
+            await waitUntil("the ghost text to be accepted", 10_000, async () =>
+              (await readGhostText(editor)) === undefined ? true : undefined,
+            );
+            await vscode.page.keyboard.press("Control+S");
+            const expected = CHECKOUT_SOURCE + CROSS_TYPED + ghost;
+            const saved = await waitUntil("the file to be saved", 10_000, () => {
+              const text = readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8");
+              return text.length < expected.length ? undefined : text;
+            });
+            await vscode.screenshot("2-accepted-from-other-file");
+            assert.equal(saved, expected);
+            current.phase("otherFileStepsMs");
+          },
+          "failure-other-file",
+        );
+      },
+    );
 
-    test("with tabRelay.excludeGlobs covering that file in the workspace settings, none of its code is sent and no ghost text comes", STEP, () => {
-      const current = started();
-      const { vscode, proxy } = current;
-      return onStage(
-        current,
-        async () => {
-          // The first window asks once more after Tab, with pricing.js as context, and that request can reach the
-          // proxy late (seen in CI while the second folder opened): counting starts once the second window's
-          // extension is active, and a request whose text is not the fresh file being typed is the first window's.
-          await allRequestsHandled(vscode, proxy, 0, CHECKOUT);
-          await vscode.openFolder({ ...SHOP, ".vscode/settings.json": `${JSON.stringify({ "tabRelay.excludeGlobs": [PRICING] }, null, 2)}\n` });
-          await vscode.waitForActivation();
-          const from = proxy.exchanges.length;
-          const ofThisWindow = ({ request }: CompletionExchange) => (CHECKOUT_SOURCE + CROSS_TYPED).startsWith(request.tab_context.active_text_before_cursor);
-          current.phase("excludedFolderStartMs");
-          const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
+    test(
+      "with tabRelay.excludeGlobs covering that file in the workspace settings, none of its code is sent and no ghost text comes",
+      STEP,
+      () => {
+        const current = started();
+        const { vscode, proxy } = current;
+        return onStage(
+          current,
+          async () => {
+            // The first window asks once more after Tab, with pricing.js as context, and that request can reach the
+            // proxy late (seen in CI while the second folder opened): counting starts once the second window's
+            // extension is active, and a request whose text is not the fresh file being typed is the first window's.
+            await allRequestsHandled(vscode, proxy, 0, CHECKOUT);
+            await vscode.openFolder({
+              ...SHOP,
+              ".vscode/settings.json": `${JSON.stringify({ "tabRelay.excludeGlobs": [PRICING] }, null, 2)}\n`,
+            });
+            await vscode.waitForActivation();
+            const from = proxy.exchanges.length;
+            const ofThisWindow = ({ request }: CompletionExchange) =>
+              (CHECKOUT_SOURCE + CROSS_TYPED).startsWith(request.tab_context.active_text_before_cursor);
+            current.phase("excludedFolderStartMs");
+            const editor = await openWithTabBehind(vscode, PRICING, CHECKOUT);
 
-          // The same typing as above. The proof of absence is the answer to the request for the whole line, and the
-          // log line the extension writes once it has dealt with it, rather than a pause.
-          await vscode.page.keyboard.type(CROSS_TYPED, { delay: 25 });
-          let lastEdit = Date.now();
-          await waitUntil("the relay to answer a request for the whole typed line", 30_000, async () => {
-            const forLine = completionExchanges(proxy, from).filter(({ request }) => request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED));
-            if (forLine.some(({ exchange }) => exchange.finished)) return true;
-            if (forLine.every(({ exchange }) => exchange.aborted) && Date.now() - lastEdit > 5_000) {
-              // As in typeAndWaitForGhostText: an edit is what makes VS Code ask the provider again.
-              await vscode.page.keyboard.press("Backspace");
-              await vscode.page.keyboard.type(CROSS_TYPED.slice(-1));
-              lastEdit = Date.now();
+            // The same typing as above. The proof of absence is the answer to the request for the whole line, and the
+            // log line the extension writes once it has dealt with it, rather than a pause.
+            await vscode.page.keyboard.type(CROSS_TYPED, { delay: 25 });
+            let lastEdit = Date.now();
+            await waitUntil("the relay to answer a request for the whole typed line", 30_000, async () => {
+              const forLine = completionExchanges(proxy, from).filter(({ request }) =>
+                request.tab_context.active_text_before_cursor.endsWith(CROSS_TYPED),
+              );
+              if (forLine.some(({ exchange }) => exchange.finished)) return true;
+              if (forLine.every(({ exchange }) => exchange.aborted) && Date.now() - lastEdit > 5_000) {
+                // As in typeAndWaitForGhostText: an edit is what makes VS Code ask the provider again.
+                await vscode.page.keyboard.press("Backspace");
+                await vscode.page.keyboard.type(CROSS_TYPED.slice(-1));
+                lastEdit = Date.now();
+              }
+              return undefined;
+            });
+            const sent = (await allRequestsHandled(vscode, proxy, from, CHECKOUT)).filter(ofThisWindow);
+            assert.ok(sent.length > 0, "no request of the second window was recorded");
+            await vscode.screenshot("excluded-no-ghost-text");
+
+            for (const { request, exchange } of sent) {
+              const wire = JSON.stringify(request);
+              assert.ok(
+                !PRICING_ONLY.some((name) => wire.includes(name)) && !wire.includes(PRICING),
+                `a request carried code of ${PRICING}: ${wire}`,
+              );
+              assert.ok(
+                !PRICING_ONLY.some((name) => exchange.responseBody.includes(name)),
+                `the relay answered with pricing.js's code: ${exchange.responseBody}`,
+              );
             }
-            return undefined;
-          });
-          const sent = (await allRequestsHandled(vscode, proxy, from, CHECKOUT)).filter(ofThisWindow);
-          assert.ok(sent.length > 0, "no request of the second window was recorded");
-          await vscode.screenshot("excluded-no-ghost-text");
-
-          for (const { request, exchange } of sent) {
-            const wire = JSON.stringify(request);
-            assert.ok(!PRICING_ONLY.some((name) => wire.includes(name)) && !wire.includes(PRICING), `a request carried code of ${PRICING}: ${wire}`);
-            assert.ok(!PRICING_ONLY.some((name) => exchange.responseBody.includes(name)), `the relay answered with pricing.js's code: ${exchange.responseBody}`);
-          }
-          const lines = requestLogLines(vscode, CHECKOUT);
-          assert.ok(lines.length > 0 && lines.every((line) => line.includes("(no context from other code)")), `the Tab log reads:\n${lines.join("\n")}`);
-          assert.equal(await readGhostText(editor), undefined, "ghost text shown although its only source is excluded");
-          assert.equal(readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8"), CHECKOUT_SOURCE, "the file on disk changed");
-          current.phase("excludedStepsMs");
-        },
-        "failure-excluded",
-      );
-    });
+            const lines = requestLogLines(vscode, CHECKOUT);
+            assert.ok(
+              lines.length > 0 && lines.every((line) => line.includes("(no context from other code)")),
+              `the Tab log reads:\n${lines.join("\n")}`,
+            );
+            assert.equal(
+              await readGhostText(editor),
+              undefined,
+              "ghost text shown although its only source is excluded",
+            );
+            assert.equal(
+              readFileSync(join(vscode.workspaceDir, CHECKOUT), "utf8"),
+              CHECKOUT_SOURCE,
+              "the file on disk changed",
+            );
+            current.phase("excludedStepsMs");
+          },
+          "failure-excluded",
+        );
+      },
+    );
   });
 });

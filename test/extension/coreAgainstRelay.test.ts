@@ -21,7 +21,13 @@ function pipeline(relay: TestRelay, apiKey: string, overrides: Partial<Settings>
     clock,
     fetch: (url, init) => fetch(url, init),
     logger: { info: (m) => logs.push(m), warn: (m) => logs.push(m), error: (m) => logs.push(m) },
-    getSettings: () => ({ ...DEFAULT_SETTINGS, relayUrl: relay.url, workspaceSlug: relay.workspace.slug, debounceMs: 5, ...overrides }),
+    getSettings: () => ({
+      ...DEFAULT_SETTINGS,
+      relayUrl: relay.url,
+      workspaceSlug: relay.workspace.slug,
+      debounceMs: 5,
+      ...overrides,
+    }),
     getApiKey: () => Promise.resolve(apiKey),
     status,
   });
@@ -37,7 +43,9 @@ describe("the extension core against the relay's local engine", () => {
 
   test("streams the engine's continuation and shows it as ghost text", async () => {
     const { session, status, logs } = pipeline(relay, relay.apiKey);
-    const input = inputAt('function greet(name) {\n  return "Hello, " + name;\n}\n\nfunction greet(name) {\n  return █');
+    const input = inputAt(
+      'function greet(name) {\n  return "Hello, " + name;\n}\n\nfunction greet(name) {\n  return █',
+    );
     const shown = await session.provide(input);
     assert.equal(shown?.insertText, '"Hello, " + name;');
     assert.equal(status.kind, "ready");
@@ -52,7 +60,9 @@ describe("the extension core against the relay's local engine", () => {
   });
 
   test("a key revoked on the relay puts the status in unauthorized and stops asking", async () => {
-    const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } })).json()) as { data: { id: string; secret: string } };
+    const created = (await (
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } })
+    ).json()) as { data: { id: string; secret: string } };
     assert.equal((await relay.request(`/api/v1/api-keys/${created.data.id}`, { method: "DELETE" })).status, 200);
     const { session, status } = pipeline(relay, created.data.secret);
     assert.equal(await session.provide(inputAt("const a = 1;\nconst b = █")), undefined);
@@ -62,7 +72,9 @@ describe("the extension core against the relay's local engine", () => {
   });
 
   test("a key without tab.complete shows as forbidden", async () => {
-    const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["workspace.read"] } })).json()) as { data: { secret: string } };
+    const created = (await (
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["workspace.read"] } })
+    ).json()) as { data: { secret: string } };
     const { session, status } = pipeline(relay, created.data.secret);
     assert.equal(await session.provide(inputAt("x = █")), undefined);
     assert.equal(status.kind, "forbidden");
@@ -89,7 +101,12 @@ describe("the extension core against the relay in front of a scripted upstream",
     upstream = await startUpstreamStandIn();
     relay = await startTestRelay({
       clock,
-      env: { TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_CACHE_ENTRIES: "0", TAB_RELAY_RATE_LIMITS: "reads=1000" },
+      env: {
+        TAB_RELAY_UPSTREAM_URL: upstream.url,
+        TAB_RELAY_UPSTREAM_MODEL: "m",
+        TAB_RELAY_CACHE_ENTRIES: "0",
+        TAB_RELAY_RATE_LIMITS: "reads=1000",
+      },
     });
   });
   after(async () => {
@@ -108,7 +125,10 @@ describe("the extension core against the relay in front of a scripted upstream",
   });
 
   test("a newer keystroke aborts the request in flight, through the relay to the upstream", async () => {
-    upstream.enqueue({ kind: "reply", text: ["slo", "w", " stream"], chunkDelayMs: 400 }, { kind: "reply", text: "2;" });
+    upstream.enqueue(
+      { kind: "reply", text: ["slo", "w", " stream"], chunkDelayMs: 400 },
+      { kind: "reply", text: "2;" },
+    );
     const index = upstream.requests.length;
     const { session } = pipeline(relay, relay.apiKey);
     const first = session.provide(inputAt("let a = █\n"));
@@ -129,7 +149,12 @@ describe("the extension core against the relay in front of a scripted upstream",
   });
 
   test("a 429 from the relay backs off for Retry-After and then resumes by itself", async () => {
-    const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "tight", scopes: ["tab.complete", "workspace.read"] } })).json()) as { data: { secret: string } };
+    const created = (await (
+      await relay.request("/api/v1/api-keys", {
+        method: "POST",
+        json: { name: "tight", scopes: ["tab.complete", "workspace.read"] },
+      })
+    ).json()) as { data: { secret: string } };
     // Spend the key's whole read budget for this window.
     let spent = 0;
     while ((await relay.request("/api/v1/me", { key: created.data.secret })).status === 200) spent++;

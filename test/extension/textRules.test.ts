@@ -23,7 +23,28 @@ type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 const count = (random: Random, max: number) => Math.floor(random() * (max + 1));
 
-const WORDS = ["return", "a", "b", "item", "items", "map", "$el", "cafe\u0301", "x", "ok", "ba", "banana", "const", "value", "compu", "compute", "名前", "foo", "go", "ab"];
+const WORDS = [
+  "return",
+  "a",
+  "b",
+  "item",
+  "items",
+  "map",
+  "$el",
+  "cafe\u0301",
+  "x",
+  "ok",
+  "ba",
+  "banana",
+  "const",
+  "value",
+  "compu",
+  "compute",
+  "名前",
+  "foo",
+  "go",
+  "ab",
+];
 const PUNCTUATION = ["(", ")", ".", ",", " ", "  ", " = ", " => ", ";", "{", "}", "[", "]", '"', "\t", "$", "-", "😀"];
 const LEAD_INS = ["Sure! Here is the completion:\n", "```ts\n", "\n```\nThat returns it.", "Here's the code:\n\n"];
 
@@ -43,10 +64,16 @@ interface Case {
 
 /** A cursor context and a suggestion made largely of its own text, so repeats, overlaps and near misses are common. */
 function randomCase(random: Random): Case {
-  const lines = Array.from({ length: count(random, 3) }, () => pick(random, ["", "  ", "    "]) + phrase(random, count(random, 5)));
+  const lines = Array.from(
+    { length: count(random, 3) },
+    () => pick(random, ["", "  ", "    "]) + phrase(random, count(random, 5)),
+  );
   const cursorLine = pick(random, ["", "  ", "    ", "\t"]) + phrase(random, count(random, 8));
   const before = [...lines, cursorLine].join("\n");
-  const after = random() < 0.3 ? "" : phrase(random, count(random, 4)) + (random() < 0.5 ? `\n${phrase(random, count(random, 4))}\n}` : "");
+  const after =
+    random() < 0.3
+      ? ""
+      : phrase(random, count(random, 4)) + (random() < 0.5 ? `\n${phrase(random, count(random, 4))}\n}` : "");
   // Half of them start by restating some end of the cursor line, at any position, anchored or not.
   let suggestion = random() < 0.5 ? cursorLine.slice(Math.floor(random() * cursorLine.length)) : "";
   for (let part = 1 + count(random, 5); part > 0; part--) {
@@ -59,7 +86,7 @@ function randomCase(random: Random): Case {
     else suggestion += lines.length > 0 ? `${pick(random, lines)}\n` : "";
   }
   const pieces: string[] = [];
-  for (let start = 0; start < suggestion.length; ) {
+  for (let start = 0; start < suggestion.length;) {
     const length = 1 + count(random, 9);
     pieces.push(suggestion.slice(start, start + length));
     start += length;
@@ -140,7 +167,10 @@ describe("the relay and the extension on the same random suggestions", () => {
       shown++;
       const blanks = /^[ \t]*/.exec(answer)?.[0].length ?? 0;
       const start = answer.indexOf(displayed);
-      assert.ok(start >= 0 && start <= blanks && /^[ \t]*$/.test(answer.slice(0, start)), `${show(seed, c)} → relay ${JSON.stringify(answer)}, shown ${JSON.stringify(displayed)}`);
+      assert.ok(
+        start >= 0 && start <= blanks && /^[ \t]*$/.test(answer.slice(0, start)),
+        `${show(seed, c)} → relay ${JSON.stringify(answer)}, shown ${JSON.stringify(displayed)}`,
+      );
     }
     assert.ok(shown > ROUNDS / 4, `only ${shown} of ${ROUNDS} cases showed anything`);
   });
@@ -183,7 +213,8 @@ describe("one home for the word characters", () => {
         readFileSync(path, "utf8")
           .split("\n")
           .forEach((line, index) => {
-            if (/\[[^\]]*\\p\{(?:L|N|Letter|Number)\}[^\]]*\]/u.test(line)) copies.push(`${file}:${index + 1}: ${line.trim()}`);
+            if (/\[[^\]]*\\p\{(?:L|N|Letter|Number)\}[^\]]*\]/u.test(line))
+              copies.push(`${file}:${index + 1}: ${line.trim()}`);
           });
       }
     }

@@ -24,7 +24,8 @@ interface ExpressApp {
   router: { stack: Layer[] };
 }
 
-const flat = (spec: PathSpec | undefined): (string | RegExp)[] => (spec === undefined ? ["/"] : Array.isArray(spec) ? spec.flatMap(flat) : [spec]);
+const flat = (spec: PathSpec | undefined): (string | RegExp)[] =>
+  spec === undefined ? ["/"] : Array.isArray(spec) ? spec.flatMap(flat) : [spec];
 
 /**
  * Every route an express app serves, as `METHOD /full/path` (a regular expression route as `METHOD re:source`, the
@@ -37,7 +38,9 @@ function registeredRoutes(app: ExpressApp): { keys: Set<string>; patterns: RegEx
   const walk = (stack: Layer[], prefixes: string[]) => {
     for (const layer of stack) {
       if (layer.route) {
-        const methods = Object.entries(layer.route.methods).filter(([, on]) => on).map(([method]) => method.toUpperCase());
+        const methods = Object.entries(layer.route.methods)
+          .filter(([, on]) => on)
+          .map(([method]) => method.toUpperCase());
         for (const path of flat(layer.route.path)) {
           for (const method of methods) {
             if (path instanceof RegExp) {
@@ -48,10 +51,14 @@ function registeredRoutes(app: ExpressApp): { keys: Set<string>; patterns: RegEx
         }
       } else if (Array.isArray(layer.handle.stack)) {
         const mounted = flat(layer.rawPath).map((path) => {
-          if (path instanceof RegExp) throw new Error(`a router mounted at a regular expression (${path.source}) cannot be catalogued`);
+          if (path instanceof RegExp)
+            throw new Error(`a router mounted at a regular expression (${path.source}) cannot be catalogued`);
           return path === "/" ? "" : path;
         });
-        walk(layer.handle.stack, prefixes.flatMap((prefix) => mounted.map((path) => prefix + path)));
+        walk(
+          layer.handle.stack,
+          prefixes.flatMap((prefix) => mounted.map((path) => prefix + path)),
+        );
       } else if (layer.name === "serveStatic") {
         keys.add("GET static");
       }
@@ -61,7 +68,12 @@ function registeredRoutes(app: ExpressApp): { keys: Set<string>; patterns: RegEx
   return { keys, patterns };
 }
 
-const fakeFixtures = { agent: { id: "agt_1" }, channel: { id: "ch_1" }, dm: { id: "dm_1" }, message: { id: "msg_1" } } as Fixtures;
+const fakeFixtures = {
+  agent: { id: "agt_1" },
+  channel: { id: "ch_1" },
+  dm: { id: "dm_1" },
+  message: { id: "msg_1" },
+} as Fixtures;
 
 describe("the fuzz suite's route catalogue", () => {
   let relay: RunningRelay;
@@ -76,7 +88,9 @@ describe("the fuzz suite's route catalogue", () => {
     dirs.push(dataDir, consoleDir);
     // The app is built inside startRelay; express's application prototype is where every app starts (init), so
     // that is where the one being built can be caught.
-    const express = createRequire(fileURLToPath(new URL("../../relay/src/app.ts", import.meta.url)))("express") as { application: { init(): void } };
+    const express = createRequire(fileURLToPath(new URL("../../relay/src/app.ts", import.meta.url)))("express") as {
+      application: { init(): void };
+    };
     const apps: ExpressApp[] = [];
     const init = express.application.init;
     express.application.init = function (this: ExpressApp) {
@@ -102,8 +116,15 @@ describe("the fuzz suite's route catalogue", () => {
   test("every route the relay registers has a sample in the catalogue", () => {
     const catalogued = catalogueKeys();
     const missing = [...registered.keys].filter((key) => !catalogued.has(key));
-    assert.deepEqual(missing, [], `add these routes to test/fuzz/catalogue.ts with a valid sample request: ${missing.join(", ")}`);
-    assert.ok(registered.keys.size > 40, `only ${registered.keys.size} routes found: the walk missed the mounted routers`);
+    assert.deepEqual(
+      missing,
+      [],
+      `add these routes to test/fuzz/catalogue.ts with a valid sample request: ${missing.join(", ")}`,
+    );
+    assert.ok(
+      registered.keys.size > 40,
+      `only ${registered.keys.size} routes found: the walk missed the mounted routers`,
+    );
   });
 
   test("the catalogue holds no route the relay does not serve", () => {

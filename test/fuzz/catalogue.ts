@@ -116,7 +116,13 @@ const pagingQuery = (fixtures: Fixtures, random: Random): [string, string][] => 
   ...(random.chance(0.2) ? [["thread_id", fixtures.message.id] as [string, string]] : []),
 ];
 
-const http = (method: string, mount: Mount, path: string, fields: readonly string[], sample: HttpRoute["sample"]): HttpRoute => ({
+const http = (
+  method: string,
+  mount: Mount,
+  path: string,
+  fields: readonly string[],
+  sample: HttpRoute["sample"],
+): HttpRoute => ({
   kind: "http",
   method,
   mount,
@@ -127,22 +133,37 @@ const http = (method: string, mount: Mount, path: string, fields: readonly strin
 
 export const HTTP_ROUTES: readonly HttpRoute[] = [
   // The main API (README: API reference).
-  http("POST", "api", "/tab/chat/completions", ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"], (f, r) => ({
-    credential: r.pick(["owner", "tabOnly"]),
-    body: completionSample(f, r),
-  })),
+  http(
+    "POST",
+    "api",
+    "/tab/chat/completions",
+    ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"],
+    (f, r) => ({
+      credential: r.pick(["owner", "tabOnly"]),
+      body: completionSample(f, r),
+    }),
+  ),
   http("GET", "api", "/tab/models", [], () => ({ credential: "tabOnly" })),
   // The openai SDK's base URL: OpenAI's model list and the same completion route (docs/api.md#with-the-openai-sdk).
   http("GET", "api", "/tab/openai/models", [], () => ({ credential: "tabOnly" })),
   http("GET", "api", "/tab/openai/models/:id", [], () => ({ credential: "tabOnly", params: { id: "tab-v1" } })),
-  http("POST", "api", "/tab/openai/chat/completions", ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"], (f, r) => ({
-    credential: r.pick(["owner", "tabOnly"]),
-    body: completionSample(f, r),
-  })),
+  http(
+    "POST",
+    "api",
+    "/tab/openai/chat/completions",
+    ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"],
+    (f, r) => ({
+      credential: r.pick(["owner", "tabOnly"]),
+      body: completionSample(f, r),
+    }),
+  ),
   http("GET", "api", "/me", [], (_f, r) => ({ credential: r.pick(["owner", "guest", "tabOnly"]) })),
   http("POST", "api", "/api-keys", ["name", "scopes"], (_f, r) => ({
     credential: "owner",
-    body: { name: name(r, "key"), scopes: r.pick([["tab.complete"], ["messages.read", "messages.write"], ["workspace.read"]]) },
+    body: {
+      name: name(r, "key"),
+      scopes: r.pick([["tab.complete"], ["messages.read", "messages.write"], ["workspace.read"]]),
+    },
   })),
   http("GET", "api", "/api-keys", [], () => ({ credential: "keysWrite" })),
   http("DELETE", "api", "/api-keys/:id", [], (f) => ({ credential: "owner", params: { id: f.victimKeyId } })),
@@ -165,12 +186,18 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
       ...(r.chance(0.5) ? [["limit", String(r.int(1, 100))] as [string, string]] : []),
       ...(r.chance(0.3) ? [["since", "2026-01-01T00:00:00Z"] as [string, string]] : []),
       ...(r.chance(0.3) ? [["actor", f.admin.id] as [string, string]] : []),
-      ...(r.chance(0.3) ? [["action", r.pick(["api_key.created", "agent.created", "user.role_changed"])] as [string, string]] : []),
+      ...(r.chance(0.3)
+        ? [["action", r.pick(["api_key.created", "agent.created", "user.role_changed"])] as [string, string]]
+        : []),
     ],
   })),
   http("POST", "api", "/sessions", ["api_key"], (f, r) => ({
     credential: "none",
-    body: { api_key: r.chance(0.8) ? f.signInKey : r.pick([f.revokedKey, f.agent.token, f.narrow.tabOnly, `svc_ws_${"A".repeat(36)}`]) },
+    body: {
+      api_key: r.chance(0.8)
+        ? f.signInKey
+        : r.pick([f.revokedKey, f.agent.token, f.narrow.tabOnly, `svc_ws_${"A".repeat(36)}`]),
+    },
   })),
   http("GET", "api", "/sessions/current", [], () => ({ credential: "session" })),
   http("DELETE", "api", "/sessions/current", [], () => ({ credential: "victimSession" })),
@@ -196,22 +223,43 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
   http("POST", "api", "/conversations/:type/:id/messages", ["text", "thread_id"], (f, r) => ({
     credential: r.pick(["owner", "member"]),
     params: { type: "channel", id: f.channel.id },
-    body: { text: r.pick(["hi there", "hey @Fuzz Agent, what's up?", "/aside a private note", "@Ada Admin look"]), ...(r.chance(0.3) ? { thread_id: f.message.id } : {}) },
+    body: {
+      text: r.pick(["hi there", "hey @Fuzz Agent, what's up?", "/aside a private note", "@Ada Admin look"]),
+      ...(r.chance(0.3) ? { thread_id: f.message.id } : {}),
+    },
   })),
-  http("GET", "api", "/notifications", [], (f, r) => ({ credential: "owner", query: pagingQuery(f, r).filter(([k]) => k !== "thread_id") })),
+  http("GET", "api", "/notifications", [], (f, r) => ({
+    credential: "owner",
+    query: pagingQuery(f, r).filter(([k]) => k !== "thread_id"),
+  })),
   http("POST", "api", "/agents", ["name", "description", "webhook_url"], (_f, r) => ({
     credential: r.pick(["owner", "member"]),
-    body: { name: name(r, "Bot"), description: "made by the fuzzer", ...(r.chance(0.5) ? { webhook_url: WEBHOOK_URL } : {}) },
+    body: {
+      name: name(r, "Bot"),
+      description: "made by the fuzzer",
+      ...(r.chance(0.5) ? { webhook_url: WEBHOOK_URL } : {}),
+    },
   })),
   http("GET", "api", "/agents", [], (_f, r) => ({ credential: r.pick(["owner", "agentsRead"]) })),
-  http("GET", "api", "/agents/:id", [], (f, r) => ({ credential: r.pick(["owner", "agentsRead"]), params: { id: r.pick([f.agent.id, f.managedAgent.id]) } })),
+  http("GET", "api", "/agents/:id", [], (f, r) => ({
+    credential: r.pick(["owner", "agentsRead"]),
+    params: { id: r.pick([f.agent.id, f.managedAgent.id]) },
+  })),
   http("PATCH", "api", "/agents/:id", ["name", "description", "webhook_url"], (f, r) => ({
     credential: "owner",
     params: { id: f.managedAgent.id },
-    body: r.pick([{ description: "changed" }, { name: "Managed Agent" }, { webhook_url: null }, { webhook_url: `${WEBHOOK_URL}/x` }]),
+    body: r.pick([
+      { description: "changed" },
+      { name: "Managed Agent" },
+      { webhook_url: null },
+      { webhook_url: `${WEBHOOK_URL}/x` },
+    ]),
   })),
   ...(["pause", "resume", "token", "signing-secret", "test-event"] as const).map((action) =>
-    http("POST", "api", `/agents/:id/${action}`, [], (f) => ({ credential: "owner", params: { id: f.managedAgent.id } })),
+    http("POST", "api", `/agents/:id/${action}`, [], (f) => ({
+      credential: "owner",
+      params: { id: f.managedAgent.id },
+    })),
   ),
   http("DELETE", "api", "/agents/:id", [], (f) => ({ credential: "owner", params: { id: f.victimAgentId } })),
   http("GET", "api", "/agents/:id/deliveries", [], (f, r) => ({
@@ -276,7 +324,8 @@ export const BODY_FIELDS: ReadonlySet<string> = new Set(HTTP_ROUTES.flatMap((rou
 /** `METHOD /full/path` for every route and mount prefix, as the completeness test compares them. */
 export function catalogueKeys(): Set<string> {
   const keys = new Set<string>();
-  for (const route of HTTP_ROUTES) for (const prefix of MOUNTS[route.mount]) keys.add(`${route.method} ${prefix}${route.path}`);
+  for (const route of HTTP_ROUTES)
+    for (const prefix of MOUNTS[route.mount]) keys.add(`${route.method} ${prefix}${route.path}`);
   for (const route of PATTERN_ROUTES) keys.add(`${route.method} re:${route.source}`);
   for (const route of STATIC_ROUTES) keys.add(`${route.method} static`);
   return keys;

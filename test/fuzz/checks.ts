@@ -4,7 +4,19 @@ import { type RawOutcome, type RawResponse, header } from "./rawHttp";
 
 /** One broken promise of the relay's, seen in one response (or in the lack of one). */
 export interface Violation {
-  kind: "5xx" | "envelope" | "validation-message" | "no-response" | "hung" | "retry-after" | "bad-json" | "stream" | "crash" | "health" | "rss" | "metrics";
+  kind:
+    | "5xx"
+    | "envelope"
+    | "validation-message"
+    | "no-response"
+    | "hung"
+    | "retry-after"
+    | "bad-json"
+    | "stream"
+    | "crash"
+    | "health"
+    | "rss"
+    | "metrics";
   detail: string;
   status?: number | undefined;
   code?: string | undefined;
@@ -16,7 +28,23 @@ const ROOTS = new Set(["request", "body", "path", "query", "headers", "method"])
 const FIELD_PATH = /^([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+|\[\d+\])*)(?:: \S| is required\b)/;
 /** A header named as the field (`Sec-WebSocket-Key: ...`), as the WebSocket handshake's checks do. */
 const HEADER_FIELD = /^([A-Za-z][A-Za-z0-9-]*): \S/;
-const HEADERS = new Set(["authorization", "cookie", "content-type", "content-length", "content-encoding", "transfer-encoding", "x-csrf-token", "host", "origin", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]);
+const HEADERS = new Set([
+  "authorization",
+  "cookie",
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "transfer-encoding",
+  "x-csrf-token",
+  "host",
+  "origin",
+  "upgrade",
+  "connection",
+  "sec-websocket-key",
+  "sec-websocket-version",
+  "sec-websocket-protocol",
+  "sec-websocket-extensions",
+]);
 
 /**
  * Whether a validation message starts with the offending field's path, as README's API reference promises: the
@@ -31,9 +59,17 @@ export function namesAField(message: string, fields: readonly string[]): boolean
 }
 
 /** Checks `body` is exactly `{error: {code, message}}` with a code of the table and the table's status. */
-export function envelopeProblems(status: number, contentType: string | undefined, body: Buffer): { problems: string[]; code?: string; message?: string } {
+export function envelopeProblems(
+  status: number,
+  contentType: string | undefined,
+  body: Buffer,
+): { problems: string[]; code?: string; message?: string } {
   if (!/^application\/json\b/i.test(contentType ?? "")) {
-    return { problems: [`Content-Type ${JSON.stringify(contentType ?? null)}, body ${JSON.stringify(body.toString("utf8").slice(0, 80))}`] };
+    return {
+      problems: [
+        `Content-Type ${JSON.stringify(contentType ?? null)}, body ${JSON.stringify(body.toString("utf8").slice(0, 80))}`,
+      ],
+    };
   }
   let parsed: unknown;
   try {
@@ -43,7 +79,12 @@ export function envelopeProblems(status: number, contentType: string | undefined
   }
   const problems: string[] = [];
   const envelope = parsed as { error?: { code?: unknown; message?: unknown } };
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || Object.keys(parsed).join() !== "error") {
+  if (
+    parsed === null ||
+    typeof parsed !== "object" ||
+    Array.isArray(parsed) ||
+    Object.keys(parsed).join() !== "error"
+  ) {
     return { problems: [`not {error}: ${JSON.stringify(parsed).slice(0, 120)}`] };
   }
   const error = envelope.error;
@@ -52,9 +93,14 @@ export function envelopeProblems(status: number, contentType: string | undefined
   }
   const { code, message } = error;
   if (!isErrorCode(code)) problems.push(`code ${JSON.stringify(code)} is not in shared/src/errors.ts`);
-  else if (ERROR_CODES[code].status !== status) problems.push(`code ${code} belongs with ${ERROR_CODES[code].status}, answered ${status}`);
+  else if (ERROR_CODES[code].status !== status)
+    problems.push(`code ${code} belongs with ${ERROR_CODES[code].status}, answered ${status}`);
   if (typeof message !== "string" || message.trim() === "") problems.push("empty message");
-  return { problems, ...(typeof code === "string" ? { code } : {}), ...(typeof message === "string" ? { message } : {}) };
+  return {
+    problems,
+    ...(typeof code === "string" ? { code } : {}),
+    ...(typeof message === "string" ? { message } : {}),
+  };
 }
 
 /** A streamed completion ends with `data: [DONE]`, or with one `event: error` frame carrying the envelope. */
@@ -73,7 +119,10 @@ function streamProblems(body: string): string | undefined {
 }
 
 /** Every promise one HTTP answer breaks. */
-export function judgeResponse(request: { method: string; fields: readonly string[] }, response: RawResponse): Violation[] {
+export function judgeResponse(
+  request: { method: string; fields: readonly string[] },
+  response: RawResponse,
+): Violation[] {
   const out: Violation[] = [];
   const { status } = response;
   const contentType = header(response, "content-type");
@@ -84,19 +133,31 @@ export function judgeResponse(request: { method: string; fields: readonly string
   if (status >= 400 && request.method !== "HEAD") {
     const { problems, code, message } = envelopeProblems(status, contentType, response.body);
     // An answer without the relay's request id was written before the app saw the request (Node's HTTP parser).
-    const where = header(response, "x-request-id") === undefined ? " (no X-Request-Id: not answered by the relay's app)" : "";
-    if (problems.length > 0 && status < 500) out.push({ kind: "envelope", status, code, detail: `${status}: ${problems.join("; ")}${where}` });
+    const where =
+      header(response, "x-request-id") === undefined ? " (no X-Request-Id: not answered by the relay's app)" : "";
+    if (problems.length > 0 && status < 500)
+      out.push({ kind: "envelope", status, code, detail: `${status}: ${problems.join("; ")}${where}` });
     if (code === "VALIDATION_ERROR" && message !== undefined && !namesAField(message, request.fields)) {
-      out.push({ kind: "validation-message", status, code, detail: `message does not start with a field path: ${JSON.stringify(message.slice(0, 120))}` });
+      out.push({
+        kind: "validation-message",
+        status,
+        code,
+        detail: `message does not start with a field path: ${JSON.stringify(message.slice(0, 120))}`,
+      });
     }
-    if (status === 429 && !/^\d+$/.test(header(response, "retry-after") ?? "")) out.push({ kind: "retry-after", status, code, detail: "429 without a Retry-After in seconds" });
+    if (status === 429 && !/^\d+$/.test(header(response, "retry-after") ?? ""))
+      out.push({ kind: "retry-after", status, code, detail: "429 without a Retry-After in seconds" });
   }
   if (status >= 200 && status < 300) {
     if (/^application\/json\b/i.test(contentType ?? "") && request.method !== "HEAD") {
       try {
         JSON.parse(response.body.toString("utf8"));
       } catch {
-        out.push({ kind: "bad-json", status, detail: `a ${status} whose JSON does not parse: ${JSON.stringify(response.body.toString("utf8").slice(0, 80))}` });
+        out.push({
+          kind: "bad-json",
+          status,
+          detail: `a ${status} whose JSON does not parse: ${JSON.stringify(response.body.toString("utf8").slice(0, 80))}`,
+        });
       }
     }
     if (/^text\/event-stream/i.test(contentType ?? "")) {
@@ -108,14 +169,24 @@ export function judgeResponse(request: { method: string; fields: readonly string
 }
 
 /** Every promise an outcome breaks, including never answering. */
-export function judgeOutcome(request: { method: string; fields: readonly string[]; mayGoUnanswered: boolean }, outcome: RawOutcome): Violation[] {
+export function judgeOutcome(
+  request: { method: string; fields: readonly string[]; mayGoUnanswered: boolean },
+  outcome: RawOutcome,
+): Violation[] {
   switch (outcome.kind) {
     case "response":
       return judgeResponse(request, outcome.response);
     case "timeout":
       return [{ kind: "hung", detail: `no answer within ${Math.round(outcome.ms)} ms` }];
     case "closed":
-      return request.mayGoUnanswered ? [] : [{ kind: "no-response", detail: `the connection closed after ${outcome.received} bytes and no complete response` }];
+      return request.mayGoUnanswered
+        ? []
+        : [
+            {
+              kind: "no-response",
+              detail: `the connection closed after ${outcome.received} bytes and no complete response`,
+            },
+          ];
     case "error":
       return request.mayGoUnanswered ? [] : [{ kind: "no-response", detail: `connection error: ${outcome.message}` }];
   }

@@ -46,15 +46,26 @@ interface Call {
   json?: unknown;
 }
 
-async function call<T>(base: string, method: string, path: string, init: Call, expected: number[] = [200, 201, 202]): Promise<{ data: T; headers: Headers }> {
+async function call<T>(
+  base: string,
+  method: string,
+  path: string,
+  init: Call,
+  expected: number[] = [200, 201, 202],
+): Promise<{ data: T; headers: Headers }> {
   const headers = new Headers();
   if (init.key !== undefined) headers.set("Authorization", `Bearer ${init.key}`);
   if (init.cookie !== undefined) headers.set("Cookie", init.cookie);
   if (init.csrf !== undefined) headers.set("X-CSRF-Token", init.csrf);
   if (init.json !== undefined) headers.set("Content-Type", "application/json");
-  const response = await fetch(base + path, { method, headers, ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}) });
+  const response = await fetch(base + path, {
+    method,
+    headers,
+    ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+  });
   const text = await response.text();
-  if (!expected.includes(response.status)) throw new Error(`fixture setup: ${method} ${path} answered ${response.status}: ${text}`);
+  if (!expected.includes(response.status))
+    throw new Error(`fixture setup: ${method} ${path} answered ${response.status}: ${text}`);
   return { data: (JSON.parse(text) as { data: T }).data, headers: response.headers };
 }
 
@@ -63,11 +74,19 @@ export async function createFixtures(base: string, ownerKey: string): Promise<Fi
   const owner = ownerKey;
   const me = await call<{ user: { id: string } }>(base, "GET", "/api/v1/me", { key: owner });
   const user = async (name: string, role: string) => {
-    const { data } = await call<{ user: { id: string }; api_key: { secret: string } }>(base, "POST", "/api/v1/users", { key: owner, json: { name, role } });
+    const { data } = await call<{ user: { id: string }; api_key: { secret: string } }>(base, "POST", "/api/v1/users", {
+      key: owner,
+      json: { name, role },
+    });
     return { id: data.user.id, key: data.api_key.secret };
   };
   const key = async (name: string, scopes: string[]) =>
-    (await call<{ id: string; secret: string }>(base, "POST", "/api/v1/api-keys", { key: owner, json: { name, scopes } })).data;
+    (
+      await call<{ id: string; secret: string }>(base, "POST", "/api/v1/api-keys", {
+        key: owner,
+        json: { name, scopes },
+      })
+    ).data;
   const admin = await user("Ada Admin", "admin");
   const member = await user("Mel Member", "member");
   const guest = await user("Gus Guest", "guest");
@@ -83,27 +102,70 @@ export async function createFixtures(base: string, ownerKey: string): Promise<Fi
   await call(base, "DELETE", `/api/v1/api-keys/${revoked.id}`, { key: owner });
   const victimKey = await key("victim", ["workspace.read"]);
   const signInKey = (await key("sign-in", ["messages.read", "agents.read"])).secret;
-  const consoleKey = (await key("console", ["workspace.read", "tab.complete", "messages.read", "messages.write", "agents.read", "agents.write", "users.write", "keys.write"])).secret;
+  const consoleKey = (
+    await key("console", [
+      "workspace.read",
+      "tab.complete",
+      "messages.read",
+      "messages.write",
+      "agents.read",
+      "agents.write",
+      "users.write",
+      "keys.write",
+    ])
+  ).secret;
 
-  const agent = await call<{ agent: { id: string }; token: string }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Fuzz Agent", description: "fuzzed" } });
-  const managed = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Managed Agent", webhook_url: WEBHOOK_URL } });
-  const victimAgent = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", { key: owner, json: { name: "Victim Agent" } });
-  const delivery = await call<{ id: string }>(base, "POST", `/api/v1/agents/${managed.data.agent.id}/test-event`, { key: owner });
+  const agent = await call<{ agent: { id: string }; token: string }>(base, "POST", "/api/v1/agents", {
+    key: owner,
+    json: { name: "Fuzz Agent", description: "fuzzed" },
+  });
+  const managed = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", {
+    key: owner,
+    json: { name: "Managed Agent", webhook_url: WEBHOOK_URL },
+  });
+  const victimAgent = await call<{ agent: { id: string } }>(base, "POST", "/api/v1/agents", {
+    key: owner,
+    json: { name: "Victim Agent" },
+  });
+  const delivery = await call<{ id: string }>(base, "POST", `/api/v1/agents/${managed.data.agent.id}/test-event`, {
+    key: owner,
+  });
 
-  const channel = await call<{ id: string }>(base, "POST", "/api/v1/channels", { key: owner, json: { name: "fuzzing", visibility: "public" } });
-  const privateChannel = await call<{ id: string }>(base, "POST", "/api/v1/channels", { key: owner, json: { name: "secret", visibility: "private" } });
+  const channel = await call<{ id: string }>(base, "POST", "/api/v1/channels", {
+    key: owner,
+    json: { name: "fuzzing", visibility: "public" },
+  });
+  const privateChannel = await call<{ id: string }>(base, "POST", "/api/v1/channels", {
+    key: owner,
+    json: { name: "secret", visibility: "private" },
+  });
   for (const member_ of [{ agent_id: agent.data.agent.id }, { user_id: member.id }, { user_id: guest.id }]) {
     await call(base, "POST", `/api/v1/channels/${channel.data.id}/members`, { key: owner, json: member_ });
   }
-  const dm = await call<{ id: string }>(base, "POST", "/api/v1/dms", { key: owner, json: { member_ids: [agent.data.agent.id] } });
-  const message = await call<{ id: string }>(base, "POST", `/api/v1/conversations/channel/${channel.data.id}/messages`, { key: owner, json: { text: "hello @Fuzz Agent" } });
-  const agentMessage = await call<{ id: string }>(base, "POST", `/api/v1/agent-api/conversations/dm/${dm.data.id}/messages`, {
-    key: agent.data.token,
-    json: { text: "hello from the agent" },
+  const dm = await call<{ id: string }>(base, "POST", "/api/v1/dms", {
+    key: owner,
+    json: { member_ids: [agent.data.agent.id] },
   });
+  const message = await call<{ id: string }>(
+    base,
+    "POST",
+    `/api/v1/conversations/channel/${channel.data.id}/messages`,
+    { key: owner, json: { text: "hello @Fuzz Agent" } },
+  );
+  const agentMessage = await call<{ id: string }>(
+    base,
+    "POST",
+    `/api/v1/agent-api/conversations/dm/${dm.data.id}/messages`,
+    {
+      key: agent.data.token,
+      json: { text: "hello from the agent" },
+    },
+  );
 
   const signIn = async (apiKey: string) => {
-    const { data, headers } = await call<{ csrf_token: string }>(base, "POST", "/api/v1/sessions", { json: { api_key: apiKey } });
+    const { data, headers } = await call<{ csrf_token: string }>(base, "POST", "/api/v1/sessions", {
+      json: { api_key: apiKey },
+    });
     const cookie = (headers.get("set-cookie") ?? "").split(";")[0] ?? "";
     return { cookie, csrf: data.csrf_token };
   };

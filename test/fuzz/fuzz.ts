@@ -26,7 +26,10 @@ function count(name: string, text: string, min: number): number {
 const seconds = count("seconds", values.seconds, 1);
 const seed = count("seed", values.seed, 0);
 // A tenth of the run, at least 5 s, goes to a relay with the default rate limits.
-const defaultLimitSeconds = values["default-limit-seconds"] !== undefined ? count("default-limit-seconds", values["default-limit-seconds"], 0) : Math.max(5, Math.round(seconds / 10));
+const defaultLimitSeconds =
+  values["default-limit-seconds"] !== undefined
+    ? count("default-limit-seconds", values["default-limit-seconds"], 0)
+    : Math.max(5, Math.round(seconds / 10));
 console.log(`fuzz seed ${seed} (replay with --seed ${seed})`);
 const report = await runFuzz({
   seed,

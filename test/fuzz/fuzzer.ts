@@ -9,7 +9,16 @@ import { type CaseContext, type HttpCase, buildHttpCase } from "./mutate";
 import { type RawOutcome, type RawRequest, header, sendRaw } from "./rawHttp";
 import { caseSeed, createRandom } from "./random";
 import { type FuzzRelay, RAISED_RATE_LIMITS, initDataFolder, startRelayProcess } from "./relay";
-import { FRAME_KINDS, HANDSHAKE_SWEEP, JSON_FRAME_CHOICES, badFrame, buildHandshakeCase, goodHandshake, jsonFrame, openRawWebSocket } from "./websocket";
+import {
+  FRAME_KINDS,
+  HANDSHAKE_SWEEP,
+  JSON_FRAME_CHOICES,
+  badFrame,
+  buildHandshakeCase,
+  goodHandshake,
+  jsonFrame,
+  openRawWebSocket,
+} from "./websocket";
 
 /** Frame sessions that sweep every JSON message, then every kind of bad frame on each endpoint, before random ones. */
 const FRAME_SWEEP = JSON_FRAME_CHOICES + FRAME_KINDS.length * 2;
@@ -98,7 +107,10 @@ export interface Slow {
 function printable(value: string | Buffer, max = 200): string {
   const bytes = typeof value === "string" ? Buffer.from(value, "utf8") : value;
   const shown = bytes.subarray(0, max);
-  const text = typeof value === "string" && Buffer.from(shown.toString("utf8"), "utf8").equals(shown) ? JSON.stringify(shown.toString("utf8")) : `"${[...shown].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, "0")}`)).join("")}"`;
+  const text =
+    typeof value === "string" && Buffer.from(shown.toString("utf8"), "utf8").equals(shown)
+      ? JSON.stringify(shown.toString("utf8"))
+      : `"${[...shown].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, "0")}`)).join("")}"`;
   return bytes.length > max ? `${text}… (${bytes.length} bytes)` : text;
 }
 
@@ -107,12 +119,14 @@ export function describeRequest(request: RawRequest): string {
   const lines = [`${request.method} ${printable(request.target, 300)}`];
   for (const [name, value] of request.headers) lines.push(`  ${name}: ${printable(value, 160)}`);
   if (request.body !== undefined) lines.push(`  body: ${printable(request.body, 300)}`);
-  if (request.halfCloseAfterMs !== undefined) lines.push(`  (the client closes its side after ${request.halfCloseAfterMs} ms)`);
+  if (request.halfCloseAfterMs !== undefined)
+    lines.push(`  (the client closes its side after ${request.halfCloseAfterMs} ms)`);
   return lines.join("\n");
 }
 
 function describeOutcome(outcome: RawOutcome): string {
-  if (outcome.kind !== "response") return `${outcome.kind} after ${outcome.ms} ms${outcome.kind === "error" ? `: ${outcome.message}` : ""}`;
+  if (outcome.kind !== "response")
+    return `${outcome.kind} after ${outcome.ms} ms${outcome.kind === "error" ? `: ${outcome.message}` : ""}`;
   const { response } = outcome;
   return `${response.head.split("\r\n")[0] ?? ""} content-type=${header(response, "content-type") ?? "-"} body=${printable(response.body, 240)}`;
 }
@@ -144,18 +158,32 @@ export function formatFailures(report: FuzzReport): string {
 
 /** Catalogued routes that never answered 2xx: mutations kept their handler out of reach. */
 export function unreachedRoutes(report: FuzzReport): string[] {
-  return HTTP_ROUTES.map(routeLabel).filter((label) => ![...(report.byRoute.get(label)?.keys() ?? [])].some((status) => status.startsWith("2")));
+  return HTTP_ROUTES.map(routeLabel).filter(
+    (label) => ![...(report.byRoute.get(label)?.keys() ?? [])].some((status) => status.startsWith("2")),
+  );
 }
 
 export function formatSummary(report: FuzzReport): string {
-  const statuses = [...report.byStatus.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([status, count]) => `${status}: ${count}`);
+  const statuses = [...report.byStatus.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([status, count]) => `${status}: ${count}`);
   const mib = (kib: number) => Math.round(kib / 1024);
-  const never = unreachedRoutes(report).map((label) => `${label} (${[...(report.byRoute.get(label) ?? new Map<string, number>()).entries()].map(([status, count]) => `${status}×${count}`).join(" ") || "not attacked"})`);
-  const rss = report.rss.map((r) => `${mib(r.warmKiB)} MiB after the warm-up → ${mib(r.endKiB)} MiB after ${r.requests} requests (growth ${mib(r.growthKiB)} MiB, bound ${mib(r.boundKiB)} MiB)`);
+  const never = unreachedRoutes(report).map(
+    (label) =>
+      `${label} (${[...(report.byRoute.get(label) ?? new Map<string, number>()).entries()].map(([status, count]) => `${status}×${count}`).join(" ") || "not attacked"})`,
+  );
+  const rss = report.rss.map(
+    (r) =>
+      `${mib(r.warmKiB)} MiB after the warm-up → ${mib(r.endKiB)} MiB after ${r.requests} requests (growth ${mib(r.growthKiB)} MiB, bound ${mib(r.boundKiB)} MiB)`,
+  );
   return [
     `seed ${report.seed}: ${report.counts.http} HTTP requests, ${report.counts.handshakes} WebSocket handshakes, ${report.counts.frameSessions} frame sessions (${report.counts.frames} frames) in ${(report.durationMs / 1000).toFixed(1)} s; ${report.restarts} restarts`,
     `answers: ${statuses.join(", ")}`,
-    ...(report.counts.http > HTTP_ROUTES.length * 10 ? [`catalogued routes that answered 2xx: ${HTTP_ROUTES.length - never.length} of ${HTTP_ROUTES.length}${never.length > 0 ? `; never: ${never.join("; ")}` : ""}`] : []),
+    ...(report.counts.http > HTTP_ROUTES.length * 10
+      ? [
+          `catalogued routes that answered 2xx: ${HTTP_ROUTES.length - never.length} of ${HTTP_ROUTES.length}${never.length > 0 ? `; never: ${never.join("; ")}` : ""}`,
+        ]
+      : []),
     `RSS: ${rss.join("; ") || "not measured"}`,
     `slowest: ${report.slowest.map((slow) => `${slow.id} ${slow.label} ${Math.round(slow.ms)} ms (${slow.answer})`).join("; ")}`,
     `failures: ${report.failures.size === 0 ? "none" : [...report.failures.values()].map((f) => `${f.violation.kind} ×${f.count}`).join(", ")}`,
@@ -195,9 +223,17 @@ class Target {
   }
 
   async start(): Promise<void> {
-    this.relay = await startRelayProcess({ dataDir: this.data.dataDir, rateLimits: this.rateLimits, tracked: this.tracked });
+    this.relay = await startRelayProcess({
+      dataDir: this.data.dataDir,
+      rateLimits: this.rateLimits,
+      tracked: this.tracked,
+    });
     this.fixtures = await createFixtures(this.relay.url, this.data.ownerKey);
-    this.context = { fixtures: this.fixtures, host: `${this.relay.host}:${this.relay.port}`, staticFiles: staticFiles() };
+    this.context = {
+      fixtures: this.fixtures,
+      host: `${this.relay.host}:${this.relay.port}`,
+      staticFiles: staticFiles(),
+    };
   }
 
   /** The same data (and so the same fixtures) under a relay with the default rate limits. */
@@ -205,14 +241,22 @@ class Target {
     await this.relay.stop();
     this.rateLimits = undefined;
     this.family = "d";
-    this.relay = await startRelayProcess({ dataDir: this.data.dataDir, rateLimits: this.rateLimits, tracked: this.tracked });
+    this.relay = await startRelayProcess({
+      dataDir: this.data.dataDir,
+      rateLimits: this.rateLimits,
+      tracked: this.tracked,
+    });
     this.context = { ...this.context, host: `${this.relay.host}:${this.relay.port}` };
     this.startedAtCount = this.report.counts.http;
   }
 
   async restart(): Promise<void> {
     this.report.restarts++;
-    this.relay = await startRelayProcess({ dataDir: this.data.dataDir, rateLimits: this.rateLimits, tracked: this.tracked });
+    this.relay = await startRelayProcess({
+      dataDir: this.data.dataDir,
+      rateLimits: this.rateLimits,
+      tracked: this.tracked,
+    });
     this.context = { ...this.context, host: `${this.relay.host}:${this.relay.port}` };
     this.startedAtCount = this.report.counts.http;
   }
@@ -231,7 +275,8 @@ class Target {
         known.count++;
         known.labels.add(label);
         if (known.more.length < 8) known.more.push(example().caseId);
-      } else this.report.failures.set(key, { violation, count: 1, labels: new Set([label]), example: example(), more: [] });
+      } else
+        this.report.failures.set(key, { violation, count: 1, labels: new Set([label]), example: example(), more: [] });
     }
   }
 
@@ -251,7 +296,13 @@ class Target {
 
   private exampleOf(id: string, label: string, request: RawRequest, outcome: RawOutcome): Example {
     const requestId = outcome.kind === "response" ? header(outcome.response, "x-request-id") : undefined;
-    return { caseId: id, label, request: describeRequest(request), outcome: describeOutcome(outcome), relayLog: requestId ? this.relay.logFor(requestId) : [] };
+    return {
+      caseId: id,
+      label,
+      request: describeRequest(request),
+      outcome: describeOutcome(outcome),
+      relayLog: requestId ? this.relay.logFor(requestId) : [],
+    };
   }
 
   async runHttpCase(test: HttpCase): Promise<RawOutcome | undefined> {
@@ -261,8 +312,13 @@ class Target {
     if (!this.relay.alive()) return undefined;
     this.report.counts.http++;
     this.count(outcome, test.id, test.label);
-    const violations = judgeOutcome({ method: test.request.method, fields: test.fields, mayGoUnanswered: test.mayGoUnanswered }, outcome);
-    this.record(violations, test.label, () => this.exampleOf(test.id, `${test.label} [${test.mutations.join(", ") || "unmutated"}]`, test.request, outcome));
+    const violations = judgeOutcome(
+      { method: test.request.method, fields: test.fields, mayGoUnanswered: test.mayGoUnanswered },
+      outcome,
+    );
+    this.record(violations, test.label, () =>
+      this.exampleOf(test.id, `${test.label} [${test.mutations.join(", ") || "unmutated"}]`, test.request, outcome),
+    );
     return outcome;
   }
 
@@ -277,7 +333,14 @@ class Target {
     const only =
       extra < 0
         ? { route: HTTP_ROUTES[index] as HttpRoute }
-        : { route: completions, body: { ...completionSample(this.fixtures, random), stream: extra === 1, stream_options: { include_usage: true } } };
+        : {
+            route: completions,
+            body: {
+              ...completionSample(this.fixtures, random),
+              stream: extra === 1,
+              stream_options: { include_usage: true },
+            },
+          };
     return { ...buildHttpCase(index, random, this.context, { ...only, unmutated: true }), id: `u${index}` };
   }
 
@@ -287,7 +350,11 @@ class Target {
   }
 
   httpCase(index: number): HttpCase {
-    const test = buildHttpCase(index, createRandom(caseSeed(this.options.seed, CASE_STREAMS[this.family], index)), this.context);
+    const test = buildHttpCase(
+      index,
+      createRandom(caseSeed(this.options.seed, CASE_STREAMS[this.family], index)),
+      this.context,
+    );
     return this.family === "h" ? test : { ...test, id: `d${index}` };
   }
 
@@ -306,21 +373,41 @@ class Target {
     };
     await Promise.all(Array.from({ length: this.options.concurrency }, worker));
     // The suspects of a crash: what was sent in the last seconds before it was noticed, the latest first.
-    await this.checkHealth("an HTTP burst", () => recent.filter(({ at }) => at > performance.now() - 5_000).map(({ test }) => test).reverse());
+    await this.checkHealth("an HTTP burst", () =>
+      recent
+        .filter(({ at }) => at > performance.now() - 5_000)
+        .map(({ test }) => test)
+        .reverse(),
+    );
   }
 
   /** `/metrics` measures requests under route names only, however the requests spelled their paths. */
   async checkMetrics(): Promise<void> {
-    const outcome = await sendRaw(this.address, { method: "GET", target: "/metrics", headers: [["Host", this.context.host], ["Connection", "close"]] }, 15_000);
+    const outcome = await sendRaw(
+      this.address,
+      {
+        method: "GET",
+        target: "/metrics",
+        headers: [
+          ["Host", this.context.host],
+          ["Connection", "close"],
+        ],
+      },
+      15_000,
+    );
     if (outcome.kind !== "response" || outcome.response.status !== 200) return;
     const stray = strayMetricRoutes(outcome.response.body.toString("utf8"));
     if (stray.length === 0) return;
-    const detail = "route labels in /metrics are not route names but how requests spelled their paths (one series per spelling)";
+    const detail =
+      "route labels in /metrics are not route names but how requests spelled their paths (one series per spelling)";
     this.record([{ kind: "metrics", detail }], "GET /metrics", () => ({
       caseId: "-",
       label: "GET /metrics",
       request: "GET /metrics after the run",
-      outcome: `${stray.length} such labels in ${Math.round(outcome.response.body.length / 1024)} KiB of metrics, e.g. ${stray.slice(0, 6).map((name) => JSON.stringify(name)).join(", ")}`,
+      outcome: `${stray.length} such labels in ${Math.round(outcome.response.body.length / 1024)} KiB of metrics, e.g. ${stray
+        .slice(0, 6)
+        .map((name) => JSON.stringify(name))
+        .join(", ")}`,
       relayLog: [],
     }));
   }
@@ -334,7 +421,18 @@ class Target {
   /** Whether the relay answers `/healthz`; one that does not is given 5 s to exit, so a dying relay is seen as dead. */
   private async answers(): Promise<boolean> {
     if (!this.relay.alive()) return false;
-    const outcome = await sendRaw(this.address, { method: "GET", target: "/healthz", headers: [["Host", this.context.host], ["Connection", "close"]] }, 5_000);
+    const outcome = await sendRaw(
+      this.address,
+      {
+        method: "GET",
+        target: "/healthz",
+        headers: [
+          ["Host", this.context.host],
+          ["Connection", "close"],
+        ],
+      },
+      5_000,
+    );
     if (outcome.kind === "response" && outcome.response.status === 200) return true;
     await Promise.race([this.relay.exited, sleep(5_000)]);
     return false;
@@ -345,10 +443,25 @@ class Target {
    * 5 s to exit (an uncaught exception's exit takes a moment on a busy machine), and a dead one is a crash, pinned on
    * `culprit` or on the one of `suspects` that kills it again when replayed alone.
    */
-  async checkHealth(after: string, suspects: () => HttpCase[] = () => [], culprit?: { id: string; label: string; request: string }): Promise<void> {
+  async checkHealth(
+    after: string,
+    suspects: () => HttpCase[] = () => [],
+    culprit?: { id: string; label: string; request: string },
+  ): Promise<void> {
     let outcome: RawOutcome | undefined;
     if (this.relay.alive()) {
-      outcome = await sendRaw(this.address, { method: "GET", target: "/healthz", headers: [["Host", this.context.host], ["Connection", "close"]] }, 5_000);
+      outcome = await sendRaw(
+        this.address,
+        {
+          method: "GET",
+          target: "/healthz",
+          headers: [
+            ["Host", this.context.host],
+            ["Connection", "close"],
+          ],
+        },
+        5_000,
+      );
       if (outcome.kind === "response" && outcome.response.status === 200) return;
       await Promise.race([this.relay.exited, sleep(5_000)]);
     }
@@ -370,20 +483,40 @@ class Target {
    * The relay died: record it with its last words, restart it, then (unless the culprit is known) replay the
    * suspects one at a time to name the one that kills it.
    */
-  private async crashed(during: string, suspects: HttpCase[], known?: { id: string; label: string; request: string }): Promise<void> {
+  private async crashed(
+    during: string,
+    suspects: HttpCase[],
+    known?: { id: string; label: string; request: string },
+  ): Promise<void> {
     const how = await this.relay.exited;
     const tail = this.relay.tail(40);
     // What Node printed as it died (the uncaught exception and its stack), not the relay's own JSON log lines.
     const lastWords = tail
       .split("\n")
-      .filter((line) => line.trim() !== "" && !line.startsWith("{") && !/^(Debugger listening|For help, see|tab-relay serving on)/.test(line))
+      .filter(
+        (line) =>
+          line.trim() !== "" &&
+          !line.startsWith("{") &&
+          !/^(Debugger listening|For help, see|tab-relay serving on)/.test(line),
+      )
       .slice(0, 14);
     let culprit = known;
     await this.restart();
     if (!culprit) {
       for (const suspect of suspects.slice(0, 24)) {
         await sendRaw(this.address, suspect.request, REQUEST_TIMEOUT_MS);
-        const health = await sendRaw(this.address, { method: "GET", target: "/healthz", headers: [["Host", this.context.host], ["Connection", "close"]] }, 5_000);
+        const health = await sendRaw(
+          this.address,
+          {
+            method: "GET",
+            target: "/healthz",
+            headers: [
+              ["Host", this.context.host],
+              ["Connection", "close"],
+            ],
+          },
+          5_000,
+        );
         if (health.kind !== "response") await Promise.race([this.relay.exited, sleep(5_000)]);
         if (!this.relay.alive()) {
           culprit = { id: suspect.id, label: suspect.label, request: describeRequest(suspect.request) };
@@ -392,7 +525,9 @@ class Target {
         }
       }
     }
-    const request = culprit?.request ?? `one of these (none killed it again when replayed alone):\n${suspects.map((s) => `${s.id}: ${describeRequest(s.request)}`).join("\n")}`;
+    const request =
+      culprit?.request ??
+      `one of these (none killed it again when replayed alone):\n${suspects.map((s) => `${s.id}: ${describeRequest(s.request)}`).join("\n")}`;
     const label = culprit?.label ?? during;
     this.record([{ kind: "crash", detail: `the relay exited (${String(how)}) after ${during}` }], label, () => ({
       caseId: culprit?.id ?? suspects[0]?.id ?? "-",
@@ -404,35 +539,66 @@ class Target {
   }
 
   async handshakeCase(index: number, verbose = false): Promise<void> {
-    const test = buildHandshakeCase(index, createRandom(caseSeed(this.options.seed, CASE_STREAMS.s, index)), this.fixtures, this.context.host);
-    if (verbose) this.options.log(`case ${test.id}: ${test.label} [${test.mutations.join(", ") || "unmutated"}]\n${describeRequest(test.request)}`);
+    const test = buildHandshakeCase(
+      index,
+      createRandom(caseSeed(this.options.seed, CASE_STREAMS.s, index)),
+      this.fixtures,
+      this.context.host,
+    );
+    if (verbose)
+      this.options.log(
+        `case ${test.id}: ${test.label} [${test.mutations.join(", ") || "unmutated"}]\n${describeRequest(test.request)}`,
+      );
     const outcome = await sendRaw(this.address, test.request, REQUEST_TIMEOUT_MS);
     if (verbose) this.options.log(`answer: ${describeOutcome(outcome)}`);
     if (this.relay.alive()) {
       this.report.counts.handshakes++;
       this.count(outcome, test.id, test.label);
-      const violations = outcome.kind === "response" && outcome.response.status === 101 ? [] : judgeOutcome({ method: test.request.method, fields: [], mayGoUnanswered: false }, outcome);
-      this.record(violations, test.label, () => this.exampleOf(test.id, `${test.label} [${test.mutations.join(", ") || "unmutated"}]`, test.request, outcome));
+      const violations =
+        outcome.kind === "response" && outcome.response.status === 101
+          ? []
+          : judgeOutcome({ method: test.request.method, fields: [], mayGoUnanswered: false }, outcome);
+      this.record(violations, test.label, () =>
+        this.exampleOf(test.id, `${test.label} [${test.mutations.join(", ") || "unmutated"}]`, test.request, outcome),
+      );
     }
-    await this.checkHealth("a WebSocket handshake", () => [], { id: test.id, label: test.label, request: describeRequest(test.request) });
+    await this.checkHealth("a WebSocket handshake", () => [], {
+      id: test.id,
+      label: test.label,
+      request: describeRequest(test.request),
+    });
   }
 
   async frameSession(index: number, verbose = false): Promise<void> {
     const random = createRandom(caseSeed(this.options.seed, CASE_STREAMS.w, index));
     // The sweep: each JSON message alone on an agent socket (the relay parses those), then each kind of bad frame on
     // each endpoint. Random sessions follow.
-    const sweep = index < JSON_FRAME_CHOICES ? { kind: "agent" as const } : index < FRAME_SWEEP ? { kind: (index - JSON_FRAME_CHOICES) % 2 === 0 ? ("live" as const) : ("agent" as const) } : undefined;
+    const sweep =
+      index < JSON_FRAME_CHOICES
+        ? { kind: "agent" as const }
+        : index < FRAME_SWEEP
+          ? { kind: (index - JSON_FRAME_CHOICES) % 2 === 0 ? ("live" as const) : ("agent" as const) }
+          : undefined;
     const kind = sweep?.kind ?? (random.chance(0.5) ? "live" : "agent");
     const handshake = goodHandshake(kind, random, this.fixtures, this.context.host);
     const id = `w${index}`;
     const label = `WS frames ${kind}`;
     const sent: string[] = [];
-    const culprit = () => ({ id, label, request: `${describeRequest(handshake)}${sent.length > 0 ? `\n  then frames:\n${sent.map((line) => `    ${line}`).join("\n")}` : ""}` });
+    const culprit = () => ({
+      id,
+      label,
+      request: `${describeRequest(handshake)}${sent.length > 0 ? `\n  then frames:\n${sent.map((line) => `    ${line}`).join("\n")}` : ""}`,
+    });
     let ws;
     try {
       ws = await openRawWebSocket(this.address, handshake, REQUEST_TIMEOUT_MS);
     } catch (error) {
-      if (this.relay.alive()) this.record([{ kind: "no-response", detail: `WebSocket handshake: ${(error as Error).message}` }], label, () => ({ ...culprit(), caseId: id, outcome: "none", relayLog: [] }));
+      if (this.relay.alive())
+        this.record(
+          [{ kind: "no-response", detail: `WebSocket handshake: ${(error as Error).message}` }],
+          label,
+          () => ({ ...culprit(), caseId: id, outcome: "none", relayLog: [] }),
+        );
       await this.checkHealth(`a WebSocket handshake (${kind})`, () => [], culprit());
       return;
     }
@@ -440,7 +606,12 @@ class Target {
     if (ws.status !== 101) {
       const response = { status: ws.status, headers: parseHeaders(ws.head), body: ws.body, head: ws.head };
       this.count({ kind: "response", response, ms: 0 }, id, label);
-      this.record(judgeResponse({ method: "GET", fields: [] }, response), label, () => ({ ...culprit(), caseId: id, outcome: ws.head.split("\r\n")[0] ?? "", relayLog: [] }));
+      this.record(judgeResponse({ method: "GET", fields: [] }, response), label, () => ({
+        ...culprit(),
+        caseId: id,
+        outcome: ws.head.split("\r\n")[0] ?? "",
+        relayLog: [],
+      }));
     } else {
       // Messages first (what the relay's own handlers parse), then frames that break the protocol (what ws refuses).
       const messages = sweep ? 0 : random.int(0, 3);
@@ -459,7 +630,10 @@ class Target {
         this.report.counts.frames++;
         // The relay has read the frame once it answers the ping behind it; a frame it refuses closes the socket.
         const result = await ws.probe(random, 2_000);
-        if (verbose) this.options.log(`  ${frame.name} → ${result}${ws.closeCode() !== undefined ? ` (close ${ws.closeCode()})` : ""}`);
+        if (verbose)
+          this.options.log(
+            `  ${frame.name} → ${result}${ws.closeCode() !== undefined ? ` (close ${ws.closeCode()})` : ""}`,
+          );
         if (result !== "pong") break;
       }
       ws.end();
@@ -495,8 +669,10 @@ async function attack(target: Target, seconds: number): Promise<void> {
   let warm: { kib: number; restarts: number } | undefined;
   if (target.family === "h") {
     // Every handshake mutation and every kind of frame at least once, however few rounds the time allows.
-    while (counters.handshakes < HANDSHAKE_SWEEP && performance.now() < deadline) await target.handshakeCase(counters.handshakes++);
-    while (counters.sessions < FRAME_SWEEP && performance.now() < deadline) await target.frameSession(counters.sessions++);
+    while (counters.handshakes < HANDSHAKE_SWEEP && performance.now() < deadline)
+      await target.handshakeCase(counters.handshakes++);
+    while (counters.sessions < FRAME_SWEEP && performance.now() < deadline)
+      await target.frameSession(counters.sessions++);
   }
   while (performance.now() < deadline) {
     await target.httpBurst(() => counters.http++, BURST, deadline);
@@ -515,7 +691,9 @@ async function attack(target: Target, seconds: number): Promise<void> {
     if (performance.now() - reported > 10_000) {
       reported = performance.now();
       const rss = target.relay.rssKiB();
-      target.options.log(`  … ${target.report.counts.http} HTTP requests, ${target.report.failures.size} kinds of failure so far, relay RSS ${rss === undefined ? "?" : Math.round(rss / 1024)} MiB`);
+      target.options.log(
+        `  … ${target.report.counts.http} HTTP requests, ${target.report.failures.size} kinds of failure so far, relay RSS ${rss === undefined ? "?" : Math.round(rss / 1024)} MiB`,
+      );
     }
   }
   await target.checkMetrics();
@@ -528,7 +706,13 @@ async function attack(target: Target, seconds: number): Promise<void> {
   target.report.rss.push({ warmKiB, endKiB, growthKiB, boundKiB, requests: target.report.counts.http - startCount });
   if (growthKiB > boundKiB) {
     const detail = `resident memory grew by ${Math.round(growthKiB / 1024)} MiB after the warm-up (bound ${Math.round(boundKiB / 1024)} MiB)`;
-    target.record([{ kind: "rss", detail }], "the whole run", () => ({ caseId: "-", label: "the whole run", request: "-", outcome: `${Math.round(warmKiB / 1024)} MiB → ${Math.round(endKiB / 1024)} MiB`, relayLog: [] }));
+    target.record([{ kind: "rss", detail }], "the whole run", () => ({
+      caseId: "-",
+      label: "the whole run",
+      request: "-",
+      outcome: `${Math.round(warmKiB / 1024)} MiB → ${Math.round(endKiB / 1024)} MiB`,
+      relayLog: [],
+    }));
   }
 }
 
@@ -554,7 +738,9 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       await attack(target, options.seconds);
       if (options.defaultLimitSeconds > 0) {
         await target.useDefaultLimits();
-        options.log(`fuzzing ${target.relay.url} (pid ${target.relay.pid}, default rate limits) for ${options.defaultLimitSeconds} s`);
+        options.log(
+          `fuzzing ${target.relay.url} (pid ${target.relay.pid}, default rate limits) for ${options.defaultLimitSeconds} s`,
+        );
         await attack(target, options.defaultLimitSeconds);
       }
     }
@@ -573,7 +759,9 @@ async function replay(target: Target, only: string): Promise<void> {
   if (family === "d") await target.useDefaultLimits();
   if (family === "h" || family === "d" || family === "u") {
     const test = family === "u" ? target.warmUpCase(index) : target.httpCase(index);
-    target.options.log(`case ${test.id}: ${test.label} [${test.mutations.join(", ") || "unmutated"}]\n${describeRequest(test.request)}`);
+    target.options.log(
+      `case ${test.id}: ${test.label} [${test.mutations.join(", ") || "unmutated"}]\n${describeRequest(test.request)}`,
+    );
     const outcome = await target.runHttpCase(test);
     target.options.log(`answer: ${outcome ? describeOutcome(outcome) : "the relay died"}`);
     await target.checkHealth(`case ${test.id}`, () => [test]);

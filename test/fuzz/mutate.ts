@@ -1,4 +1,12 @@
-import { type Credential, HTTP_ROUTES, type HttpRoute, MOUNTS, PATTERN_ROUTES, fillPath, routeLabel } from "./catalogue";
+import {
+  type Credential,
+  HTTP_ROUTES,
+  type HttpRoute,
+  MOUNTS,
+  PATTERN_ROUTES,
+  fillPath,
+  routeLabel,
+} from "./catalogue";
 import type { Fixtures } from "./fixtures";
 import type { RawRequest } from "./rawHttp";
 import type { Random } from "./random";
@@ -97,11 +105,49 @@ function oddValue(random: Random, draft: Draft): unknown {
     case "bool":
       return random.chance(0.5);
     case "number":
-      return random.pick([0, -1, 1, 1.5, -0.5, 2 ** 31, -(2 ** 31), 2 ** 53, Number.MAX_SAFE_INTEGER, Number.MIN_VALUE, 500, 501, 100, 101]);
+      return random.pick([
+        0,
+        -1,
+        1,
+        1.5,
+        -0.5,
+        2 ** 31,
+        -(2 ** 31),
+        2 ** 53,
+        Number.MAX_SAFE_INTEGER,
+        Number.MIN_VALUE,
+        500,
+        501,
+        100,
+        101,
+      ]);
     case "token":
       return marker(draft, random.pick(RAW_TOKENS)());
     case "string":
-      return random.pick(["", " ", "\t\n", "\u0000", "null", "true", "0", "-1", "1e400", "../../etc/passwd", "%ZZ", "<script>alert(1)</script>", "ünïcødé", "\u202eevil", "@@@@@@", "#general", "#", "CAPS", "tasks", "tab-v2", "admin", "owner"]);
+      return random.pick([
+        "",
+        " ",
+        "\t\n",
+        "\u0000",
+        "null",
+        "true",
+        "0",
+        "-1",
+        "1e400",
+        "../../etc/passwd",
+        "%ZZ",
+        "<script>alert(1)</script>",
+        "ünïcødé",
+        "\u202eevil",
+        "@@@@@@",
+        "#general",
+        "#",
+        "CAPS",
+        "tasks",
+        "tab-v2",
+        "admin",
+        "owner",
+      ]);
     case "big":
       return bigString(random);
     case "surrogate":
@@ -110,7 +156,8 @@ function oddValue(random: Random, draft: Draft): unknown {
     case "array":
       return random.pick([[], [null], ["x"], [1, 2, 3], [[[]]], [{}]]);
     default:
-      if (random.chance(0.3)) return marker(draft, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}');
+      if (random.chance(0.3))
+        return marker(draft, '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}');
       return random.pick<object>([{}, { a: 1 }, { toString: 1, valueOf: 2 }, { type: "ack" }]);
   }
 }
@@ -127,7 +174,8 @@ type PathPart = string | number;
 function positions(value: unknown, prefix: PathPart[] = []): PathPart[][] {
   const out: PathPart[][] = [prefix];
   if (Array.isArray(value)) value.forEach((item, index) => out.push(...positions(item, [...prefix, index])));
-  else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) out.push(...positions(item, [...prefix, key]));
+  else if (value !== null && typeof value === "object")
+    for (const [key, item] of Object.entries(value)) out.push(...positions(item, [...prefix, key]));
   return out;
 }
 
@@ -295,9 +343,32 @@ interface Mutation {
 const hasBody = (draft: Draft) => draft.hasValue;
 const hasBytes = (draft: Draft) => draft.body !== undefined && draft.body.length > 0;
 /** Ids a path may be swapped to: of other kinds, or of the resources destructive routes may destroy; never a credential's own user or agent. */
-const swapIds = (f: Fixtures) => [f.channel.id, f.dm.id, f.privateChannel.id, f.message.id, f.agentMessage.id, f.managedAgent.deliveryId, f.victimUserId, f.victimKeyId, f.victimAgentId];
+const swapIds = (f: Fixtures) => [
+  f.channel.id,
+  f.dm.id,
+  f.privateChannel.id,
+  f.message.id,
+  f.agentMessage.id,
+  f.managedAgent.deliveryId,
+  f.victimUserId,
+  f.victimKeyId,
+  f.victimAgentId,
+];
 /** A method to swap in: never DELETE, so a read's path (the agent the Agent API runs as, the main session) is never destroyed. */
-const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "OPTIONS", "TRACE", "FOO", "get", "PROPFIND", "M-SEARCH", "CONNECT"];
+const METHODS = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "OPTIONS",
+  "TRACE",
+  "FOO",
+  "get",
+  "PROPFIND",
+  "M-SEARCH",
+  "CONNECT",
+];
 
 function segments(draft: Draft): { parts: string[]; indexes: number[] } {
   const parts = draft.path.split("/");
@@ -360,12 +431,31 @@ const MUTATIONS: readonly Mutation[] = [
     name: "body.unknown-fields",
     phase: "value",
     weight: 3,
-    applies: (draft) => hasBody(draft) && typeof draft.value === "object" && draft.value !== null && !Array.isArray(draft.value),
+    applies: (draft) =>
+      hasBody(draft) && typeof draft.value === "object" && draft.value !== null && !Array.isArray(draft.value),
     apply(draft, random) {
       const target = draft.value as Record<string, unknown>;
       for (let i = random.int(1, 4); i > 0; i--) {
-        const key = random.pick(["__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "extra", "", "role", "scopes", "workspace_id", "user_id", "id"]);
-        Object.defineProperty(target, key, { value: oddValue(random, draft), enumerable: true, configurable: true, writable: true });
+        const key = random.pick([
+          "__proto__",
+          "constructor",
+          "prototype",
+          "toString",
+          "hasOwnProperty",
+          "extra",
+          "",
+          "role",
+          "scopes",
+          "workspace_id",
+          "user_id",
+          "id",
+        ]);
+        Object.defineProperty(target, key, {
+          value: oddValue(random, draft),
+          enumerable: true,
+          configurable: true,
+          writable: true,
+        });
       }
     },
   },
@@ -425,7 +515,17 @@ const MUTATIONS: readonly Mutation[] = [
     applies: hasBytes,
     apply(draft, random) {
       const body = draft.body as Buffer;
-      const bad = Buffer.from(random.pick([[0xff, 0xfe], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82], [0x80]]));
+      const bad = Buffer.from(
+        random.pick([
+          [0xff, 0xfe],
+          [0xc3, 0x28],
+          [0xc0, 0xaf],
+          [0xed, 0xa0, 0x80],
+          [0xf8, 0x88, 0x80, 0x80, 0x80],
+          [0xe2, 0x82],
+          [0x80],
+        ]),
+      );
       // Inside a string when there is one, so JSON.parse sees the bytes as text.
       const quotes = [...body.entries()].filter(([, byte]) => byte === 0x22).map(([index]) => index);
       const at = quotes.length > 1 ? (random.pick(quotes.slice(0, -1)) as number) + 1 : body.length;
@@ -448,7 +548,8 @@ const MUTATIONS: readonly Mutation[] = [
     weight: 2,
     apply(draft, random) {
       draft.body = random.chance(0.5) ? Buffer.alloc(0) : undefined;
-      if (!draft.headers.some(([name]) => name.toLowerCase() === "content-type")) draft.headers.push(["Content-Type", "application/json"]);
+      if (!draft.headers.some(([name]) => name.toLowerCase() === "content-type"))
+        draft.headers.push(["Content-Type", "application/json"]);
       if (draft.body === undefined && random.chance(0.5)) {
         setHeader(draft, "Content-Length", "0");
         draft.length = "manual";
@@ -490,19 +591,25 @@ const MUTATIONS: readonly Mutation[] = [
     applies: hasBytes,
     apply(draft, random) {
       const body = draft.body as Buffer;
-      draft.body = random.chance(0.5) ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]) : Buffer.concat([body, Buffer.from(random.pick(["}", ",", "\u0000", " x", "\n{}"]))]);
+      draft.body = random.chance(0.5)
+        ? Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body])
+        : Buffer.concat([body, Buffer.from(random.pick(["}", ",", "\u0000", " x", "\n{}"]))]);
     },
   },
   {
     name: "raw.duplicate-keys",
     phase: "raw",
     weight: 1,
-    applies: (draft) => hasBytes(draft) && (draft.body as Buffer)[0] === 0x7b && typeof draft.value === "object" && draft.value !== null,
+    applies: (draft) =>
+      hasBytes(draft) && (draft.body as Buffer)[0] === 0x7b && typeof draft.value === "object" && draft.value !== null,
     apply(draft, random) {
       const keys = Object.keys(draft.value as object);
       if (keys.length === 0) return;
       const key = random.pick(keys);
-      draft.body = Buffer.concat([Buffer.from(`{${JSON.stringify(key)}:${random.pick(["1", "null", "[]", '"x"'])},`), (draft.body as Buffer).subarray(1)]);
+      draft.body = Buffer.concat([
+        Buffer.from(`{${JSON.stringify(key)}:${random.pick(["1", "null", "[]", '"x"'])},`),
+        (draft.body as Buffer).subarray(1),
+      ]);
     },
   },
 
@@ -531,7 +638,10 @@ const MUTATIONS: readonly Mutation[] = [
       } else if (kind === "shorter") {
         draft.headers.push(["Content-Length", String(Math.max(0, actual - random.int(1, Math.max(1, actual))))]);
       } else if (kind === "garbage") {
-        draft.headers.push(["Content-Length", random.pick(["abc", "-1", "1.5", "99999999999999999999", " 5", "0x10", "", "1e3", "+5"])]);
+        draft.headers.push([
+          "Content-Length",
+          random.pick(["abc", "-1", "1.5", "99999999999999999999", " 5", "0x10", "", "1e3", "+5"]),
+        ]);
         // Some of these parse as a length (" 5" is 5) that the body may not fill.
         draft.incomplete = true;
       } else {
@@ -550,9 +660,13 @@ const MUTATIONS: readonly Mutation[] = [
       const kind = random.pick(["chunked", "bad-chunks", "with-length", "gzip-chunked", "unknown"]);
       if (kind === "chunked" || kind === "with-length") {
         const chunks: Buffer[] = [];
-        for (let offset = 0; offset < body.length; ) {
+        for (let offset = 0; offset < body.length;) {
           const size = Math.min(body.length - offset, random.int(1, 4_096));
-          chunks.push(Buffer.from(`${size.toString(16)}\r\n`), body.subarray(offset, offset + size), Buffer.from("\r\n"));
+          chunks.push(
+            Buffer.from(`${size.toString(16)}\r\n`),
+            body.subarray(offset, offset + size),
+            Buffer.from("\r\n"),
+          );
           offset += size;
         }
         chunks.push(Buffer.from("0\r\n\r\n"));
@@ -561,11 +675,18 @@ const MUTATIONS: readonly Mutation[] = [
         if (kind === "with-length") draft.headers.push(["Content-Length", String(body.length)]);
       } else if (kind === "bad-chunks") {
         draft.headers.push(["Transfer-Encoding", "chunked"]);
-        draft.body = Buffer.concat([Buffer.from(random.pick(["zz\r\n", "ffffffffffffffff\r\n", "5\r\nab\r\n0\r\n\r\n", "-1\r\n"])), body.subarray(0, 16)]);
+        draft.body = Buffer.concat([
+          Buffer.from(random.pick(["zz\r\n", "ffffffffffffffff\r\n", "5\r\nab\r\n0\r\n\r\n", "-1\r\n"])),
+          body.subarray(0, 16),
+        ]);
         draft.incomplete = true;
       } else if (kind === "gzip-chunked") {
         draft.headers.push(["Transfer-Encoding", "gzip, chunked"]);
-        draft.body = Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]);
+        draft.body = Buffer.concat([
+          Buffer.from(`${body.length.toString(16)}\r\n`),
+          body,
+          Buffer.from("\r\n0\r\n\r\n"),
+        ]);
       } else {
         draft.headers.push(["Transfer-Encoding", random.pick(["identity", "foo", "chunked, identity"])]);
         draft.incomplete = true;
@@ -577,7 +698,10 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 1,
     apply(draft, random) {
-      draft.headers.push(["Content-Encoding", random.pick(["gzip", "br", "deflate", "identity", "IDENTITY", "x-garbage", ""])]);
+      draft.headers.push([
+        "Content-Encoding",
+        random.pick(["gzip", "br", "deflate", "identity", "IDENTITY", "x-garbage", ""]),
+      ]);
     },
   },
   {
@@ -589,7 +713,11 @@ const MUTATIONS: readonly Mutation[] = [
       const existing = draft.headers.find(([name]) => name === "Authorization")?.[1];
       if (kind === "missing") setHeader(draft, "Authorization", undefined);
       else if (kind === "garbage") setHeader(draft, "Authorization", garbageAuthorization(random, context.fixtures));
-      else draft.headers.push(["Authorization", random.chance(0.5) && existing !== undefined ? existing : garbageAuthorization(random, context.fixtures)]);
+      else
+        draft.headers.push([
+          "Authorization",
+          random.chance(0.5) && existing !== undefined ? existing : garbageAuthorization(random, context.fixtures),
+        ]);
     },
   },
   {
@@ -614,11 +742,16 @@ const MUTATIONS: readonly Mutation[] = [
       setHeader(draft, "Authorization", undefined);
       const kind = random.pick(["missing", "wrong", "duplicate", "victim", "huge", "bytes"]);
       setHeader(draft, "X-CSRF-Token", undefined);
-      if (kind === "wrong") draft.headers.push(["X-CSRF-Token", `${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}`]);
+      if (kind === "wrong")
+        draft.headers.push(["X-CSRF-Token", `${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}`]);
       else if (kind === "duplicate") draft.headers.push(["X-CSRF-Token", csrf], ["X-CSRF-Token", "nope"]);
       else if (kind === "victim") draft.headers.push(["X-CSRF-Token", context.fixtures.victimSession.csrf]);
       else if (kind === "huge") draft.headers.push(["X-CSRF-Token", csrf.repeat(200)]);
-      else if (kind === "bytes") draft.headers.push(["X-CSRF-Token", Buffer.concat([Buffer.from(csrf.slice(0, 10)), Buffer.from([0xff, 0x80])])]);
+      else if (kind === "bytes")
+        draft.headers.push([
+          "X-CSRF-Token",
+          Buffer.concat([Buffer.from(csrf.slice(0, 10)), Buffer.from([0xff, 0x80])]),
+        ]);
     },
   },
   {
@@ -628,8 +761,16 @@ const MUTATIONS: readonly Mutation[] = [
     apply(draft, random) {
       const kind = random.pick(["8k", "20k", "many", "request-id"]);
       if (kind === "many") for (let i = 0; i < random.int(50, 300); i++) draft.headers.push([`X-Fuzz-${i}`, "v"]);
-      else if (kind === "request-id") draft.headers.push(["X-Request-Id", random.pick(["x".repeat(129), "a b", "../../", "\u00e9", "req_1", "x".repeat(8_000)])]);
-      else draft.headers.push([random.pick(["X-Fuzz", "Cookie", "Accept", "User-Agent"]), "z".repeat(kind === "8k" ? 8_000 : 20_000)]);
+      else if (kind === "request-id")
+        draft.headers.push([
+          "X-Request-Id",
+          random.pick(["x".repeat(129), "a b", "../../", "\u00e9", "req_1", "x".repeat(8_000)]),
+        ]);
+      else
+        draft.headers.push([
+          random.pick(["X-Fuzz", "Cookie", "Accept", "User-Agent"]),
+          "z".repeat(kind === "8k" ? 8_000 : 20_000),
+        ]);
     },
   },
   {
@@ -658,15 +799,31 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 3,
     apply(draft, random) {
-      const kind = random.pick(["expect", "no-host", "two-hosts", "bad-host", "accept", "origin", "bad-name", "upgrade", "keep-alive"]);
+      const kind = random.pick([
+        "expect",
+        "no-host",
+        "two-hosts",
+        "bad-host",
+        "accept",
+        "origin",
+        "bad-name",
+        "upgrade",
+        "keep-alive",
+      ]);
       if (kind === "expect") draft.headers.push(["Expect", random.pick(["100-continue", "garbage", "200-ok"])]);
       else if (kind === "no-host") setHeader(draft, "Host", undefined);
       else if (kind === "two-hosts") draft.headers.push(["Host", "evil.example"]);
       else if (kind === "bad-host") setHeader(draft, "Host", random.pick(["", "a b", "évil", "[::1", "x:99999"]));
-      else if (kind === "accept") draft.headers.push(["Accept", random.pick(["text/html", "application/json;q=0", "*/*;q=garbage", "image/png", ""])]);
-      else if (kind === "origin") draft.headers.push(["Origin", random.pick(["https://evil.example", "null", "garbage", ""])]);
+      else if (kind === "accept")
+        draft.headers.push([
+          "Accept",
+          random.pick(["text/html", "application/json;q=0", "*/*;q=garbage", "image/png", ""]),
+        ]);
+      else if (kind === "origin")
+        draft.headers.push(["Origin", random.pick(["https://evil.example", "null", "garbage", ""])]);
       else if (kind === "bad-name") draft.headers.push([random.pick(["X Bad", "X:Bad", "(", "Ä"]), "1"]);
-      else if (kind === "upgrade") draft.headers.push(["Upgrade", random.pick(["h2c", "websocket", "garbage"])], ["Connection", "Upgrade"]);
+      else if (kind === "upgrade")
+        draft.headers.push(["Upgrade", random.pick(["h2c", "websocket", "garbage"])], ["Connection", "Upgrade"]);
       else setHeader(draft, "Connection", random.pick(["keep-alive", "garbage", undefined]));
     },
   },
@@ -675,7 +832,15 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 1,
     apply(draft, random) {
-      draft.version = random.pick(["HTTP/1.0", "HTTP/2.0", "HTTP/0.9", "HTTP/9.9", "http/1.1", "HTTP/1.1 extra", "HTTP/1"]);
+      draft.version = random.pick([
+        "HTTP/1.0",
+        "HTTP/2.0",
+        "HTTP/0.9",
+        "HTTP/9.9",
+        "http/1.1",
+        "HTTP/1.1 extra",
+        "HTTP/1",
+      ]);
     },
   },
 
@@ -685,7 +850,21 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 6,
     apply(draft, random, context) {
-      const pool: Credential[] = ["owner", "admin", "member", "guest", "tabOnly", "messagesRead", "keysWrite", "agentsRead", "workspaceRead", "revoked", "victimSession", "agent", "none"];
+      const pool: Credential[] = [
+        "owner",
+        "admin",
+        "member",
+        "guest",
+        "tabOnly",
+        "messagesRead",
+        "keysWrite",
+        "agentsRead",
+        "workspaceRead",
+        "revoked",
+        "victimSession",
+        "agent",
+        "none",
+      ];
       const credential = random.pick<Credential>(endsSession(draft) ? pool : [...pool, "session", "session"]);
       for (const name of ["Authorization", "Cookie", "X-CSRF-Token"]) setHeader(draft, name, undefined);
       draft.headers.push(...credentialHeaders(credential, context.fixtures));
@@ -699,7 +878,20 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 4,
     apply(draft, random) {
-      const escape = random.pick(["%ZZ", "%E0%A4%A", "%", "%%", "%u0041", "%C0%AF", "%ED%A0%80", "%FF", "%00", "%2", "%G1", "%c3%28"]);
+      const escape = random.pick([
+        "%ZZ",
+        "%E0%A4%A",
+        "%",
+        "%%",
+        "%u0041",
+        "%C0%AF",
+        "%ED%A0%80",
+        "%FF",
+        "%00",
+        "%2",
+        "%G1",
+        "%c3%28",
+      ]);
       replaceSegment(draft, random, (old) => (random.chance(0.5) ? escape : `${old}${escape}`));
     },
   },
@@ -745,7 +937,11 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 3,
     apply(draft, random) {
-      draft.path = [...draft.path].map((char) => (random.chance(0.4) ? (char === char.toLowerCase() ? char.toUpperCase() : char.toLowerCase()) : char)).join("");
+      draft.path = [...draft.path]
+        .map((char) =>
+          random.chance(0.4) ? (char === char.toLowerCase() ? char.toUpperCase() : char.toLowerCase()) : char,
+        )
+        .join("");
     },
   },
   {
@@ -761,7 +957,9 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 2,
     apply(draft, random, context) {
-      replaceSegment(draft, random, () => random.pick([...swapIds(context.fixtures), "", "0", "-1", "null", "undefined", "usr_", "ch_x", "%20"]));
+      replaceSegment(draft, random, () =>
+        random.pick([...swapIds(context.fixtures), "", "0", "-1", "null", "undefined", "usr_", "ch_x", "%20"]),
+      );
     },
   },
 
@@ -794,7 +992,26 @@ const MUTATIONS: readonly Mutation[] = [
     phase: "request",
     weight: 4,
     apply(draft, random) {
-      const value = random.pick(["0", "-1", "101", "0.5", "1.0", "1e2", "1e400", "99999999999999999999", "Infinity", "NaN", "", " 5", "0x10", "5abc", "%D9%A1%D9%A0", "-0", "+5", "1_0"]);
+      const value = random.pick([
+        "0",
+        "-1",
+        "101",
+        "0.5",
+        "1.0",
+        "1e2",
+        "1e400",
+        "99999999999999999999",
+        "Infinity",
+        "NaN",
+        "",
+        " 5",
+        "0x10",
+        "5abc",
+        "%D9%A1%D9%A0",
+        "-0",
+        "+5",
+        "1_0",
+      ]);
       const rest = draft.query
         .split("&")
         .filter((pair) => pair !== "" && !pair.startsWith("limit="))
@@ -832,11 +1049,7 @@ function newDraft(method: string, path: string, credential: Credential, context:
     version: "HTTP/1.1",
     path,
     query: "",
-    headers: [
-      ["Host", context.host],
-      ["Connection", "close"],
-      ...credentialHeaders(credential, context.fixtures),
-    ],
+    headers: [["Host", context.host], ["Connection", "close"], ...credentialHeaders(credential, context.fixtures)],
     hasValue: false,
     value: undefined,
     tokens: new Map(),
@@ -849,7 +1062,11 @@ function newDraft(method: string, path: string, credential: Credential, context:
 }
 
 /** What the case attacks: a catalogued API route, a console page or file, or a path nothing serves. */
-function baseDraft(random: Random, context: CaseContext, only: CaseOptions): { draft: Draft; label: string; fields: readonly string[] } {
+function baseDraft(
+  random: Random,
+  context: CaseContext,
+  only: CaseOptions,
+): { draft: Draft; label: string; fields: readonly string[] } {
   const target =
     only.route !== undefined
       ? "route"
@@ -860,13 +1077,25 @@ function baseDraft(random: Random, context: CaseContext, only: CaseOptions): { d
         ]);
   if (target === "console") {
     const pages = PATTERN_ROUTES.flatMap((route) => route.samples(context.fixtures));
-    const path = random.chance(0.5) || context.staticFiles.length === 0 ? random.pick(pages) : random.pick(context.staticFiles);
+    const path =
+      random.chance(0.5) || context.staticFiles.length === 0 ? random.pick(pages) : random.pick(context.staticFiles);
     const draft = newDraft("GET", path, random.chance(0.5) ? "none" : "session", context);
     if (random.chance(0.5)) draft.headers.push(["Accept", "text/html"]);
     return { draft, label: `GET console ${path.split("/").slice(0, 2).join("/")}`, fields: [] };
   }
   if (target === "unknown") {
-    const path = random.pick(["/api/v1/", "/api/v1/nothing", "/v2/me", "/api/v1/agent-api/nothing", "/.env", "/api/v1/agents/x/y/z", "/api", "/v1", "/api/v1/live", "/api/v1/agent-api/socket"]);
+    const path = random.pick([
+      "/api/v1/",
+      "/api/v1/nothing",
+      "/v2/me",
+      "/api/v1/agent-api/nothing",
+      "/.env",
+      "/api/v1/agents/x/y/z",
+      "/api",
+      "/v1",
+      "/api/v1/live",
+      "/api/v1/agent-api/socket",
+    ]);
     const method = random.pick(["GET", "POST", "DELETE"]);
     const credential = random.pick<Credential>(["owner", "none", "agent"]);
     return { draft: newDraft(method, path, credential, context), label: `${method} (unknown path)`, fields: [] };
@@ -875,7 +1104,9 @@ function baseDraft(random: Random, context: CaseContext, only: CaseOptions): { d
   const sample = route.sample(context.fixtures, random);
   if (only.body !== undefined) sample.body = only.body;
   const prefix = random.pick(MOUNTS[route.mount]);
-  const params = Object.fromEntries(Object.entries(sample.params ?? {}).map(([key, value]) => [key, encodeURIComponent(value)]));
+  const params = Object.fromEntries(
+    Object.entries(sample.params ?? {}).map(([key, value]) => [key, encodeURIComponent(value)]),
+  );
   const draft = newDraft(route.method, prefix + fillPath(route.path, params), sample.credential, context);
   draft.query = encodeQuery(sample.query);
   if (sample.body !== undefined) {
@@ -904,7 +1135,8 @@ export function buildHttpCase(index: number, random: Random, context: CaseContex
         [3, 15],
       ]);
   const chosen: Mutation[] = [];
-  for (let i = 0; i < count; i++) chosen.push(random.weighted(MUTATIONS.map((mutation) => [mutation, mutation.weight] as const)));
+  for (let i = 0; i < count; i++)
+    chosen.push(random.weighted(MUTATIONS.map((mutation) => [mutation, mutation.weight] as const)));
   for (const phase of BY_PHASE) {
     if (phase === "raw") serialise(draft);
     for (const mutation of chosen.filter((candidate) => candidate.phase === phase)) {
@@ -913,7 +1145,8 @@ export function buildHttpCase(index: number, random: Random, context: CaseContex
       draft.mutations.push(mutation.name);
     }
   }
-  if (draft.length === "auto" && draft.body !== undefined) draft.headers.push(["Content-Length", String(draft.body.length)]);
+  if (draft.length === "auto" && draft.body !== undefined)
+    draft.headers.push(["Content-Length", String(draft.body.length)]);
   const target = draft.query === "" ? draft.path : `${draft.path}?${draft.query}`;
   const request: RawRequest = {
     method: draft.method,
@@ -932,7 +1165,12 @@ export function buildHttpCase(index: number, random: Random, context: CaseContex
 
 function serializeWithVersion(request: RawRequest, version: string): Buffer {
   const parts: Buffer[] = [Buffer.from(`${request.method} ${request.target} ${version}\r\n`, "utf8")];
-  for (const [name, value] of request.headers) parts.push(Buffer.from(`${name}: `), typeof value === "string" ? Buffer.from(value, "utf8") : value, Buffer.from("\r\n"));
+  for (const [name, value] of request.headers)
+    parts.push(
+      Buffer.from(`${name}: `),
+      typeof value === "string" ? Buffer.from(value, "utf8") : value,
+      Buffer.from("\r\n"),
+    );
   parts.push(Buffer.from("\r\n"));
   if (request.body) parts.push(request.body);
   return Buffer.concat(parts);

@@ -45,7 +45,11 @@ export function serialize(request: RawRequest): Buffer {
   if (request.raw) return request.raw;
   const parts: Buffer[] = [Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\n`, "utf8")];
   for (const [name, value] of request.headers) {
-    parts.push(Buffer.from(`${name}: `, "utf8"), typeof value === "string" ? Buffer.from(value, "utf8") : value, Buffer.from("\r\n"));
+    parts.push(
+      Buffer.from(`${name}: `, "utf8"),
+      typeof value === "string" ? Buffer.from(value, "utf8") : value,
+      Buffer.from("\r\n"),
+    );
   }
   parts.push(Buffer.from("\r\n"));
   if (request.body) parts.push(request.body);
@@ -123,7 +127,11 @@ function decodeChunked(data: Buffer): Buffer | undefined {
 }
 
 /** Sends one request on a fresh connection and resolves with the first response, or with why there was none. */
-export function sendRaw(address: { host: string; port: number }, request: RawRequest, timeoutMs: number): Promise<RawOutcome> {
+export function sendRaw(
+  address: { host: string; port: number },
+  request: RawRequest,
+  timeoutMs: number,
+): Promise<RawOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round((performance.now() - started) * 10) / 10;
   return new Promise((resolve) => {
@@ -151,7 +159,11 @@ export function sendRaw(address: { host: string; port: number }, request: RawReq
     });
     const ended = () => {
       const response = parser.parse(true);
-      settle(response ? { kind: "response", response, ms: elapsed() } : { kind: "closed", ms: elapsed(), received: parser.received });
+      settle(
+        response
+          ? { kind: "response", response, ms: elapsed() }
+          : { kind: "closed", ms: elapsed(), received: parser.received },
+      );
     };
     socket.on("end", ended);
     socket.on("close", ended);
@@ -159,7 +171,8 @@ export function sendRaw(address: { host: string; port: number }, request: RawReq
       // A reset after a complete response still counts as that response.
       const response = parser.parse(true);
       if (response) settle({ kind: "response", response, ms: elapsed() });
-      else if (error.code === "ECONNRESET" || error.code === "EPIPE") settle({ kind: "closed", ms: elapsed(), received: parser.received });
+      else if (error.code === "ECONNRESET" || error.code === "EPIPE")
+        settle({ kind: "closed", ms: elapsed(), received: parser.received });
       else settle({ kind: "error", ms: elapsed(), message: error.message });
     });
   });

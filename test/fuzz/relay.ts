@@ -9,7 +9,8 @@ import WebSocket from "ws";
 const BIN = fileURLToPath(new URL("../../relay/bin/tab-relay.js", import.meta.url));
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** High enough that almost no request of a run is refused for its rate, so nearly all of them reach their handlers. */
-export const RAISED_RATE_LIMITS = "reads=1000000,writes=1000000,session_reads=1000000,session_writes=1000000,agent_reads=1000000,agent_posts=1000000";
+export const RAISED_RATE_LIMITS =
+  "reads=1000000,writes=1000000,session_reads=1000000,session_writes=1000000,agent_reads=1000000,agent_posts=1000000";
 export const WORKSPACE_SLUG = "fuzz";
 
 /** The environment without the caller's own TAB_RELAY_ settings, so only what the fuzzer sets applies. */
@@ -21,11 +22,15 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 /** A fresh data folder made by `tab-relay init --json`, with the owner key it printed once. */
 export function initDataFolder(): { dataDir: string; ownerKey: string; remove(): void } {
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-fuzz-"));
-  const result = spawnSync(process.execPath, [BIN, "init", "--data", dataDir, "--workspace", WORKSPACE_SLUG, "--owner", "Olive Owner", "--json"], {
-    encoding: "utf8",
-    env: cleanEnv({}),
-    timeout: 30_000,
-  });
+  const result = spawnSync(
+    process.execPath,
+    [BIN, "init", "--data", dataDir, "--workspace", WORKSPACE_SLUG, "--owner", "Olive Owner", "--json"],
+    {
+      encoding: "utf8",
+      env: cleanEnv({}),
+      timeout: 30_000,
+    },
+  );
   if (result.status !== 0) throw new Error(`tab-relay init failed (${String(result.status)}): ${result.stderr}`);
   const { api_key } = JSON.parse(result.stdout) as { api_key: string };
   return { dataDir, ownerKey: api_key, remove: () => rmSync(dataDir, { recursive: true, force: true }) };
@@ -54,7 +59,11 @@ export interface FuzzRelay {
  * Runs `tab-relay serve --port 0` on `dataDir` as its own process, as an operator runs it, and resolves once it
  * says where it listens. Logs at `warn` keep a long run's output small; errors (a 500's cause) are still logged.
  */
-export async function startRelayProcess(options: { dataDir: string; rateLimits: string | undefined; tracked: Set<ChildProcess> }): Promise<FuzzRelay> {
+export async function startRelayProcess(options: {
+  dataDir: string;
+  rateLimits: string | undefined;
+  tracked: Set<ChildProcess>;
+}): Promise<FuzzRelay> {
   const env = cleanEnv({
     // The inspector (on loopback, any free port) lets the fuzzer force a full garbage collection before it reads
     // the relay's memory, so what it compares is what stays alive, not where the collector happened to be.
@@ -64,7 +73,11 @@ export async function startRelayProcess(options: { dataDir: string; rateLimits: 
     TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
     ...(options.rateLimits !== undefined ? { TAB_RELAY_RATE_LIMITS: options.rateLimits } : {}),
   });
-  const child = spawn(process.execPath, [BIN, "serve", "--data", options.dataDir, "--port", "0"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "serve", "--data", options.dataDir, "--port", "0"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   options.tracked.add(child);
   const lines: string[] = [];
   const byRequest = new Map<string, string[]>();
@@ -89,7 +102,10 @@ export async function startRelayProcess(options: { dataDir: string; rateLimits: 
     }),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the relay did not start within 20 s:\n${lines.join("\n")}`)), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the relay did not start within 20 s:\n${lines.join("\n")}`)),
+      20_000,
+    );
     const look = () => {
       const match = /serving on (http:\/\/\S+)/.exec(lines.join("\n") + partial);
       if (match?.[1]) {
@@ -127,7 +143,9 @@ export async function startRelayProcess(options: { dataDir: string; rateLimits: 
       const socket = new WebSocket(inspector);
       try {
         await once(socket, "open");
-        const reply = new Promise<void>((resolve) => socket.on("message", (data) => (JSON.parse(String(data)) as { id?: number }).id === 1 && resolve()));
+        const reply = new Promise<void>((resolve) =>
+          socket.on("message", (data) => (JSON.parse(String(data)) as { id?: number }).id === 1 && resolve()),
+        );
         socket.send(JSON.stringify({ id: 1, method: "HeapProfiler.collectGarbage" }));
         await reply;
       } finally {

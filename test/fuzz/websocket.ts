@@ -10,7 +10,10 @@ import type { Random } from "./random";
  */
 
 export type SocketKind = "live" | "agent";
-const PATHS: Record<SocketKind, readonly string[]> = { live: ["/api/v1/live", "/v1/live"], agent: ["/api/v1/agent-api/socket", "/v1/agent-api/socket"] };
+const PATHS: Record<SocketKind, readonly string[]> = {
+  live: ["/api/v1/live", "/v1/live"],
+  agent: ["/api/v1/agent-api/socket", "/v1/agent-api/socket"],
+};
 
 export interface HandshakeCase {
   /** `s<number>`. */
@@ -20,7 +23,12 @@ export interface HandshakeCase {
   mutations: string[];
 }
 
-function handshakeHeaders(kind: SocketKind, random: Random, fixtures: Fixtures, host: string): [string, string | Buffer][] {
+function handshakeHeaders(
+  kind: SocketKind,
+  random: Random,
+  fixtures: Fixtures,
+  host: string,
+): [string, string | Buffer][] {
   return [
     ["Host", host],
     ["Upgrade", "websocket"],
@@ -36,16 +44,31 @@ function handshakeHeaders(kind: SocketKind, random: Random, fixtures: Fixtures, 
   ];
 }
 
-function replace(headers: [string, string | Buffer][], name: string, value: string | Buffer | undefined): [string, string | Buffer][] {
+function replace(
+  headers: [string, string | Buffer][],
+  name: string,
+  value: string | Buffer | undefined,
+): [string, string | Buffer][] {
   const kept = headers.filter(([existing]) => existing.toLowerCase() !== name.toLowerCase());
   return value === undefined ? kept : [...kept, [name, value]];
 }
 
-const HANDSHAKE_MUTATIONS: readonly { name: string; apply(request: RawRequest, random: Random, fixtures: Fixtures): void }[] = [
+const HANDSHAKE_MUTATIONS: readonly {
+  name: string;
+  apply(request: RawRequest, random: Random, fixtures: Fixtures): void;
+}[] = [
   {
     name: "key",
     apply(request, random) {
-      const value = random.pick<string | undefined>([undefined, "", "abc", "!!!!!!!!!!!!!!!!!!!!!!==", "dGhlIHNhbXBsZSBub25jZQ", random.bytes(300).toString("base64"), "dGhlIHNhbXBsZSBub25jZQ==, dGhlIHNhbXBsZSBub25jZQ=="]);
+      const value = random.pick<string | undefined>([
+        undefined,
+        "",
+        "abc",
+        "!!!!!!!!!!!!!!!!!!!!!!==",
+        "dGhlIHNhbXBsZSBub25jZQ",
+        random.bytes(300).toString("base64"),
+        "dGhlIHNhbXBsZSBub25jZQ==, dGhlIHNhbXBsZSBub25jZQ==",
+      ]);
       request.headers = replace(request.headers, "Sec-WebSocket-Key", value);
       if (random.chance(0.2)) request.headers.push(["Sec-WebSocket-Key", random.bytes(16).toString("base64")]);
     },
@@ -53,25 +76,50 @@ const HANDSHAKE_MUTATIONS: readonly { name: string; apply(request: RawRequest, r
   {
     name: "version",
     apply(request, random) {
-      request.headers = replace(request.headers, "Sec-WebSocket-Version", random.pick<string | undefined>([undefined, "12", "8", "abc", "13, 13", "", "99999999999999999999", "-13"]));
+      request.headers = replace(
+        request.headers,
+        "Sec-WebSocket-Version",
+        random.pick<string | undefined>([undefined, "12", "8", "abc", "13, 13", "", "99999999999999999999", "-13"]),
+      );
     },
   },
   {
     name: "upgrade",
     apply(request, random) {
-      request.headers = replace(request.headers, "Upgrade", random.pick<string | undefined>([undefined, "h2c", "websocket, h2c", "WebSocket", "", "web socket"]));
+      request.headers = replace(
+        request.headers,
+        "Upgrade",
+        random.pick<string | undefined>([undefined, "h2c", "websocket, h2c", "WebSocket", "", "web socket"]),
+      );
     },
   },
   {
     name: "connection",
     apply(request, random) {
-      request.headers = replace(request.headers, "Connection", random.pick<string | undefined>([undefined, "keep-alive", "close", "upgrade, keep-alive", "Upgrade, Upgrade"]));
+      request.headers = replace(
+        request.headers,
+        "Connection",
+        random.pick<string | undefined>([undefined, "keep-alive", "close", "upgrade, keep-alive", "Upgrade, Upgrade"]),
+      );
     },
   },
   {
     name: "origin",
     apply(request, random) {
-      request.headers = replace(request.headers, "Origin", random.pick<string | Buffer | undefined>([undefined, "https://evil.example", "null", "garbage", "http://", "http://127.0.0.1", Buffer.from([0x68, 0x74, 0xff]), ""]));
+      request.headers = replace(
+        request.headers,
+        "Origin",
+        random.pick<string | Buffer | undefined>([
+          undefined,
+          "https://evil.example",
+          "null",
+          "garbage",
+          "http://",
+          "http://127.0.0.1",
+          Buffer.from([0x68, 0x74, 0xff]),
+          "",
+        ]),
+      );
     },
   },
   {
@@ -80,7 +128,15 @@ const HANDSHAKE_MUTATIONS: readonly { name: string; apply(request: RawRequest, r
       request.headers = replace(
         request.headers,
         "Cookie",
-        random.pick<string | undefined>([undefined, "tab_session=garbage", "tab_session=", "tab_session=%ZZ", fixtures.victimSession.cookie, `x=${fixtures.session.cookie}`, `${fixtures.session.cookie}; ${fixtures.session.cookie}`]),
+        random.pick<string | undefined>([
+          undefined,
+          "tab_session=garbage",
+          "tab_session=",
+          "tab_session=%ZZ",
+          fixtures.victimSession.cookie,
+          `x=${fixtures.session.cookie}`,
+          `${fixtures.session.cookie}; ${fixtures.session.cookie}`,
+        ]),
       );
     },
   },
@@ -128,13 +184,25 @@ const HANDSHAKE_MUTATIONS: readonly { name: string; apply(request: RawRequest, r
   {
     name: "protocol",
     apply(request, random) {
-      request.headers.push(["Sec-WebSocket-Protocol", random.pick(["a b", "", "a,,b", "chat, chat", "x".repeat(5_000), "\u00e9"])]);
+      request.headers.push([
+        "Sec-WebSocket-Protocol",
+        random.pick(["a b", "", "a,,b", "chat, chat", "x".repeat(5_000), "\u00e9"]),
+      ]);
     },
   },
   {
     name: "extensions",
     apply(request, random) {
-      request.headers.push(["Sec-WebSocket-Extensions", random.pick(["permessage-deflate; client_max_window_bits=99", "x-garbage", ";;;", "permessage-deflate; server_no_context_takeover=1", "permessage-deflate, permessage-deflate"])]);
+      request.headers.push([
+        "Sec-WebSocket-Extensions",
+        random.pick([
+          "permessage-deflate; client_max_window_bits=99",
+          "x-garbage",
+          ";;;",
+          "permessage-deflate; server_no_context_takeover=1",
+          "permessage-deflate, permessage-deflate",
+        ]),
+      ]);
     },
   },
   {
@@ -152,10 +220,16 @@ export const HANDSHAKE_SWEEP = HANDSHAKE_MUTATIONS.length * 2;
 export function buildHandshakeCase(index: number, random: Random, fixtures: Fixtures, host: string): HandshakeCase {
   const sweep = index < HANDSHAKE_SWEEP;
   const kind: SocketKind = (sweep ? index % 2 === 0 : random.chance(0.5)) ? "live" : "agent";
-  const request: RawRequest = { method: "GET", target: random.pick(PATHS[kind]), headers: handshakeHeaders(kind, random, fixtures, host) };
+  const request: RawRequest = {
+    method: "GET",
+    target: random.pick(PATHS[kind]),
+    headers: handshakeHeaders(kind, random, fixtures, host),
+  };
   const mutations: string[] = [];
   for (let count = sweep ? 1 : random.int(0, 3); count > 0; count--) {
-    const mutation = sweep ? (HANDSHAKE_MUTATIONS[Math.floor(index / 2)] as (typeof HANDSHAKE_MUTATIONS)[number]) : random.pick(HANDSHAKE_MUTATIONS);
+    const mutation = sweep
+      ? (HANDSHAKE_MUTATIONS[Math.floor(index / 2)] as (typeof HANDSHAKE_MUTATIONS)[number])
+      : random.pick(HANDSHAKE_MUTATIONS);
     mutation.apply(request, random, fixtures);
     mutations.push(mutation.name);
   }
@@ -213,7 +287,10 @@ export function jsonFrame(random: Random, envelopeIds: readonly string[], choice
   const id = envelopeIds.length > 0 && random.chance(0.4) ? random.pick(envelopeIds) : `evt_${random.int(0, 1e9)}`;
   const values = jsonValues(id);
   const value = choice === undefined ? random.pick(values) : (values[choice % values.length] as string);
-  return { name: `text frame ${JSON.stringify(value.slice(0, 60))}${value.length > 60 ? `… (${value.length} chars)` : ""}`, bytes: frame({ opcode: 1, payload: text(value) }) };
+  return {
+    name: `text frame ${JSON.stringify(value.slice(0, 60))}${value.length > 60 ? `… (${value.length} chars)` : ""}`,
+    bytes: frame({ opcode: 1, payload: text(value) }),
+  };
 }
 
 function jsonValues(id: string): string[] {
@@ -270,14 +347,33 @@ export function badFrame(random: Random, envelopeIds: readonly string[], only?: 
   switch (kind) {
     case "oversized": {
       const size = random.pick([65_537, 70_000, 200_000]);
-      return { name: `oversized text frame (${size} bytes)`, bytes: frame({ opcode: 1, payload: Buffer.alloc(size, 0x61) }) };
+      return {
+        name: `oversized text frame (${size} bytes)`,
+        bytes: frame({ opcode: 1, payload: Buffer.alloc(size, 0x61) }),
+      };
     }
     case "oversized-64bit":
-      return { name: "frame declaring 2^53..2^63 bytes", bytes: frame({ opcode: random.pick([1, 2]), payload: Buffer.alloc(0), declared: random.pick([2n ** 53n, 2n ** 63n, 2n ** 64n - 1n]) }) };
+      return {
+        name: "frame declaring 2^53..2^63 bytes",
+        bytes: frame({
+          opcode: random.pick([1, 2]),
+          payload: Buffer.alloc(0),
+          declared: random.pick([2n ** 53n, 2n ** 63n, 2n ** 64n - 1n]),
+        }),
+      };
     case "invalid-utf8":
-      return { name: "text frame with invalid UTF-8", bytes: frame({ opcode: 1, payload: Buffer.from(random.pick([[0xc3, 0x28, 0x41], [0xff], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80]])) }) };
+      return {
+        name: "text frame with invalid UTF-8",
+        bytes: frame({
+          opcode: 1,
+          payload: Buffer.from(random.pick([[0xc3, 0x28, 0x41], [0xff], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80]])),
+        }),
+      };
     case "unmasked":
-      return { name: "unmasked client frame", bytes: frame({ opcode: random.pick([1, 2, 9]), payload: text('{"type":"ack"}'), masked: false }) };
+      return {
+        name: "unmasked client frame",
+        bytes: frame({ opcode: random.pick([1, 2, 9]), payload: text('{"type":"ack"}'), masked: false }),
+      };
     case "reserved-opcode": {
       const opcode = random.pick([3, 4, 5, 6, 7, 0xb, 0xc, 0xd, 0xe, 0xf]);
       return { name: `reserved opcode ${opcode}`, bytes: frame({ opcode, payload: text("x") }) };
@@ -287,13 +383,25 @@ export function badFrame(random: Random, envelopeIds: readonly string[], only?: 
       return { name: `RSV bits ${rsv}`, bytes: frame({ opcode: 1, rsv, payload: text("{}") }) };
     }
     case "fragmented-control":
-      return { name: "fragmented control frame", bytes: frame({ opcode: random.pick([8, 9, 10]), fin: false, payload: text("x") }) };
+      return {
+        name: "fragmented control frame",
+        bytes: frame({ opcode: random.pick([8, 9, 10]), fin: false, payload: text("x") }),
+      };
     case "long-control":
-      return { name: "control frame over 125 bytes", bytes: frame({ opcode: random.pick([9, 10]), payload: Buffer.alloc(random.int(126, 1_000), 0x70) }) };
+      return {
+        name: "control frame over 125 bytes",
+        bytes: frame({ opcode: random.pick([9, 10]), payload: Buffer.alloc(random.int(126, 1_000), 0x70) }),
+      };
     case "orphan-continuation":
       return { name: "continuation frame with no message", bytes: frame({ opcode: 0, payload: text("tail") }) };
     case "interleaved-fragments":
-      return { name: "a new message inside a fragmented one", bytes: Buffer.concat([frame({ opcode: 1, fin: false, payload: text("{") }), frame({ opcode: 1, payload: text("}") })]) };
+      return {
+        name: "a new message inside a fragmented one",
+        bytes: Buffer.concat([
+          frame({ opcode: 1, fin: false, payload: text("{") }),
+          frame({ opcode: 1, payload: text("}") }),
+        ]),
+      };
     case "garbage":
       return { name: "garbage bytes", bytes: random.bytes(random.int(1, 300)) };
     case "bad-close": {
@@ -312,11 +420,23 @@ export function badFrame(random: Random, envelopeIds: readonly string[], only?: 
     case "binary":
       return { name: "binary frame", bytes: frame({ opcode: 2, payload: random.bytes(random.int(0, 2_000)) }) };
     case "pings":
-      return { name: "unsolicited pong and a ping", bytes: Buffer.concat([frame({ opcode: 10, payload: text("pong") }), frame({ opcode: 9, payload: random.bytes(125) })]) };
+      return {
+        name: "unsolicited pong and a ping",
+        bytes: Buffer.concat([
+          frame({ opcode: 10, payload: text("pong") }),
+          frame({ opcode: 9, payload: random.bytes(125) }),
+        ]),
+      };
     default: {
       const message = JSON.stringify({ type: "ack", envelope_id: "evt_fragmented" });
       const cut = random.int(1, message.length - 1);
-      return { name: "fragmented text message", bytes: Buffer.concat([frame({ opcode: 1, fin: false, payload: text(message.slice(0, cut)) }), frame({ opcode: 0, payload: text(message.slice(cut)) })]) };
+      return {
+        name: "fragmented text message",
+        bytes: Buffer.concat([
+          frame({ opcode: 1, fin: false, payload: text(message.slice(0, cut)) }),
+          frame({ opcode: 0, payload: text(message.slice(cut)) }),
+        ]),
+      };
     }
   }
 }
@@ -371,7 +491,11 @@ export interface RawWebSocket {
   end(): void;
 }
 
-export function openRawWebSocket(address: { host: string; port: number }, request: RawRequest, timeoutMs: number): Promise<RawWebSocket> {
+export function openRawWebSocket(
+  address: { host: string; port: number },
+  request: RawRequest,
+  timeoutMs: number,
+): Promise<RawWebSocket> {
   return new Promise((resolve, reject) => {
     const socket: Socket = connect({ host: address.host, port: address.port, noDelay: true });
     const key = request.headers.find(([name]) => name.toLowerCase() === "sec-websocket-key")?.[1];
@@ -428,7 +552,12 @@ export function openRawWebSocket(address: { host: string; port: number }, reques
     };
     socket.on("connect", () => {
       const parts: Buffer[] = [Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\n`)];
-      for (const [name, value] of request.headers) parts.push(Buffer.from(`${name}: `), typeof value === "string" ? Buffer.from(value) : value, Buffer.from("\r\n"));
+      for (const [name, value] of request.headers)
+        parts.push(
+          Buffer.from(`${name}: `),
+          typeof value === "string" ? Buffer.from(value) : value,
+          Buffer.from("\r\n"),
+        );
       parts.push(Buffer.from("\r\n"));
       socket.write(Buffer.concat(parts));
     });
@@ -449,7 +578,9 @@ export function openRawWebSocket(address: { host: string; port: number }, reques
           });
           return;
         }
-        const expected = createHash("sha1").update(`${String(key)}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+        const expected = createHash("sha1")
+          .update(`${String(key)}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+          .digest("base64");
         if (!ws.head.toLowerCase().includes(`sec-websocket-accept: ${expected.toLowerCase()}`)) {
           socket.destroy();
           reject(new Error(`bad Sec-WebSocket-Accept in ${ws.head}`));

@@ -1,13 +1,39 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { SECRET_PREFIXES, generateSecret, hasValidChecksum } from "@tab-relay/shared";
-import type { Agent, AgentApiMe, AgentApiMessage, AgentCreated, AgentRemoved, AgentTokenRotated, ApiKeyCreated, Message } from "@tab-relay/shared/api";
+import type {
+  Agent,
+  AgentApiMe,
+  AgentApiMessage,
+  AgentCreated,
+  AgentRemoved,
+  AgentTokenRotated,
+  ApiKeyCreated,
+  Message,
+} from "@tab-relay/shared/api";
 import { fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
+import {
+  addMember,
+  agentRequest,
+  createAgent,
+  createChannel,
+  createDm,
+  createUser,
+  postMessage,
+} from "../support/workspace";
 
 const TOKEN_SHAPE = /^svc_agent_[0-9A-Za-z]{36}$/;
 const SIGNING_SECRET_SHAPE = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
-const MESSAGE_FIELDS_FOR_AGENTS = ["author", "conversation", "created_at", "id", "mentions", "text", "thread_id", "url"];
+const MESSAGE_FIELDS_FOR_AGENTS = [
+  "author",
+  "conversation",
+  "created_at",
+  "id",
+  "mentions",
+  "text",
+  "thread_id",
+  "url",
+];
 
 interface Reply {
   status: number;
@@ -35,7 +61,12 @@ function dataOf<T>(reply: Reply, status = 200): T {
 }
 
 /** Calls the Agent API and checks the rate-limit headers every answer must carry, successes and errors alike. */
-async function agentCall(relay: TestRelay, token: string | null, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Reply> {
+async function agentCall(
+  relay: TestRelay,
+  token: string | null,
+  path: string,
+  init: RequestInit & { json?: unknown } = {},
+): Promise<Reply> {
   const reply = await read(await agentRequest(relay, token, path, init));
   const where = `${init.method ?? "GET"} ${path} → ${reply.status}`;
   for (const name of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]) {
@@ -45,8 +76,16 @@ async function agentCall(relay: TestRelay, token: string | null, path: string, i
   return reply;
 }
 
-function postText(relay: TestRelay, token: string | null, conversation: { type: string; id: string }, json: unknown): Promise<Reply> {
-  return agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages`, { method: "POST", json });
+function postText(
+  relay: TestRelay,
+  token: string | null,
+  conversation: { type: string; id: string },
+  json: unknown,
+): Promise<Reply> {
+  return agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages`, {
+    method: "POST",
+    json,
+  });
 }
 
 /** Asserts the answer is exactly `{error: {code, message}}` with this status and code; returns the message. */
@@ -61,21 +100,48 @@ function assertError(reply: Reply, status: number, code: string): string {
   return body.error.message;
 }
 
-async function mainCall(relay: TestRelay, path: string, init: RequestInit & { key?: string | null; json?: unknown } = {}): Promise<Reply> {
+async function mainCall(
+  relay: TestRelay,
+  path: string,
+  init: RequestInit & { key?: string | null; json?: unknown } = {},
+): Promise<Reply> {
   return read(await relay.request(`/api/v1${path}`, init));
 }
 
-async function personMessages(relay: TestRelay, conversation: { type: string; id: string }, query = "", key?: string): Promise<Message[]> {
-  return dataOf<Message[]>(await mainCall(relay, `/conversations/${conversation.type}/${conversation.id}/messages${query}`, key ? { key } : {}));
+async function personMessages(
+  relay: TestRelay,
+  conversation: { type: string; id: string },
+  query = "",
+  key?: string,
+): Promise<Message[]> {
+  return dataOf<Message[]>(
+    await mainCall(
+      relay,
+      `/conversations/${conversation.type}/${conversation.id}/messages${query}`,
+      key ? { key } : {},
+    ),
+  );
 }
 
-async function agentMessages(relay: TestRelay, token: string, conversation: { type: string; id: string }, query = ""): Promise<AgentApiMessage[]> {
-  return dataOf<AgentApiMessage[]>(await agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages${query}`));
+async function agentMessages(
+  relay: TestRelay,
+  token: string,
+  conversation: { type: string; id: string },
+  query = "",
+): Promise<AgentApiMessage[]> {
+  return dataOf<AgentApiMessage[]>(
+    await agentCall(relay, token, `/conversations/${conversation.type}/${conversation.id}/messages${query}`),
+  );
 }
 
 let agentCount = 0;
 /** A fresh agent per test, so one test's pause, rotation or removal never reaches another. */
-function freshAgent(relay: TestRelay, prefix: string, key?: string, extra: { webhook_url?: string; description?: string } = {}): Promise<AgentCreated> {
+function freshAgent(
+  relay: TestRelay,
+  prefix: string,
+  key?: string,
+  extra: { webhook_url?: string; description?: string } = {},
+): Promise<AgentCreated> {
   agentCount += 1;
   return createAgent(relay, { name: `${prefix}-${agentCount}`, ...extra }, key);
 }
@@ -94,7 +160,9 @@ describe("agent management and the Agent API", () => {
 
   before(async () => {
     // Main-API limits are raised because these tests make many calls with the owner key; agent limits stay default.
-    relay = await startTestRelay({ env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+    relay = await startTestRelay({
+      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" },
+    });
     owner = { id: relay.user.id, key: relay.apiKey };
     admin = await createUser(relay, "Ada Admin", "admin");
     member = await createUser(relay, "Mia Member", "member");
@@ -105,13 +173,25 @@ describe("agent management and the Agent API", () => {
 
   describe("who may connect and manage agents", () => {
     test("owners, admins and members create agents (201); guests get 403", async () => {
-      for (const [label, person] of [["owner", owner], ["admin", admin], ["member", member]] as const) {
-        const reply = await mainCall(relay, "/agents", { method: "POST", key: person.key, json: { name: `made-by-${label}` } });
+      for (const [label, person] of [
+        ["owner", owner],
+        ["admin", admin],
+        ["member", member],
+      ] as const) {
+        const reply = await mainCall(relay, "/agents", {
+          method: "POST",
+          key: person.key,
+          json: { name: `made-by-${label}` },
+        });
         const data = dataOf<AgentCreated>(reply, 201);
         assert.equal(data.agent.owner_user_id, person.id, label);
         assert.equal(data.agent.can_manage, true, label);
       }
-      const refused = await mainCall(relay, "/agents", { method: "POST", key: guest.key, json: { name: "made-by-guest" } });
+      const refused = await mainCall(relay, "/agents", {
+        method: "POST",
+        key: guest.key,
+        json: { name: "made-by-guest" },
+      });
       assertError(refused, 403, "FORBIDDEN");
       const names = dataOf<Agent[]>(await mainCall(relay, "/agents")).map((a) => a.name);
       assert.ok(!names.includes("made-by-guest"), "the guest's agent must not exist");
@@ -123,16 +203,30 @@ describe("agent management and the Agent API", () => {
         const created = await freshAgent(relay, "managed", member.key, { description: "before" });
         const id = created.agent.id;
 
-        const patched = dataOf<Agent>(await mainCall(relay, `/agents/${id}`, { method: "PATCH", key, json: { description: `changed by ${actor}` } }));
+        const patched = dataOf<Agent>(
+          await mainCall(relay, `/agents/${id}`, {
+            method: "PATCH",
+            key,
+            json: { description: `changed by ${actor}` },
+          }),
+        );
         assert.equal(patched.description, `changed by ${actor}`);
         assert.equal(patched.can_manage, true);
 
-        assert.equal(dataOf<Agent>(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key })).state, "paused");
+        assert.equal(
+          dataOf<Agent>(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key })).state,
+          "paused",
+        );
         assertError(await agentCall(relay, created.token, "/me"), 403, "AGENT_PAUSED");
-        assert.equal(dataOf<Agent>(await mainCall(relay, `/agents/${id}/resume`, { method: "POST", key })).state, "active");
+        assert.equal(
+          dataOf<Agent>(await mainCall(relay, `/agents/${id}/resume`, { method: "POST", key })).state,
+          "active",
+        );
         assert.equal((await agentCall(relay, created.token, "/me")).status, 200);
 
-        const rotated = dataOf<AgentTokenRotated>(await mainCall(relay, `/agents/${id}/token`, { method: "POST", key }));
+        const rotated = dataOf<AgentTokenRotated>(
+          await mainCall(relay, `/agents/${id}/token`, { method: "POST", key }),
+        );
         assert.match(rotated.token, TOKEN_SHAPE);
         assert.equal((await agentCall(relay, rotated.token, "/me")).status, 200);
 
@@ -144,11 +238,18 @@ describe("agent management and the Agent API", () => {
     }
 
     test("another member gets 403 on every change and the agent stays as it was", async () => {
-      const created = await freshAgent(relay, "not-yours", member.key, { description: "original", webhook_url: "https://example.com/hook" });
+      const created = await freshAgent(relay, "not-yours", member.key, {
+        description: "original",
+        webhook_url: "https://example.com/hook",
+      });
       const id = created.agent.id;
       const other = { key: otherMember.key };
 
-      assertError(await mainCall(relay, `/agents/${id}`, { method: "PATCH", ...other, json: { description: "hijacked" } }), 403, "FORBIDDEN");
+      assertError(
+        await mainCall(relay, `/agents/${id}`, { method: "PATCH", ...other, json: { description: "hijacked" } }),
+        403,
+        "FORBIDDEN",
+      );
       assertError(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", ...other }), 403, "FORBIDDEN");
       assert.equal((await agentCall(relay, created.token, "/me")).status, 200, "still active after a refused pause");
 
@@ -158,7 +259,11 @@ describe("agent management and the Agent API", () => {
       dataOf(await mainCall(relay, `/agents/${id}/resume`, { method: "POST", key: member.key }));
 
       assertError(await mainCall(relay, `/agents/${id}/token`, { method: "POST", ...other }), 403, "FORBIDDEN");
-      assertError(await mainCall(relay, `/agents/${id}/signing-secret`, { method: "POST", ...other }), 403, "FORBIDDEN");
+      assertError(
+        await mainCall(relay, `/agents/${id}/signing-secret`, { method: "POST", ...other }),
+        403,
+        "FORBIDDEN",
+      );
       assertError(await mainCall(relay, `/agents/${id}`, { method: "DELETE", ...other }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}/deliveries`, other), 403, "FORBIDDEN");
 
@@ -169,15 +274,20 @@ describe("agent management and the Agent API", () => {
     });
 
     test("only managers see webhook_url, token_hint and last_delivery", async () => {
-      const created = await freshAgent(relay, "private-bits", member.key, { webhook_url: "https://example.com/private-bits" });
+      const created = await freshAgent(relay, "private-bits", member.key, {
+        webhook_url: "https://example.com/private-bits",
+      });
       const id = created.agent.id;
 
       const seenByOther = await mainCall(relay, `/agents/${id}`, { key: otherMember.key });
       const otherView = dataOf<Agent>(seenByOther);
       assert.equal(otherView.can_manage, false);
-      for (const field of ["webhook_url", "token_hint", "last_delivery"]) assert.ok(!(field in otherView), `${field} shown to another member`);
+      for (const field of ["webhook_url", "token_hint", "last_delivery"])
+        assert.ok(!(field in otherView), `${field} shown to another member`);
       assert.ok(!seenByOther.text.includes("example.com/private-bits"));
-      const listed = dataOf<Agent[]>(await mainCall(relay, "/agents", { key: otherMember.key })).find((a) => a.id === id);
+      const listed = dataOf<Agent[]>(await mainCall(relay, "/agents", { key: otherMember.key })).find(
+        (a) => a.id === id,
+      );
       assert.ok(listed);
       assert.equal(listed.can_manage, false);
       assert.ok(!("webhook_url" in listed) && !("token_hint" in listed));
@@ -186,18 +296,32 @@ describe("agent management and the Agent API", () => {
         const view = dataOf<Agent>(await mainCall(relay, `/agents/${id}`, { key: person.key }));
         assert.equal(view.can_manage, true);
         assert.equal(view.webhook_url, "https://example.com/private-bits");
-        assert.ok(view.token_hint && created.token.startsWith(view.token_hint.split("…")[0] as string), `hint ${view.token_hint}`);
+        assert.ok(
+          view.token_hint && created.token.startsWith(view.token_hint.split("…")[0] as string),
+          `hint ${view.token_hint}`,
+        );
       }
     });
 
     test("a key without agents.write cannot create or change agents, but can still list them", async () => {
-      const keyReply = await mainCall(relay, "/api-keys", { method: "POST", json: { name: "read-only agents", scopes: ["agents.read", "messages.read"] } });
+      const keyReply = await mainCall(relay, "/api-keys", {
+        method: "POST",
+        json: { name: "read-only agents", scopes: ["agents.read", "messages.read"] },
+      });
       const readOnly = dataOf<ApiKeyCreated>(keyReply, 201).secret;
       const created = await freshAgent(relay, "scoped");
       const id = created.agent.id;
 
-      assertError(await mainCall(relay, "/agents", { method: "POST", key: readOnly, json: { name: "scoped-new" } }), 403, "FORBIDDEN");
-      assertError(await mainCall(relay, `/agents/${id}`, { method: "PATCH", key: readOnly, json: { description: "x" } }), 403, "FORBIDDEN");
+      assertError(
+        await mainCall(relay, "/agents", { method: "POST", key: readOnly, json: { name: "scoped-new" } }),
+        403,
+        "FORBIDDEN",
+      );
+      assertError(
+        await mainCall(relay, `/agents/${id}`, { method: "PATCH", key: readOnly, json: { description: "x" } }),
+        403,
+        "FORBIDDEN",
+      );
       assertError(await mainCall(relay, `/agents/${id}/pause`, { method: "POST", key: readOnly }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}/token`, { method: "POST", key: readOnly }), 403, "FORBIDDEN");
       assertError(await mainCall(relay, `/agents/${id}`, { method: "DELETE", key: readOnly }), 403, "FORBIDDEN");
@@ -235,7 +359,10 @@ describe("agent management and the Agent API", () => {
           }
         }
       }
-      const patched = await mainCall(relay, `/agents/${created.agent.id}`, { method: "PATCH", json: { description: "d" } });
+      const patched = await mainCall(relay, `/agents/${created.agent.id}`, {
+        method: "PATCH",
+        json: { description: "d" },
+      });
       assert.equal(patched.status, 200);
       assert.ok(!patched.text.includes(tokenBody) && !patched.text.includes(base64));
     });
@@ -246,7 +373,11 @@ describe("agent management and the Agent API", () => {
         assertError(await mainCall(relay, "/agents", { method: "POST", json: { name } }), 409, "CONFLICT");
       }
       const other = await freshAgent(relay, "renamed");
-      assertError(await mainCall(relay, `/agents/${other.agent.id}`, { method: "PATCH", json: { name: "tWIN" } }), 409, "CONFLICT");
+      assertError(
+        await mainCall(relay, `/agents/${other.agent.id}`, { method: "PATCH", json: { name: "tWIN" } }),
+        409,
+        "CONFLICT",
+      );
     });
 
     test("invalid name, description or webhook_url is 400 naming the field", async () => {
@@ -264,20 +395,41 @@ describe("agent management and the Agent API", () => {
         [{ name: "valid-url", webhook_url: 12 }, "webhook_url"],
       ];
       for (const [body, field] of cases) {
-        const message = assertError(await mainCall(relay, "/agents", { method: "POST", json: body }), 400, "VALIDATION_ERROR");
+        const message = assertError(
+          await mainCall(relay, "/agents", { method: "POST", json: body }),
+          400,
+          "VALIDATION_ERROR",
+        );
         assert.match(message, new RegExp(`\\b${field}\\b`), `${JSON.stringify(body).slice(0, 80)} → ${message}`);
       }
-      assert.equal(dataOf<Agent[]>(await mainCall(relay, "/agents")).filter((a) => a.name.startsWith("valid-")).length, 0);
-      const ok = dataOf<AgentCreated>(await mainCall(relay, "/agents", { method: "POST", json: { name: "x".repeat(80), description: "d".repeat(500) } }), 201);
+      assert.equal(
+        dataOf<Agent[]>(await mainCall(relay, "/agents")).filter((a) => a.name.startsWith("valid-")).length,
+        0,
+      );
+      const ok = dataOf<AgentCreated>(
+        await mainCall(relay, "/agents", {
+          method: "POST",
+          json: { name: "x".repeat(80), description: "d".repeat(500) },
+        }),
+        201,
+      );
       assert.equal(ok.agent.name, "x".repeat(80));
     });
 
     test("a PATCH that changes nothing and a body that is not an object are 400 naming the body", async () => {
       const created = await freshAgent(relay, "body-check");
-      const empty = assertError(await mainCall(relay, `/agents/${created.agent.id}`, { method: "PATCH", json: {} }), 400, "VALIDATION_ERROR");
+      const empty = assertError(
+        await mainCall(relay, `/agents/${created.agent.id}`, { method: "PATCH", json: {} }),
+        400,
+        "VALIDATION_ERROR",
+      );
       assert.match(empty, /^body: give at least one of name, description, webhook_url/);
       for (const body of [[], null, "name", 7]) {
-        const message = assertError(await mainCall(relay, "/agents", { method: "POST", json: body }), 400, "VALIDATION_ERROR");
+        const message = assertError(
+          await mainCall(relay, "/agents", { method: "POST", json: body }),
+          400,
+          "VALIDATION_ERROR",
+        );
         assert.match(message, /^body: /, `${JSON.stringify(body)} → ${message}`);
       }
     });
@@ -294,7 +446,13 @@ describe("agent management and the Agent API", () => {
       const reply = await agentCall(relay, created.token, "/me");
       const data = dataOf<AgentApiMe>(reply);
       const full = dataOf<Agent>(await mainCall(relay, `/agents/${created.agent.id}`));
-      assert.deepEqual(data.agent, { id: created.agent.id, name: created.agent.name, description: "answers questions", state: "active", created_at: full.created_at });
+      assert.deepEqual(data.agent, {
+        id: created.agent.id,
+        name: created.agent.name,
+        description: "answers questions",
+        state: "active",
+        created_at: full.created_at,
+      });
       assert.deepEqual(data.workspace, { slug: "acme", name: relay.workspace.name });
       assert.equal(reply.headers.get("x-ratelimit-limit"), "240");
     });
@@ -309,10 +467,15 @@ describe("agent management and the Agent API", () => {
       await addMember(relay, joined.id, { agent_id: created.agent.id });
       const dm = await createDm(relay, [created.agent.id]);
 
-      const list = dataOf<Array<{ type: string; id: string; name: string | null; members?: Array<{ id: string }> }>>(await agentCall(relay, created.token, "/conversations"));
+      const list = dataOf<Array<{ type: string; id: string; name: string | null; members?: Array<{ id: string }> }>>(
+        await agentCall(relay, created.token, "/conversations"),
+      );
       assert.deepEqual(list.map((c) => `${c.type}:${c.id}`).sort(), [`channel:${joined.id}`, `dm:${dm.id}`].sort());
       assert.equal(list.find((c) => c.id === joined.id)?.name, "#lister-joined");
-      const dmMembers = list.find((c) => c.id === dm.id)?.members?.map((m) => m.id).sort();
+      const dmMembers = list
+        .find((c) => c.id === dm.id)
+        ?.members?.map((m) => m.id)
+        .sort();
       assert.deepEqual(dmMembers, [created.agent.id, owner.id].sort());
     });
 
@@ -325,9 +488,15 @@ describe("agent management and the Agent API", () => {
       const hi = await postMessage(relay, dm, "hi in private", { key: member.key });
 
       const inChannel = await agentMessages(relay, created.token, channel);
-      assert.deepEqual(inChannel.map((m) => m.id), [hello.id]);
+      assert.deepEqual(
+        inChannel.map((m) => m.id),
+        [hello.id],
+      );
       assert.deepEqual(Object.keys(inChannel[0] as object).sort(), MESSAGE_FIELDS_FOR_AGENTS);
-      assert.deepEqual((await agentMessages(relay, created.token, dm)).map((m) => m.text), ["hi in private"]);
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, dm)).map((m) => m.text),
+        ["hi in private"],
+      );
 
       const postedReply = await postText(relay, created.token, channel, { text: "hello people" });
       assert.equal(postedReply.headers.get("x-ratelimit-limit"), "60");
@@ -335,7 +504,10 @@ describe("agent management and the Agent API", () => {
       assert.deepEqual(posted.author, { id: created.agent.id, type: "agent", name: created.agent.name });
       assert.deepEqual(posted.conversation, { type: "channel", id: channel.id });
       assert.ok(!("aside" in posted));
-      const inDm = dataOf<AgentApiMessage>(await postText(relay, created.token, dm, { text: "reply in private", thread_id: hi.id }), 201);
+      const inDm = dataOf<AgentApiMessage>(
+        await postText(relay, created.token, dm, { text: "reply in private", thread_id: hi.id }),
+        201,
+      );
       assert.equal(inDm.thread_id, hi.id);
 
       const personView = await personMessages(relay, channel);
@@ -343,7 +515,13 @@ describe("agent management and the Agent API", () => {
       assert.deepEqual(personView[0]?.author, { id: created.agent.id, type: "agent", name: created.agent.name });
       assert.equal(personView[0]?.text, "hello people");
       const memberView = await personMessages(relay, dm, "", member.key);
-      assert.deepEqual(memberView.map((m) => [m.text, m.author.name]), [["reply in private", created.agent.name], ["hi in private", "Mia Member"]]);
+      assert.deepEqual(
+        memberView.map((m) => [m.text, m.author.name]),
+        [
+          ["reply in private", created.agent.name],
+          ["hi in private", "Mia Member"],
+        ],
+      );
     });
 
     test("asides from people are never shown to the agent but are to people", async () => {
@@ -358,15 +536,33 @@ describe("agent management and the Agent API", () => {
         const last = await postMessage(relay, conversation, "after");
 
         const people = await personMessages(relay, conversation);
-        assert.deepEqual(people.map((m) => m.id), [last.id, threaded.id, aside.id, first.id]);
+        assert.deepEqual(
+          people.map((m) => m.id),
+          [last.id, threaded.id, aside.id, first.id],
+        );
         assert.equal(people.find((m) => m.id === aside.id)?.aside, true);
         assert.equal(people.find((m) => m.id === aside.id)?.text, "between us only");
 
-        const raw = await agentCall(relay, created.token, `/conversations/${conversation.type}/${conversation.id}/messages`);
-        assert.deepEqual(dataOf<AgentApiMessage[]>(raw).map((m) => m.id), [last.id, first.id]);
-        assert.ok(!raw.text.includes("between us") && !raw.text.includes("also secret") && !raw.text.includes('"aside"'));
-        assert.deepEqual((await agentMessages(relay, created.token, conversation, `?thread_id=${first.id}`)).map((m) => m.id), [first.id]);
-        assert.deepEqual((await agentMessages(relay, created.token, conversation, `?limit=1&before=${last.id}`)).map((m) => m.id), [first.id]);
+        const raw = await agentCall(
+          relay,
+          created.token,
+          `/conversations/${conversation.type}/${conversation.id}/messages`,
+        );
+        assert.deepEqual(
+          dataOf<AgentApiMessage[]>(raw).map((m) => m.id),
+          [last.id, first.id],
+        );
+        assert.ok(
+          !raw.text.includes("between us") && !raw.text.includes("also secret") && !raw.text.includes('"aside"'),
+        );
+        assert.deepEqual(
+          (await agentMessages(relay, created.token, conversation, `?thread_id=${first.id}`)).map((m) => m.id),
+          [first.id],
+        );
+        assert.deepEqual(
+          (await agentMessages(relay, created.token, conversation, `?limit=1&before=${last.id}`)).map((m) => m.id),
+          [first.id],
+        );
       }
     });
 
@@ -378,23 +574,57 @@ describe("agent management and the Agent API", () => {
       for (let i = 0; i < 32; i++) sent.push(await postMessage(relay, channel, `m${i}`));
       const ids = sent.map((m) => m.id).reverse();
 
-      assert.deepEqual((await agentMessages(relay, created.token, channel)).map((m) => m.id), ids.slice(0, 30), "default limit 30, newest first");
-      assert.deepEqual((await agentMessages(relay, created.token, channel, "?limit=2")).map((m) => m.id), ids.slice(0, 2));
-      assert.deepEqual((await agentMessages(relay, created.token, channel, `?limit=3&before=${ids[1]}`)).map((m) => m.id), ids.slice(2, 5));
-      assert.deepEqual((await agentMessages(relay, created.token, channel, `?limit=100&before=${ids[29]}`)).map((m) => m.id), ids.slice(30));
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel)).map((m) => m.id),
+        ids.slice(0, 30),
+        "default limit 30, newest first",
+      );
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, "?limit=2")).map((m) => m.id),
+        ids.slice(0, 2),
+      );
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, `?limit=3&before=${ids[1]}`)).map((m) => m.id),
+        ids.slice(2, 5),
+      );
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, `?limit=100&before=${ids[29]}`)).map((m) => m.id),
+        ids.slice(30),
+      );
       assert.deepEqual(await agentMessages(relay, created.token, channel, `?before=${ids[31]}`), []);
 
       const root = sent[5] as Message;
       const reply1 = await postMessage(relay, channel, "first reply", { thread_id: root.id });
-      const agentReply = dataOf<AgentApiMessage>(await postText(relay, created.token, channel, { text: "agent reply", thread_id: reply1.id }), 201);
+      const agentReply = dataOf<AgentApiMessage>(
+        await postText(relay, created.token, channel, { text: "agent reply", thread_id: reply1.id }),
+        201,
+      );
       assert.equal(agentReply.thread_id, root.id, "a reply to a reply continues the root thread");
       await postMessage(relay, channel, "not in the thread");
       const thread = [agentReply.id, reply1.id, root.id];
-      assert.deepEqual((await agentMessages(relay, created.token, channel, `?thread_id=${root.id}`)).map((m) => m.id), thread);
-      assert.deepEqual((await agentMessages(relay, created.token, channel, `?thread_id=${root.id}&limit=1`)).map((m) => m.id), thread.slice(0, 1));
-      assert.deepEqual((await agentMessages(relay, created.token, channel, `?thread_id=${root.id}&before=${reply1.id}`)).map((m) => m.id), [root.id]);
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, `?thread_id=${root.id}`)).map((m) => m.id),
+        thread,
+      );
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, `?thread_id=${root.id}&limit=1`)).map((m) => m.id),
+        thread.slice(0, 1),
+      );
+      assert.deepEqual(
+        (await agentMessages(relay, created.token, channel, `?thread_id=${root.id}&before=${reply1.id}`)).map(
+          (m) => m.id,
+        ),
+        [root.id],
+      );
 
-      for (const query of ["", "?limit=1", "?limit=100", `?limit=4&before=${ids[3]}`, `?thread_id=${root.id}`, `?thread_id=${root.id}&limit=2&before=${agentReply.id}`]) {
+      for (const query of [
+        "",
+        "?limit=1",
+        "?limit=100",
+        `?limit=4&before=${ids[3]}`,
+        `?thread_id=${root.id}`,
+        `?thread_id=${root.id}&limit=2&before=${agentReply.id}`,
+      ]) {
         const agentIds = (await agentMessages(relay, created.token, channel, query)).map((m) => m.id);
         const personIds = (await personMessages(relay, channel, query)).map((m) => m.id);
         assert.deepEqual(agentIds, personIds, `same page for ${query || "(no query)"}`);
@@ -421,7 +651,11 @@ describe("agent management and the Agent API", () => {
       ];
       for (const [label, token, headers] of attempts) {
         assertError(await agentCall(relay, token, "/me", { headers }), 401, "INVALID_TOKEN");
-        const posted = await agentCall(relay, token, "/conversations/channel/ch_x/messages", { method: "POST", headers, json: { text: "x" } });
+        const posted = await agentCall(relay, token, "/conversations/channel/ch_x/messages", {
+          method: "POST",
+          headers,
+          json: { text: "x" },
+        });
         assert.equal(assertError(posted, 401, "INVALID_TOKEN").length > 0, true, label);
       }
       assert.equal((await agentCall(relay, created.token, "/me")).status, 200);
@@ -429,7 +663,9 @@ describe("agent management and the Agent API", () => {
 
     test("a replaced token stops at once and the new one works", async () => {
       const created = await freshAgent(relay, "rotated");
-      const rotated = dataOf<AgentTokenRotated>(await mainCall(relay, `/agents/${created.agent.id}/token`, { method: "POST" }));
+      const rotated = dataOf<AgentTokenRotated>(
+        await mainCall(relay, `/agents/${created.agent.id}/token`, { method: "POST" }),
+      );
       assert.notEqual(rotated.token, created.token);
       assert.match(rotated.token, TOKEN_SHAPE);
       assert.equal(hasValidChecksum(rotated.token, SECRET_PREFIXES.agentToken), true);
@@ -458,13 +694,20 @@ describe("agent management and the Agent API", () => {
 
       assertError(await agentCall(relay, created.token, "/me"), 403, "AGENT_PAUSED");
       assertError(await agentCall(relay, created.token, "/conversations"), 403, "AGENT_PAUSED");
-      assertError(await agentCall(relay, created.token, `/conversations/channel/${channel.id}/messages`), 403, "AGENT_PAUSED");
+      assertError(
+        await agentCall(relay, created.token, `/conversations/channel/${channel.id}/messages`),
+        403,
+        "AGENT_PAUSED",
+      );
       assertError(await postText(relay, created.token, channel, { text: "while paused" }), 403, "AGENT_PAUSED");
       assert.deepEqual(await personMessages(relay, channel), [], "nothing was posted while paused");
 
       dataOf(await mainCall(relay, `/agents/${created.agent.id}/resume`, { method: "POST" }));
       assert.equal((await agentCall(relay, created.token, "/me")).status, 200);
-      assert.equal((await agentCall(relay, created.token, `/conversations/channel/${channel.id}/messages`)).status, 200);
+      assert.equal(
+        (await agentCall(relay, created.token, `/conversations/channel/${channel.id}/messages`)).status,
+        200,
+      );
       assert.equal((await postText(relay, created.token, channel, { text: "back" })).status, 201);
     });
 
@@ -485,10 +728,21 @@ describe("agent management and the Agent API", () => {
       for (const target of targets) {
         const path = `/conversations/${target.type}/${target.id}/messages`;
         assertError(await agentCall(relay, created.token, path), 403, "NOT_IN_CONVERSATION");
-        assertError(await agentCall(relay, created.token, path, { method: "POST", json: { text: "let me in" } }), 403, "NOT_IN_CONVERSATION");
+        assertError(
+          await agentCall(relay, created.token, path, { method: "POST", json: { text: "let me in" } }),
+          403,
+          "NOT_IN_CONVERSATION",
+        );
       }
-      assert.deepEqual((await personMessages(relay, publicChannel)).map((m) => m.text), ["people only"]);
-      assert.deepEqual(dataOf(await agentCall(relay, created.token, "/conversations")), [], "posting to a public channel does not join an agent");
+      assert.deepEqual(
+        (await personMessages(relay, publicChannel)).map((m) => m.text),
+        ["people only"],
+      );
+      assert.deepEqual(
+        dataOf(await agentCall(relay, created.token, "/conversations")),
+        [],
+        "posting to a public channel does not join an agent",
+      );
     });
 
     test("bad paths, queries and bodies are 400 VALIDATION_ERROR naming the field", async () => {
@@ -500,13 +754,21 @@ describe("agent management and the Agent API", () => {
       const path = `/conversations/channel/${channel.id}/messages`;
 
       for (const method of ["GET", "POST"]) {
-        const reply = await agentCall(relay, created.token, `/conversations/group/${channel.id}/messages`, { method, ...(method === "POST" ? { json: { text: "x" } } : {}) });
+        const reply = await agentCall(relay, created.token, `/conversations/group/${channel.id}/messages`, {
+          method,
+          ...(method === "POST" ? { json: { text: "x" } } : {}),
+        });
         assert.match(assertError(reply, 400, "VALIDATION_ERROR"), /\btype\b/);
       }
       for (const limit of ["0", "101", "x", "1.5", "-1"]) {
-        assert.match(assertError(await agentCall(relay, created.token, `${path}?limit=${limit}`), 400, "VALIDATION_ERROR"), /\blimit\b/, `limit=${limit}`);
+        assert.match(
+          assertError(await agentCall(relay, created.token, `${path}?limit=${limit}`), 400, "VALIDATION_ERROR"),
+          /\blimit\b/,
+          `limit=${limit}`,
+        );
       }
-      for (const limit of ["1", "100"]) assert.equal((await agentCall(relay, created.token, `${path}?limit=${limit}`)).status, 200);
+      for (const limit of ["1", "100"])
+        assert.equal((await agentCall(relay, created.token, `${path}?limit=${limit}`)).status, 200);
 
       const badBodies: Array<[unknown, string]> = [
         [{}, "text"],
@@ -521,11 +783,18 @@ describe("agent management and the Agent API", () => {
         const message = assertError(await postText(relay, created.token, channel, body), 400, "VALIDATION_ERROR");
         assert.match(message, new RegExp(`\\b${field}\\b`), `${JSON.stringify(body).slice(0, 60)} → ${message}`);
       }
-      const notJson = await agentCall(relay, created.token, path, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{text:" });
+      const notJson = await agentCall(relay, created.token, path, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: "{text:",
+      });
       assertError(notJson, 400, "VALIDATION_ERROR");
       assert.deepEqual(await personMessages(relay, channel), [], "no invalid post was stored");
 
-      const longest = dataOf<AgentApiMessage>(await postText(relay, created.token, channel, { text: "y".repeat(8000) }), 201);
+      const longest = dataOf<AgentApiMessage>(
+        await postText(relay, created.token, channel, { text: "y".repeat(8000) }),
+        201,
+      );
       assert.equal(longest.text.length, 8000);
     });
 
@@ -533,7 +802,11 @@ describe("agent management and the Agent API", () => {
       const created = await freshAgent(relay, "big-body");
       const channel = await createChannel(relay, "big-room");
       await addMember(relay, channel.id, { agent_id: created.agent.id });
-      assertError(await postText(relay, created.token, channel, { text: "z".repeat(64 * 1024) }), 413, "PAYLOAD_TOO_LARGE");
+      assertError(
+        await postText(relay, created.token, channel, { text: "z".repeat(64 * 1024) }),
+        413,
+        "PAYLOAD_TOO_LARGE",
+      );
       assert.deepEqual(await personMessages(relay, channel), []);
     });
 
@@ -564,7 +837,9 @@ describe("webhook URLs on a relay without allow-private", () => {
   ];
   for (const url of refused) {
     test(`refuses ${url} with 400 naming webhook_url`, async () => {
-      const reply = await read(await relay.request("/api/v1/agents", { method: "POST", json: { name: "hooked", webhook_url: url } }));
+      const reply = await read(
+        await relay.request("/api/v1/agents", { method: "POST", json: { name: "hooked", webhook_url: url } }),
+      );
       assert.match(assertError(reply, 400, "VALIDATION_ERROR"), /\bwebhook_url\b/);
     });
   }
@@ -572,11 +847,18 @@ describe("webhook URLs on a relay without allow-private", () => {
   test("accepts https://example.com without connecting, and refuses a private URL on PATCH", async () => {
     const created = await createAgent(relay, { name: "public-hook", webhook_url: "https://example.com" });
     assert.match(created.agent.webhook_url ?? "", /^https:\/\/example\.com\/?$/);
-    const patch = await read(await relay.request(`/api/v1/agents/${created.agent.id}`, { method: "PATCH", json: { webhook_url: "https://192.168.1.10/hook" } }));
+    const patch = await read(
+      await relay.request(`/api/v1/agents/${created.agent.id}`, {
+        method: "PATCH",
+        json: { webhook_url: "https://192.168.1.10/hook" },
+      }),
+    );
     assert.match(assertError(patch, 400, "VALIDATION_ERROR"), /\bwebhook_url\b/);
     const view = (await read(await relay.request(`/api/v1/agents/${created.agent.id}`))).json as { data: Agent };
     assert.match(view.data.webhook_url ?? "", /^https:\/\/example\.com\/?$/);
-    const names = ((await read(await relay.request("/api/v1/agents"))).json as { data: Agent[] }).data.map((a) => a.name);
+    const names = ((await read(await relay.request("/api/v1/agents"))).json as { data: Agent[] }).data.map(
+      (a) => a.name,
+    );
     assert.deepEqual(names, ["public-hook"], "no refused agent was created");
   });
 });
@@ -589,7 +871,10 @@ describe("Agent API rate limits (agent_reads=8, agent_posts=4)", () => {
   let channel: { type: "channel"; id: string };
 
   before(async () => {
-    relay = await startTestRelay({ clock, env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "agent_reads=8,agent_posts=4" } });
+    relay = await startTestRelay({
+      clock,
+      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "agent_reads=8,agent_posts=4" },
+    });
     channel = await createChannel(relay, "limited");
   });
   after(() => relay.close());
@@ -615,7 +900,12 @@ describe("Agent API rate limits (agent_reads=8, agent_posts=4)", () => {
     clock.set(WINDOW_START + 60_000 + 20_000);
     const reader = await joinedAgent("reader");
     const neighbour = await joinedAgent("neighbour");
-    const paths = ["/me", "/conversations", `/conversations/channel/${channel.id}/messages`, `/conversations/channel/${channel.id}/messages?limit=0`];
+    const paths = [
+      "/me",
+      "/conversations",
+      `/conversations/channel/${channel.id}/messages`,
+      `/conversations/channel/${channel.id}/messages?limit=0`,
+    ];
     const remaining: string[] = [];
     for (let i = 0; i < 8; i++) {
       const reply = await agentCall(relay, reader.token, paths[i % paths.length] as string);
@@ -656,7 +946,10 @@ describe("Agent API rate limits (agent_reads=8, agent_posts=4)", () => {
     assert.equal(read.headers.get("x-ratelimit-limit"), "8");
     assert.equal(read.headers.get("x-ratelimit-remaining"), "7");
     const mine = dataOf<AgentApiMessage[]>(read).filter((m) => m.author.id === poster.agent.id);
-    assert.deepEqual(mine.map((m) => m.text), ["post 3", "post 2", "post 1", "post 0"]);
+    assert.deepEqual(
+      mine.map((m) => m.text),
+      ["post 3", "post 2", "post 1", "post 0"],
+    );
   });
 
   test("unauthenticated requests are limited too and still answer the headers", async () => {

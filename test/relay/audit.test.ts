@@ -2,7 +2,17 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import SqliteDatabase from "better-sqlite3";
-import type { AgentCreated, AgentSigningSecretRotated, AgentTokenRotated, ApiKey, ApiKeyCreated, AuditEntry, Delivery, User, UserCreated } from "@tab-relay/shared/api";
+import type {
+  AgentCreated,
+  AgentSigningSecretRotated,
+  AgentTokenRotated,
+  ApiKey,
+  ApiKeyCreated,
+  AuditEntry,
+  Delivery,
+  User,
+  UserCreated,
+} from "@tab-relay/shared/api";
 import { newApiKeySecret } from "../../relay/src/auth/secrets";
 import { initWorkspace } from "../../relay/src/workspace/init";
 import { dataOf, expectError, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
@@ -32,7 +42,10 @@ describe("the audit log records every security-relevant change", () => {
   const expected: { action: string; at: string; user: string | null; via: string; target: string | null }[] = [];
 
   before(async () => {
-    relay = await startTestRelay({ clock, env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+    relay = await startTestRelay({
+      clock,
+      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" },
+    });
     secrets.push(relay.apiKey);
   });
   after(() => relay.close());
@@ -49,7 +62,11 @@ describe("the audit log records every security-relevant change", () => {
 
     // Signing in: a success, then a key nobody has, well-formed and not.
     let at = tick();
-    const signedIn = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: relay.apiKey } });
+    const signedIn = await relay.request("/api/v1/sessions", {
+      method: "POST",
+      key: null,
+      json: { api_key: relay.apiKey },
+    });
     assert.equal(signedIn.status, 201);
     const cookie = (signedIn.headers.get("set-cookie") ?? "").split(";")[0] as string;
     const csrf = ((await signedIn.json()) as { data: { csrf_token: string } }).data.csrf_token;
@@ -58,13 +75,21 @@ describe("the audit log records every security-relevant change", () => {
     const strangerKey = newApiKeySecret();
     secrets.push(strangerKey);
     at = tick();
-    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: strangerKey } })).status, 401);
+    assert.equal(
+      (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: strangerKey } })).status,
+      401,
+    );
     expected.push({ action: "session.sign_in_failed", at, user: null, via: "none", target: null });
 
     // A key made in the console session, revoked with the owner's key, then tried for a sign-in.
     at = tick();
     const made = await dataOf<ApiKeyCreated>(
-      await relay.request("/api/v1/api-keys", { key: null, method: "POST", headers: { Cookie: cookie, "X-CSRF-Token": csrf }, json: { name: "ci", scopes: ["tab.complete", "agents.read"] } }),
+      await relay.request("/api/v1/api-keys", {
+        key: null,
+        method: "POST",
+        headers: { Cookie: cookie, "X-CSRF-Token": csrf },
+        json: { name: "ci", scopes: ["tab.complete", "agents.read"] },
+      }),
       201,
     );
     secrets.push(made.secret);
@@ -73,23 +98,36 @@ describe("the audit log records every security-relevant change", () => {
     await dataOf<ApiKey>(await relay.request(`/api/v1/api-keys/${made.id}`, { method: "DELETE" }), 200);
     expected.push({ action: "api_key.revoked", at, user: owner, via: "api_key", target: made.id });
     at = tick();
-    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: made.secret } })).status, 401);
+    assert.equal(
+      (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: made.secret } })).status,
+      401,
+    );
     expected.push({ action: "session.sign_in_failed", at, user: owner, via: "api_key", target: made.id });
 
     // People: added, re-roled; the new admin then connects and looks after an agent.
     at = tick();
-    const added = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Ari", role: "member" } }), 201);
+    const added = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", { method: "POST", json: { name: "Ari", role: "member" } }),
+      201,
+    );
     secrets.push(added.api_key.secret);
     expected.push({ action: "user.added", at, user: owner, via: "api_key", target: added.user.id });
     at = tick();
-    await dataOf<User>(await relay.request(`/api/v1/users/${added.user.id}`, { method: "PATCH", json: { role: "admin" } }), 200);
+    await dataOf<User>(
+      await relay.request(`/api/v1/users/${added.user.id}`, { method: "PATCH", json: { role: "admin" } }),
+      200,
+    );
     expected.push({ action: "user.role_changed", at, user: owner, via: "api_key", target: added.user.id });
     const ari = added.api_key.secret;
     const ariKeyId = added.api_key.id;
 
     at = tick();
     const agent = await dataOf<AgentCreated>(
-      await relay.request("/api/v1/agents", { key: ari, method: "POST", json: { name: "Deployer", webhook_url: "http://127.0.0.1:9/hook?token=tok-SECRET-1#frag" } }),
+      await relay.request("/api/v1/agents", {
+        key: ari,
+        method: "POST",
+        json: { name: "Deployer", webhook_url: "http://127.0.0.1:9/hook?token=tok-SECRET-1#frag" },
+      }),
       201,
     );
     secrets.push(agent.token, agent.signing_secret, "tok-SECRET-1");
@@ -98,27 +136,59 @@ describe("the audit log records every security-relevant change", () => {
     for (const action of ["pause", "resume"]) {
       at = tick();
       await dataOf(await relay.request(`/api/v1/agents/${agentId}/${action}`, { key: ari, method: "POST" }), 200);
-      expected.push({ action: action === "pause" ? "agent.paused" : "agent.resumed", at, user: added.user.id, via: "api_key", target: agentId });
+      expected.push({
+        action: action === "pause" ? "agent.paused" : "agent.resumed",
+        at,
+        user: added.user.id,
+        via: "api_key",
+        target: agentId,
+      });
     }
     // Pausing a paused agent, or renaming one, changes nothing that matters to security: no record.
     tick();
-    await dataOf(await relay.request(`/api/v1/agents/${agentId}`, { key: ari, method: "PATCH", json: { name: "Deployer 2", description: "ships" } }), 200);
+    await dataOf(
+      await relay.request(`/api/v1/agents/${agentId}`, {
+        key: ari,
+        method: "PATCH",
+        json: { name: "Deployer 2", description: "ships" },
+      }),
+      200,
+    );
     at = tick();
-    await dataOf(await relay.request(`/api/v1/agents/${agentId}`, { key: ari, method: "PATCH", json: { webhook_url: "http://127.0.0.1:9/other?sig=sig-SECRET-2" } }), 200);
+    await dataOf(
+      await relay.request(`/api/v1/agents/${agentId}`, {
+        key: ari,
+        method: "PATCH",
+        json: { webhook_url: "http://127.0.0.1:9/other?sig=sig-SECRET-2" },
+      }),
+      200,
+    );
     secrets.push("sig-SECRET-2");
     expected.push({ action: "agent.webhook_url_changed", at, user: added.user.id, via: "api_key", target: agentId });
     at = tick();
-    const token = await dataOf<AgentTokenRotated>(await relay.request(`/api/v1/agents/${agentId}/token`, { method: "POST" }), 200);
+    const token = await dataOf<AgentTokenRotated>(
+      await relay.request(`/api/v1/agents/${agentId}/token`, { method: "POST" }),
+      200,
+    );
     secrets.push(token.token);
     expected.push({ action: "agent.token_replaced", at, user: owner, via: "api_key", target: agentId });
     at = tick();
-    const signing = await dataOf<AgentSigningSecretRotated>(await relay.request(`/api/v1/agents/${agentId}/signing-secret`, { method: "POST" }), 200);
+    const signing = await dataOf<AgentSigningSecretRotated>(
+      await relay.request(`/api/v1/agents/${agentId}/signing-secret`, { method: "POST" }),
+      200,
+    );
     secrets.push(signing.signing_secret);
     expected.push({ action: "agent.signing_secret_replaced", at, user: owner, via: "api_key", target: agentId });
     tick();
-    const ping = await dataOf<Delivery>(await relay.request(`/api/v1/agents/${agentId}/test-event`, { method: "POST" }), 202);
+    const ping = await dataOf<Delivery>(
+      await relay.request(`/api/v1/agents/${agentId}/test-event`, { method: "POST" }),
+      202,
+    );
     at = tick();
-    await dataOf<Delivery>(await relay.request(`/api/v1/agents/${agentId}/deliveries/${ping.id}/redeliver`, { method: "POST" }), 202);
+    await dataOf<Delivery>(
+      await relay.request(`/api/v1/agents/${agentId}/deliveries/${ping.id}/redeliver`, { method: "POST" }),
+      202,
+    );
     expected.push({ action: "agent.redelivery_requested", at, user: owner, via: "api_key", target: ping.id });
     at = tick();
     await dataOf(await relay.request(`/api/v1/agents/${agentId}`, { key: ari, method: "DELETE" }), 200);
@@ -146,15 +216,24 @@ describe("the audit log records every security-relevant change", () => {
     assert.equal(byAction("agent.created")[0]?.actor.via_id, ariKeyId);
     assert.equal(byAction("api_key.revoked")[0]?.actor.via_id, ownerKeyId);
     // What changed.
-    assert.deepEqual(byAction("session.sign_in_failed").map((entry) => [entry.details["reason"], entry.target]), [
-      ["revoked_key", { type: "api_key", id: made.id }],
-      ["unknown_key", null],
-    ]);
+    assert.deepEqual(
+      byAction("session.sign_in_failed").map((entry) => [entry.details["reason"], entry.target]),
+      [
+        ["revoked_key", { type: "api_key", id: made.id }],
+        ["unknown_key", null],
+      ],
+    );
     assert.deepEqual(byAction("api_key.created")[0]?.details, { name: "ci", scopes: ["tab.complete", "agents.read"] });
     assert.deepEqual(byAction("user.role_changed")[0]?.details, { from: "member", to: "admin" });
     assert.deepEqual(byAction("user.removed")[0]?.details, { role: "admin", paused_agent_ids: [] });
-    assert.deepEqual(byAction("agent.created")[0]?.details, { name: "Deployer", webhook_url: "http://127.0.0.1:9/hook" });
-    assert.deepEqual(byAction("agent.webhook_url_changed")[0]?.details, { from: "http://127.0.0.1:9/hook", to: "http://127.0.0.1:9/other" });
+    assert.deepEqual(byAction("agent.created")[0]?.details, {
+      name: "Deployer",
+      webhook_url: "http://127.0.0.1:9/hook",
+    });
+    assert.deepEqual(byAction("agent.webhook_url_changed")[0]?.details, {
+      from: "http://127.0.0.1:9/hook",
+      to: "http://127.0.0.1:9/other",
+    });
     assert.deepEqual(byAction("agent.redelivery_requested")[0]?.target, { type: "delivery", id: ping.id });
   });
 
@@ -167,7 +246,8 @@ describe("the audit log records every security-relevant change", () => {
       assert.ok(!answer.includes(secret), `the answer holds ${secret.slice(0, 10)}…`);
       assert.ok(!stored.includes(secret), `a stored row holds ${secret.slice(0, 10)}…`);
       // Not even the first characters the API shows as a key's hint.
-      if (secret.startsWith("svc_") || secret.startsWith("whsec_")) assert.ok(!stored.includes(secret.slice(-8)), "a stored row holds the end of a secret");
+      if (secret.startsWith("svc_") || secret.startsWith("whsec_"))
+        assert.ok(!stored.includes(secret.slice(-8)), "a stored row holds the end of a secret");
     }
   });
 
@@ -178,34 +258,68 @@ describe("the audit log records every security-relevant change", () => {
       (await auditOf(relay, `?actor=${owner}&limit=100`)).map((e) => e.id),
       all.filter((e) => e.actor.user_id === owner).map((e) => e.id),
     );
-    assert.deepEqual((await auditOf(relay, "?action=agent.paused")).map((e) => e.action), ["agent.paused"]);
+    assert.deepEqual(
+      (await auditOf(relay, "?action=agent.paused")).map((e) => e.action),
+      ["agent.paused"],
+    );
     const since = new Date(START + 3000).toISOString();
     const until = new Date(START + 6000).toISOString();
     assert.deepEqual(
       (await auditOf(relay, `?since=${since}&until=${until}`)).map((e) => e.at),
       all.filter((e) => e.at >= since && e.at < until).map((e) => e.at),
     );
-    assert.equal((await auditOf(relay, `?since=${encodeURIComponent("2026-11-24T10:00:03+01:00")}&until=${until}`)).length, 3, "an offset is read as the instant it names");
+    assert.equal(
+      (await auditOf(relay, `?since=${encodeURIComponent("2026-11-24T10:00:03+01:00")}&until=${until}`)).length,
+      3,
+      "an offset is read as the instant it names",
+    );
     const first = await auditOf(relay, "?limit=4");
     const second = await auditOf(relay, `?limit=4&before=${first.at(-1)?.id}`);
-    assert.deepEqual([...first, ...second].map((e) => e.id), all.slice(0, 8).map((e) => e.id));
+    assert.deepEqual(
+      [...first, ...second].map((e) => e.id),
+      all.slice(0, 8).map((e) => e.id),
+    );
     assert.equal((await auditOf(relay)).length, Math.min(50, all.length), "50 by default");
   });
 
   test("the query is checked at the edge, and the error names the parameter", async () => {
     await expectError(await relay.request("/api/v1/audit?since=yesterday"), 400, "VALIDATION_ERROR", /^query\.since: /);
-    await expectError(await relay.request("/api/v1/audit?until=2026-13-01T00:00:00Z"), 400, "VALIDATION_ERROR", /^query\.until: /);
-    await expectError(await relay.request("/api/v1/audit?action=key.stolen"), 400, "VALIDATION_ERROR", /^query\.action: /);
+    await expectError(
+      await relay.request("/api/v1/audit?until=2026-13-01T00:00:00Z"),
+      400,
+      "VALIDATION_ERROR",
+      /^query\.until: /,
+    );
+    await expectError(
+      await relay.request("/api/v1/audit?action=key.stolen"),
+      400,
+      "VALIDATION_ERROR",
+      /^query\.action: /,
+    );
     await expectError(await relay.request("/api/v1/audit?limit=0"), 400, "VALIDATION_ERROR", /^query\.limit: /);
     await expectError(await relay.request("/api/v1/audit?limit=101"), 400, "VALIDATION_ERROR", /^query\.limit: /);
-    await expectError(await relay.request(`/api/v1/audit?before=${"x".repeat(65)}`), 400, "VALIDATION_ERROR", /^query\.before: /);
+    await expectError(
+      await relay.request(`/api/v1/audit?before=${"x".repeat(65)}`),
+      400,
+      "VALIDATION_ERROR",
+      /^query\.before: /,
+    );
   });
 
   test("records cannot be changed or deleted through the API", async () => {
     const before = await auditOf(relay, "?limit=100");
     const id = before[0]?.id ?? "";
-    for (const [method, path] of [["POST", "/api/v1/audit"], ["PUT", `/api/v1/audit/${id}`], ["PATCH", `/api/v1/audit/${id}`], ["DELETE", `/api/v1/audit/${id}`], ["DELETE", "/api/v1/audit"]] as const) {
-      const response = await relay.request(path, { method, ...(method === "DELETE" ? {} : { json: { action: "nothing" } }) });
+    for (const [method, path] of [
+      ["POST", "/api/v1/audit"],
+      ["PUT", `/api/v1/audit/${id}`],
+      ["PATCH", `/api/v1/audit/${id}`],
+      ["DELETE", `/api/v1/audit/${id}`],
+      ["DELETE", "/api/v1/audit"],
+    ] as const) {
+      const response = await relay.request(path, {
+        method,
+        ...(method === "DELETE" ? {} : { json: { action: "nothing" } }),
+      });
       assert.equal(response.status, 404, `${method} ${path}`);
       await response.body?.cancel();
     }
@@ -221,7 +335,12 @@ describe("who may read the audit log", () => {
   after(() => relay.close());
 
   async function person(role: "admin" | "member" | "guest"): Promise<string> {
-    return (await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: `A ${role}`, role } }), 201)).api_key.secret;
+    return (
+      await dataOf<UserCreated>(
+        await relay.request("/api/v1/users", { method: "POST", json: { name: `A ${role}`, role } }),
+        201,
+      )
+    ).api_key.secret;
   }
 
   test("owners and admins read it; members and guests, and keys without users.write, get 403", async () => {
@@ -230,7 +349,10 @@ describe("who may read the audit log", () => {
     assert.equal((await auditOf(relay, "", admin)).length, 3);
     await expectError(await relay.request("/api/v1/audit", { key: member }), 403, "FORBIDDEN", /users\.write/);
     await expectError(await relay.request("/api/v1/audit", { key: guest }), 403, "FORBIDDEN", /users\.write/);
-    const narrow = await dataOf<ApiKeyCreated>(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["agents.read"] } }), 201);
+    const narrow = await dataOf<ApiKeyCreated>(
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["agents.read"] } }),
+      201,
+    );
     await expectError(await relay.request("/api/v1/audit", { key: narrow.secret }), 403, "FORBIDDEN", /users\.write/);
     await expectError(await relay.request("/api/v1/audit", { key: null }), 401, "UNAUTHORIZED", /Authorization/);
   });
@@ -241,7 +363,15 @@ describe("who may read the audit log", () => {
     db.pragma("busy_timeout = 5000");
     db.exec("alter table audit_log rename to audit_log_away");
     try {
-      await expectError(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "untraced", scopes: ["tab.complete"] } }), 500, "INTERNAL_ERROR", /./);
+      await expectError(
+        await relay.request("/api/v1/api-keys", {
+          method: "POST",
+          json: { name: "untraced", scopes: ["tab.complete"] },
+        }),
+        500,
+        "INTERNAL_ERROR",
+        /./,
+      );
       assert.deepEqual(await dataOf<ApiKey[]>(await relay.request("/api/v1/api-keys"), 200), keysBefore);
     } finally {
       db.exec("alter table audit_log_away rename to audit_log");
@@ -258,11 +388,24 @@ describe("what else is recorded", () => {
   after(() => relay.close());
 
   test("a sign-in refused for a removed person or an editor-only key says why, naming the key and its holder", async () => {
-    const gone = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gone", role: "member" } }), 201);
+    const gone = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", { method: "POST", json: { name: "Gone", role: "member" } }),
+      201,
+    );
     await dataOf(await relay.request(`/api/v1/users/${gone.user.id}`, { method: "DELETE" }), 200);
-    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: gone.api_key.secret } })).status, 403);
-    const editor = await dataOf<ApiKeyCreated>(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } }), 201);
-    assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: editor.secret } })).status, 403);
+    assert.equal(
+      (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: gone.api_key.secret } }))
+        .status,
+      403,
+    );
+    const editor = await dataOf<ApiKeyCreated>(
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "editor", scopes: ["tab.complete"] } }),
+      201,
+    );
+    assert.equal(
+      (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: editor.secret } })).status,
+      403,
+    );
     const failed = await auditOf(relay, "?action=session.sign_in_failed");
     assert.deepEqual(
       failed.map((entry) => [entry.details["reason"], entry.actor.user_id, entry.actor.via_id, entry.target?.id]),
@@ -274,12 +417,24 @@ describe("what else is recorded", () => {
   });
 
   test("removing a person records the pause of each agent they owned, as well as the removal", async () => {
-    const mel = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Mel", role: "member" } }), 201);
-    const agent = await dataOf<AgentCreated>(await relay.request("/api/v1/agents", { key: mel.api_key.secret, method: "POST", json: { name: "Mel's bot" } }), 201);
+    const mel = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", { method: "POST", json: { name: "Mel", role: "member" } }),
+      201,
+    );
+    const agent = await dataOf<AgentCreated>(
+      await relay.request("/api/v1/agents", { key: mel.api_key.secret, method: "POST", json: { name: "Mel's bot" } }),
+      201,
+    );
     await dataOf(await relay.request(`/api/v1/users/${mel.user.id}`, { method: "DELETE" }), 200);
     const [removal, pause] = (await auditOf(relay, "?limit=2")).reverse();
-    assert.deepEqual([removal?.action, removal?.target?.id, removal?.details["paused_agent_ids"]], ["user.removed", mel.user.id, [agent.agent.id]]);
-    assert.deepEqual([pause?.action, pause?.target?.id, pause?.details, pause?.actor.user_id], ["agent.paused", agent.agent.id, { owner_removed: mel.user.id }, relay.user.id]);
+    assert.deepEqual(
+      [removal?.action, removal?.target?.id, removal?.details["paused_agent_ids"]],
+      ["user.removed", mel.user.id, [agent.agent.id]],
+    );
+    assert.deepEqual(
+      [pause?.action, pause?.target?.id, pause?.details, pause?.actor.user_id],
+      ["agent.paused", agent.agent.id, { owner_removed: mel.user.id }, relay.user.id],
+    );
   });
 });
 
@@ -287,13 +442,35 @@ describe("each workspace sees its own records", () => {
   test("a failed sign-in naming no workspace is in every workspace's log; everything else only in its own", async () => {
     const relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
     try {
-      const beta = await initWorkspace(relay.relay.store, { now: () => Date.now() }, { slug: "beta", ownerName: "Bea" });
-      await dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "acme's", scopes: ["tab.complete"] } }), 201);
-      await dataOf(await relay.request("/api/v1/api-keys", { key: beta.apiKey, method: "POST", json: { name: "beta's", scopes: ["tab.complete"] } }), 201);
-      assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: newApiKeySecret() } })).status, 401);
-      const actions = (log: AuditEntry[]) => log.map((entry) => `${entry.action} ${entry.details["name"] ?? entry.details["reason"]}`);
+      const beta = await initWorkspace(
+        relay.relay.store,
+        { now: () => Date.now() },
+        { slug: "beta", ownerName: "Bea" },
+      );
+      await dataOf(
+        await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "acme's", scopes: ["tab.complete"] } }),
+        201,
+      );
+      await dataOf(
+        await relay.request("/api/v1/api-keys", {
+          key: beta.apiKey,
+          method: "POST",
+          json: { name: "beta's", scopes: ["tab.complete"] },
+        }),
+        201,
+      );
+      assert.equal(
+        (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: newApiKeySecret() } }))
+          .status,
+        401,
+      );
+      const actions = (log: AuditEntry[]) =>
+        log.map((entry) => `${entry.action} ${entry.details["name"] ?? entry.details["reason"]}`);
       assert.deepEqual(actions(await auditOf(relay)), ["session.sign_in_failed unknown_key", "api_key.created acme's"]);
-      assert.deepEqual(actions(await auditOf(relay, "", beta.apiKey)), ["session.sign_in_failed unknown_key", "api_key.created beta's"]);
+      assert.deepEqual(actions(await auditOf(relay, "", beta.apiKey)), [
+        "session.sign_in_failed unknown_key",
+        "api_key.created beta's",
+      ]);
     } finally {
       await relay.close();
     }
@@ -301,15 +478,38 @@ describe("each workspace sees its own records", () => {
 });
 
 describe("the address recorded is the client's, behind the proxies the relay trusts", () => {
-  for (const [trust, recorded] of [["1", /^203\.0\.113\.9$/], [undefined, LOOPBACK]] as const) {
+  for (const [trust, recorded] of [
+    ["1", /^203\.0\.113\.9$/],
+    [undefined, LOOPBACK],
+  ] as const) {
     test(`with TAB_RELAY_TRUST_PROXY=${trust ?? "unset"}`, async () => {
       const relay = await startTestRelay({ env: { ...(trust === undefined ? {} : { TAB_RELAY_TRUST_PROXY: trust }) } });
       try {
         const headers = { "X-Forwarded-For": "203.0.113.9" };
-        await dataOf(await relay.request("/api/v1/api-keys", { method: "POST", headers, json: { name: "from afar", scopes: ["tab.complete"] } }), 201);
-        assert.equal((await relay.request("/api/v1/sessions", { method: "POST", key: null, headers, json: { api_key: "svc_ws_not_a_key" } })).status, 401);
+        await dataOf(
+          await relay.request("/api/v1/api-keys", {
+            method: "POST",
+            headers,
+            json: { name: "from afar", scopes: ["tab.complete"] },
+          }),
+          201,
+        );
+        assert.equal(
+          (
+            await relay.request("/api/v1/sessions", {
+              method: "POST",
+              key: null,
+              headers,
+              json: { api_key: "svc_ws_not_a_key" },
+            })
+          ).status,
+          401,
+        );
         const log = await auditOf(relay, "?limit=2");
-        assert.deepEqual(log.map((entry) => entry.action), ["session.sign_in_failed", "api_key.created"]);
+        assert.deepEqual(
+          log.map((entry) => entry.action),
+          ["session.sign_in_failed", "api_key.created"],
+        );
         for (const entry of log) assert.match(entry.actor.address, recorded);
       } finally {
         await relay.close();
@@ -325,14 +525,23 @@ describe("retention: TAB_RELAY_USAGE_RETENTION_DAYS", () => {
     const first = await startTestRelay({ clock, env: { TAB_RELAY_USAGE_RETENTION_DAYS: "2" } });
     let relay: TestRelay | undefined;
     try {
-      await dataOf(await first.request("/api/v1/api-keys", { method: "POST", json: { name: "old", scopes: ["tab.complete"] } }), 201);
+      await dataOf(
+        await first.request("/api/v1/api-keys", { method: "POST", json: { name: "old", scopes: ["tab.complete"] } }),
+        201,
+      );
       clock.advance(DAY);
-      await dataOf(await first.request("/api/v1/api-keys", { method: "POST", json: { name: "newer", scopes: ["tab.complete"] } }), 201);
+      await dataOf(
+        await first.request("/api/v1/api-keys", { method: "POST", json: { name: "newer", scopes: ["tab.complete"] } }),
+        201,
+      );
       assert.equal((await auditOf(first)).length, 2);
       await first.relay.close(0);
       clock.advance(DAY + 1);
       relay = await startTestRelay({ clock, reuse: first, env: { TAB_RELAY_USAGE_RETENTION_DAYS: "2" } });
-      assert.deepEqual((await auditOf(relay)).map((entry) => entry.details["name"]), ["newer"]);
+      assert.deepEqual(
+        (await auditOf(relay)).map((entry) => entry.details["name"]),
+        ["newer"],
+      );
     } finally {
       await (relay ?? first).close();
     }

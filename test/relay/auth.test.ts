@@ -15,7 +15,13 @@ describe("API keys and authentication", () => {
   test("GET /me answers the key's user, workspace and scopes", async () => {
     const response = await relay.request("/api/v1/me");
     assert.equal(response.status, 200);
-    const { data } = (await response.json()) as { data: { key: { scopes: string[]; hint: string }; user: { name: string; role: string }; workspace: { slug: string } } };
+    const { data } = (await response.json()) as {
+      data: {
+        key: { scopes: string[]; hint: string };
+        user: { name: string; role: string };
+        workspace: { slug: string };
+      };
+    };
     assert.equal(data.workspace.slug, "acme");
     assert.equal(data.user.role, "owner");
     assert.equal(data.user.name, "Olive Owner");
@@ -28,7 +34,10 @@ describe("API keys and authentication", () => {
     assert.equal(response.status, 401);
     const error = await errorOf(response);
     assert.equal(error.code, "UNAUTHORIZED");
-    assert.equal(error.message, "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`");
+    assert.equal(
+      error.message,
+      "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`",
+    );
   });
 
   for (const header of ["", "Bearer", "Bearer   ", "bearer"]) {
@@ -57,7 +66,10 @@ describe("API keys and authentication", () => {
   test("an unknown key with a valid checksum is 401", async () => {
     const response = await relay.request("/api/v1/me", { key: generateSecret(SECRET_PREFIXES.apiKey) });
     assert.equal(response.status, 401);
-    assert.equal((await errorOf(response)).message, "API key not recognised: it is not a key of this relay (check it was copied whole)");
+    assert.equal(
+      (await errorOf(response)).message,
+      "API key not recognised: it is not a key of this relay (check it was copied whole)",
+    );
   });
 
   test("a key with a broken checksum is 401", async () => {
@@ -67,9 +79,14 @@ describe("API keys and authentication", () => {
   });
 
   test("created keys are shown once, listed without secrets, and revoked at once", async () => {
-    const created = await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "CI", scopes: ["tab.complete"] } });
+    const created = await relay.request("/api/v1/api-keys", {
+      method: "POST",
+      json: { name: "CI", scopes: ["tab.complete"] },
+    });
     assert.equal(created.status, 201);
-    const { data } = (await created.json()) as { data: { id: string; name: string; scopes: string[]; created_at: string; secret: string } };
+    const { data } = (await created.json()) as {
+      data: { id: string; name: string; scopes: string[]; created_at: string; secret: string };
+    };
     assert.match(data.secret, /^svc_ws_[0-9A-Za-z]{36}$/);
     assert.deepEqual(data.scopes, ["tab.complete"]);
     assert.ok(!Number.isNaN(Date.parse(data.created_at)));
@@ -86,13 +103,23 @@ describe("API keys and authentication", () => {
     const after = await relay.request("/api/v1/me", { key: data.secret });
     assert.equal(after.status, 401);
     assert.match((await errorOf(after)).message, /revoked/);
-    const completion = await relay.request("/api/v1/tab/chat/completions", { key: data.secret, method: "POST", json: completionBody() });
+    const completion = await relay.request("/api/v1/tab/chat/completions", {
+      key: data.secret,
+      method: "POST",
+      json: completionBody(),
+    });
     assert.equal(completion.status, 401);
   });
 
   test("a key cannot create a key with scopes it does not hold", async () => {
-    const narrow = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "narrow", scopes: ["keys.write"] } })).json()) as { data: { secret: string } };
-    const response = await relay.request("/api/v1/api-keys", { key: narrow.data.secret, method: "POST", json: { name: "wider", scopes: ["tab.complete"] } });
+    const narrow = (await (
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "narrow", scopes: ["keys.write"] } })
+    ).json()) as { data: { secret: string } };
+    const response = await relay.request("/api/v1/api-keys", {
+      key: narrow.data.secret,
+      method: "POST",
+      json: { name: "wider", scopes: ["tab.complete"] },
+    });
     assert.equal(response.status, 403);
     assert.match((await errorOf(response)).message, /tab\.complete/);
   });
@@ -106,8 +133,14 @@ describe("API keys and authentication", () => {
   });
 
   test("a key without tab.complete gets 403 on completions", async () => {
-    const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["workspace.read"] } })).json()) as { data: { secret: string } };
-    const response = await relay.request("/api/v1/tab/chat/completions", { key: created.data.secret, method: "POST", json: completionBody() });
+    const created = (await (
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "reader", scopes: ["workspace.read"] } })
+    ).json()) as { data: { secret: string } };
+    const response = await relay.request("/api/v1/tab/chat/completions", {
+      key: created.data.secret,
+      method: "POST",
+      json: completionBody(),
+    });
     assert.equal(response.status, 403);
     const error = await errorOf(response);
     assert.equal(error.code, "FORBIDDEN");
@@ -115,7 +148,10 @@ describe("API keys and authentication", () => {
   });
 
   test("a key used against another workspace is 401", async () => {
-    const response = await relay.request("/api/v1/tab/chat/completions", { method: "POST", json: completionBody({ workspace_slug: "globex" }) });
+    const response = await relay.request("/api/v1/tab/chat/completions", {
+      method: "POST",
+      json: completionBody({ workspace_slug: "globex" }),
+    });
     assert.equal(response.status, 401);
     assert.match((await errorOf(response)).message, /different workspace/);
   });
@@ -123,8 +159,18 @@ describe("API keys and authentication", () => {
   test("a key whose user was removed from the workspace gets 403", async () => {
     const now = new Date().toISOString();
     const store = relay.relay.store;
-    const user = await store.users.create({ id: newId("usr"), workspaceId: relay.workspace.id, name: "Gus Guest", role: "guest", createdAt: now });
-    const { secret } = await createApiKey(store, { now: () => Date.now() }, { workspaceId: relay.workspace.id, user, name: "guest", scopes: ["tab.complete"] });
+    const user = await store.users.create({
+      id: newId("usr"),
+      workspaceId: relay.workspace.id,
+      name: "Gus Guest",
+      role: "guest",
+      createdAt: now,
+    });
+    const { secret } = await createApiKey(
+      store,
+      { now: () => Date.now() },
+      { workspaceId: relay.workspace.id, user, name: "guest", scopes: ["tab.complete"] },
+    );
     assert.equal((await relay.request("/api/v1/me", { key: secret })).status, 200);
     await store.users.remove(relay.workspace.id, user.id, now);
     const response = await relay.request("/api/v1/me", { key: secret });
@@ -134,17 +180,37 @@ describe("API keys and authentication", () => {
 
   test("a guest key cannot be created with scopes beyond the guest role", async () => {
     const store = relay.relay.store;
-    const user = await store.users.create({ id: newId("usr"), workspaceId: relay.workspace.id, name: "Gina Guest", role: "guest", createdAt: new Date().toISOString() });
+    const user = await store.users.create({
+      id: newId("usr"),
+      workspaceId: relay.workspace.id,
+      name: "Gina Guest",
+      role: "guest",
+      createdAt: new Date().toISOString(),
+    });
     await assert.rejects(
-      createApiKey(store, { now: () => Date.now() }, { workspaceId: relay.workspace.id, user, name: "g", scopes: ["users.write"] }),
+      createApiKey(
+        store,
+        { now: () => Date.now() },
+        { workspaceId: relay.workspace.id, user, name: "g", scopes: ["users.write"] },
+      ),
       /cannot hold the scopes: users\.write/,
     );
   });
 
   test("only owners and admins may revoke another user's key", async () => {
     const store = relay.relay.store;
-    const member = await store.users.create({ id: newId("usr"), workspaceId: relay.workspace.id, name: "Mo Member", role: "member", createdAt: new Date().toISOString() });
-    const { secret } = await createApiKey(store, { now: () => Date.now() }, { workspaceId: relay.workspace.id, user: member, name: "m", scopes: ["keys.write"] });
+    const member = await store.users.create({
+      id: newId("usr"),
+      workspaceId: relay.workspace.id,
+      name: "Mo Member",
+      role: "member",
+      createdAt: new Date().toISOString(),
+    });
+    const { secret } = await createApiKey(
+      store,
+      { now: () => Date.now() },
+      { workspaceId: relay.workspace.id, user: member, name: "m", scopes: ["keys.write"] },
+    );
     const me = (await (await relay.request("/api/v1/me")).json()) as { data: { key: { id: string } } };
     const response = await relay.request(`/api/v1/api-keys/${me.data.key.id}`, { key: secret, method: "DELETE" });
     assert.equal(response.status, 403);

@@ -12,7 +12,12 @@ import pg from "pg";
 import { completionBody } from "../support/relayHarness";
 import { type CommandRun as Run, type RelayProcess, runCommand, spawnRelay, until } from "../support/relayProcess";
 import { createDatabase, dropDatabases, postgresProblem } from "../support/scaleOutServices";
-import { type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
+import {
+  type ReceivedDelivery,
+  type WebhookReceiver,
+  answerWith,
+  startWebhookReceiver,
+} from "../support/webhookReceiver";
 
 /**
  * `tab-relay backup` and `restore` as an operator runs them: the relay serves as its own process while completions
@@ -84,15 +89,28 @@ async function stop(relay: RelayProcess): Promise<void> {
   assert.equal(await relay.exited, 0, relay.output());
 }
 
-async function request(relay: RelayProcess, key: string, path: string, init: { method?: string; json?: unknown } = {}): Promise<Response> {
+async function request(
+  relay: RelayProcess,
+  key: string,
+  path: string,
+  init: { method?: string; json?: unknown } = {},
+): Promise<Response> {
   return fetch(`${relay.url}/api/v1${path}`, {
     method: init.method ?? "GET",
-    headers: { Authorization: `Bearer ${key}`, ...(init.json === undefined ? {} : { "Content-Type": "application/json" }) },
+    headers: {
+      Authorization: `Bearer ${key}`,
+      ...(init.json === undefined ? {} : { "Content-Type": "application/json" }),
+    },
     ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
   });
 }
 
-async function call<T>(relay: RelayProcess, key: string, path: string, init: { method?: string; json?: unknown } = {}): Promise<T> {
+async function call<T>(
+  relay: RelayProcess,
+  key: string,
+  path: string,
+  init: { method?: string; json?: unknown } = {},
+): Promise<T> {
   const response = await request(relay, key, path, init);
   const text = await response.text();
   if (!response.ok) throw new Error(`${init.method ?? "GET"} ${path} answered ${response.status}: ${text}`);
@@ -107,8 +125,12 @@ interface Message {
 /** Every message of the channel, oldest first. */
 async function channelMessages(relay: RelayProcess, key: string, channelId: string): Promise<Message[]> {
   const all: Message[] = [];
-  for (let before: string | undefined; ; ) {
-    const page = await call<Message[]>(relay, key, `/conversations/channel/${channelId}/messages?limit=100${before ? `&before=${before}` : ""}`);
+  for (let before: string | undefined; ;) {
+    const page = await call<Message[]>(
+      relay,
+      key,
+      `/conversations/channel/${channelId}/messages?limit=100${before ? `&before=${before}` : ""}`,
+    );
     all.push(...page);
     if (page.length < 100) return all.reverse();
     before = page.at(-1)?.id;
@@ -157,13 +179,33 @@ describe("tab-relay backup and restore", () => {
     const ownerKey = (JSON.parse(init.stdout) as { api_key: string }).api_key;
     const original = await serve(data);
 
-    const member = await call<{ user: { id: string }; api_key: { secret: string } }>(original, ownerKey, "/users", { method: "POST", json: { name: "Mo", role: "member" } });
-    const revoked = await call<{ id: string; secret: string }>(original, ownerKey, "/api-keys", { method: "POST", json: { name: "old laptop", scopes: ["tab.complete"] } });
+    const member = await call<{ user: { id: string }; api_key: { secret: string } }>(original, ownerKey, "/users", {
+      method: "POST",
+      json: { name: "Mo", role: "member" },
+    });
+    const revoked = await call<{ id: string; secret: string }>(original, ownerKey, "/api-keys", {
+      method: "POST",
+      json: { name: "old laptop", scopes: ["tab.complete"] },
+    });
     await call(original, ownerKey, `/api-keys/${revoked.id}`, { method: "DELETE" });
-    const agent = await call<{ agent: { id: string }; token: string; signing_secret: string }>(original, ownerKey, "/agents", { method: "POST", json: { name: "Backupbot", webhook_url: receiver.url } });
-    const channel = await call<{ id: string }>(original, ownerKey, "/channels", { method: "POST", json: { name: "ops" } });
-    await call(original, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { agent_id: agent.agent.id } });
-    await call(original, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { user_id: member.user.id } });
+    const agent = await call<{ agent: { id: string }; token: string; signing_secret: string }>(
+      original,
+      ownerKey,
+      "/agents",
+      { method: "POST", json: { name: "Backupbot", webhook_url: receiver.url } },
+    );
+    const channel = await call<{ id: string }>(original, ownerKey, "/channels", {
+      method: "POST",
+      json: { name: "ops" },
+    });
+    await call(original, ownerKey, `/channels/${channel.id}/members`, {
+      method: "POST",
+      json: { agent_id: agent.agent.id },
+    });
+    await call(original, ownerKey, `/channels/${channel.id}/members`, {
+      method: "POST",
+      json: { user_id: member.user.id },
+    });
 
     // The load: one writer posting in order (so what the backup holds can be compared with what was posted) and
     // completions alongside, until the backup is done.
@@ -172,18 +214,33 @@ describe("tab-relay backup and restore", () => {
     const posts = (async () => {
       for (let n = 0; loading; n++) {
         const text = `${n % 3 === 0 ? "@Backupbot " : ""}post ${n}: ${POST_TEXT}`;
-        posted.push(await call<Message>(original, n % 2 === 0 ? ownerKey : member.api_key.secret, `/conversations/channel/${channel.id}/messages`, { method: "POST", json: { text } }));
+        posted.push(
+          await call<Message>(
+            original,
+            n % 2 === 0 ? ownerKey : member.api_key.secret,
+            `/conversations/channel/${channel.id}/messages`,
+            { method: "POST", json: { text } },
+          ),
+        );
       }
     })();
     let completions = 0;
     const completing = (async () => {
       while (loading) {
-        const response = await request(original, member.api_key.secret, "/tab/chat/completions", { method: "POST", json: completionBody() });
+        const response = await request(original, member.api_key.secret, "/tab/chat/completions", {
+          method: "POST",
+          json: completionBody(),
+        });
         assert.equal(response.status, 200, await response.text());
         completions++;
       }
     })();
-    await until(`${POSTS_BEFORE_BACKUP} posts`, 60_000, () => (posted.length >= POSTS_BEFORE_BACKUP ? true : undefined), 20);
+    await until(
+      `${POSTS_BEFORE_BACKUP} posts`,
+      60_000,
+      () => (posted.length >= POSTS_BEFORE_BACKUP ? true : undefined),
+      20,
+    );
 
     const backupFile = join(tempDir(), "relay-backup.db");
     const postedBefore = posted.length;
@@ -195,27 +252,52 @@ describe("tab-relay backup and restore", () => {
     assert.ok(postedAfter > postedBefore, "posts went on while the backup ran");
     assert.ok(completions > 0);
     const backupLines = backup.stdout.trimEnd().split("\n");
-    assert.match(backupLines[0] ?? "", new RegExp(`^Backing up ${join(data, "relay.db")} \\(\\d+\\.\\d (KiB|MiB)\\) to ${backupFile}$`));
+    assert.match(
+      backupLines[0] ?? "",
+      new RegExp(`^Backing up ${join(data, "relay.db")} \\(\\d+\\.\\d (KiB|MiB)\\) to ${backupFile}$`),
+    );
     assert.match(backup.stdout, /^ {2}copied (\d+) of \1 pages \(100%\)$/m);
-    assert.match(backupLines.at(-1) ?? "", new RegExp(`^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0006_audit_log; \\d+\\.\\d (KiB|MiB)$`));
+    assert.match(
+      backupLines.at(-1) ?? "",
+      new RegExp(
+        `^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0006_audit_log; \\d+\\.\\d (KiB|MiB)$`,
+      ),
+    );
     assert.equal(mode(backupFile), "600");
 
     // Restoring over the folder the relay is serving is refused, naming the process.
-    assert.match(refusal(await cli(["restore", "--from", backupFile, "--data", data, "--force"])), new RegExp(`^tab-relay: restore: --data: a relay \\(process ${original.child.pid}\\) is serving ${data}; stop it before restoring into this folder$`));
+    assert.match(
+      refusal(await cli(["restore", "--from", backupFile, "--data", data, "--force"])),
+      new RegExp(
+        `^tab-relay: restore: --data: a relay \\(process ${original.child.pid}\\) is serving ${data}; stop it before restoring into this folder$`,
+      ),
+    );
     await stop(original);
 
     const restoredData = join(tempDir(), "new", "data");
     const restore = await cli(["restore", "--from", backupFile, "--data", restoredData]);
     assert.equal(restore.status, 0, restore.stdout + restore.stderr);
-    assert.match(restore.stdout, new RegExp(`^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0006_audit_log; `, "m"));
-    assert.match(restore.stdout, new RegExp(`^Restored ${join(restoredData, "relay.db")}\\. Start the relay with: tab-relay serve --data ${restoredData}$`, "m"));
+    assert.match(
+      restore.stdout,
+      new RegExp(`^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0006_audit_log; `, "m"),
+    );
+    assert.match(
+      restore.stdout,
+      new RegExp(
+        `^Restored ${join(restoredData, "relay.db")}\\. Start the relay with: tab-relay serve --data ${restoredData}$`,
+        "m",
+      ),
+    );
     assert.deepEqual([mode(restoredData), mode(join(restoredData, "relay.db"))], ["700", "600"]);
     assert.deepEqual(readdirSync(restoredData), ["relay.db"]);
 
     // The outbox as restored: an event per mention the backup holds, none delivered (the receiver was down).
     const pending = outbox(join(restoredData, "relay.db"));
     assert.ok(pending.length > 0);
-    assert.ok(pending.every((event) => event.status === "pending"), JSON.stringify(pending.map((event) => event.status)));
+    assert.ok(
+      pending.every((event) => event.status === "pending"),
+      JSON.stringify(pending.map((event) => event.status)),
+    );
 
     receiver.answer(answerWith(204));
     const deliveredFrom = receiver.deliveries.length;
@@ -223,13 +305,22 @@ describe("tab-relay backup and restore", () => {
 
     // The same keys: the owner's and the member's work, the revoked one stays revoked, the agent's token works.
     assert.equal((await call<{ user: { name: string } }>(restored, ownerKey, "/me")).user.name, "Olive");
-    assert.equal((await call<{ user: { id: string } }>(restored, member.api_key.secret, "/me")).user.id, member.user.id);
+    assert.equal(
+      (await call<{ user: { id: string } }>(restored, member.api_key.secret, "/me")).user.id,
+      member.user.id,
+    );
     assert.equal((await request(restored, revoked.secret, "/me")).status, 401);
-    assert.equal((await call<{ agent: { id: string } }>(restored, agent.token, "/agent-api/me")).agent.id, agent.agent.id);
+    assert.equal(
+      (await call<{ agent: { id: string } }>(restored, agent.token, "/agent-api/me")).agent.id,
+      agent.agent.id,
+    );
 
     // The conversation as it was at one moment of the backup: the posts up to some point, in order, texts intact.
     const messages = await channelMessages(restored, ownerKey, channel.id);
-    assert.ok(messages.length >= postedBefore && messages.length <= postedAfter, `${messages.length} messages; ${postedBefore} were posted before the backup began and ${postedAfter} by its end`);
+    assert.ok(
+      messages.length >= postedBefore && messages.length <= postedAfter,
+      `${messages.length} messages; ${postedBefore} were posted before the backup began and ${postedAfter} by its end`,
+    );
     assert.deepEqual(
       messages.map((m) => [m.id, m.text]),
       posted.slice(0, messages.length).map((m) => [m.id, m.text]),
@@ -239,17 +330,28 @@ describe("tab-relay backup and restore", () => {
 
     // The pending events go out once the receiver is up, signed with the agent's signing secret as it was.
     await until("every pending event to be delivered", 30_000, () => {
-      const seen = new Set(receiver.deliveries.slice(deliveredFrom).filter((d) => d.headers["webhook-id"]).map((d) => d.headers["webhook-id"]));
+      const seen = new Set(
+        receiver.deliveries
+          .slice(deliveredFrom)
+          .filter((d) => d.headers["webhook-id"])
+          .map((d) => d.headers["webhook-id"]),
+      );
       return pending.every((event) => seen.has(event.id)) || undefined;
     });
     const verifier = new Webhook(agent.signing_secret);
     const delivered = receiver.deliveries.slice(deliveredFrom).map((delivery: ReceivedDelivery) => {
-      const headers = { "webhook-id": String(delivery.headers["webhook-id"]), "webhook-timestamp": String(delivery.headers["webhook-timestamp"]), "webhook-signature": String(delivery.headers["webhook-signature"]) };
+      const headers = {
+        "webhook-id": String(delivery.headers["webhook-id"]),
+        "webhook-timestamp": String(delivery.headers["webhook-timestamp"]),
+        "webhook-signature": String(delivery.headers["webhook-signature"]),
+      };
       verifier.verify(delivery.body, headers);
       return JSON.parse(delivery.body) as MessageCreatedEvent;
     });
     assert.deepEqual([...new Set(delivered.map((event) => event.message.id))].sort(), mentions.map((m) => m.id).sort());
-    await until("the outbox to show every event delivered", 10_000, () => (outbox(join(restoredData, "relay.db")).every((event) => event.status === "delivered") ? true : undefined));
+    await until("the outbox to show every event delivered", 10_000, () =>
+      outbox(join(restoredData, "relay.db")).every((event) => event.status === "delivered") ? true : undefined,
+    );
     await stop(restored);
   });
 
@@ -268,42 +370,81 @@ describe("tab-relay backup and restore", () => {
       assert.equal(init.status, 0, init.stderr);
       const ownerKey = (JSON.parse(init.stdout) as { api_key: string }).api_key;
       const original = await serve("--database", source.url);
-      const agent = await call<{ agent: { id: string }; token: string; signing_secret: string }>(original, ownerKey, "/agents", { method: "POST", json: { name: "Backupbot", webhook_url: receiver.url } });
-      const channel = await call<{ id: string }>(original, ownerKey, "/channels", { method: "POST", json: { name: "ops" } });
-      await call(original, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { agent_id: agent.agent.id } });
+      const agent = await call<{ agent: { id: string }; token: string; signing_secret: string }>(
+        original,
+        ownerKey,
+        "/agents",
+        { method: "POST", json: { name: "Backupbot", webhook_url: receiver.url } },
+      );
+      const channel = await call<{ id: string }>(original, ownerKey, "/channels", {
+        method: "POST",
+        json: { name: "ops" },
+      });
+      await call(original, ownerKey, `/channels/${channel.id}/members`, {
+        method: "POST",
+        json: { agent_id: agent.agent.id },
+      });
 
       const posted: Message[] = [];
       let loading = true;
       const posts = (async () => {
         for (let n = 0; loading; n++) {
-          posted.push(await call<Message>(original, ownerKey, `/conversations/channel/${channel.id}/messages`, { method: "POST", json: { text: `${n % 3 === 0 ? "@Backupbot " : ""}post ${n}` } }));
+          posted.push(
+            await call<Message>(original, ownerKey, `/conversations/channel/${channel.id}/messages`, {
+              method: "POST",
+              json: { text: `${n % 3 === 0 ? "@Backupbot " : ""}post ${n}` },
+            }),
+          );
         }
       })();
       await until("30 posts", 60_000, () => (posted.length >= 30 ? true : undefined), 20);
       const dumpFile = join(tempDir(), "tab-relay.dump");
       const postedBefore = posted.length;
       // docs/operating.md gives these commands.
-      const dump = await run("pg_dump", ["--format=custom", "--no-owner", "--no-privileges", `--file=${dumpFile}`, `--dbname=${source.url}`]);
+      const dump = await run("pg_dump", [
+        "--format=custom",
+        "--no-owner",
+        "--no-privileges",
+        `--file=${dumpFile}`,
+        `--dbname=${source.url}`,
+      ]);
       const postedAfter = posted.length;
       loading = false;
       await posts;
       assert.equal(dump.status, 0, dump.stderr);
       await stop(original);
 
-      const restore = await run("pg_restore", ["--no-owner", "--no-privileges", "--exit-on-error", `--dbname=${target.url}`, dumpFile]);
+      const restore = await run("pg_restore", [
+        "--no-owner",
+        "--no-privileges",
+        "--exit-on-error",
+        `--dbname=${target.url}`,
+        dumpFile,
+      ]);
       assert.equal(restore.status, 0, restore.stderr);
       const client = new pg.Client({ connectionString: target.url });
       await client.connect();
-      const pending = await client.query<{ id: string; status: string }>("select id, status from events order by id").finally(() => client.end());
-      assert.ok(pending.rows.length > 0 && pending.rows.every((row) => row.status === "pending"), JSON.stringify(pending.rows));
+      const pending = await client
+        .query<{ id: string; status: string }>("select id, status from events order by id")
+        .finally(() => client.end());
+      assert.ok(
+        pending.rows.length > 0 && pending.rows.every((row) => row.status === "pending"),
+        JSON.stringify(pending.rows),
+      );
 
       receiver.answer(answerWith(204));
       const deliveredFrom = receiver.deliveries.length;
       const restored = await serve("--database", target.url);
       assert.equal((await call<{ user: { name: string } }>(restored, ownerKey, "/me")).user.name, "Olive");
-      assert.equal((await call<{ agent: { id: string } }>(restored, agent.token, "/agent-api/me")).agent.id, agent.agent.id);
+      assert.equal(
+        (await call<{ agent: { id: string } }>(restored, agent.token, "/agent-api/me")).agent.id,
+        agent.agent.id,
+      );
       const messages = await channelMessages(restored, ownerKey, channel.id);
-      assert.ok(messages.length >= postedBefore && messages.length <= postedAfter, `${messages.length} messages; ${postedBefore} before the dump began and ${postedAfter} by its end`);
+      assert.ok(
+        messages.length >= postedBefore && messages.length <= postedAfter,
+        `${messages.length} messages; ${postedBefore} before the dump began and ${postedAfter} by its end`,
+      );
       assert.deepEqual(
         messages.map((m) => [m.id, m.text]),
         posted.slice(0, messages.length).map((m) => [m.id, m.text]),
@@ -316,7 +457,11 @@ describe("tab-relay backup and restore", () => {
       });
       const verifier = new Webhook(agent.signing_secret);
       for (const delivery of receiver.deliveries.slice(deliveredFrom)) {
-        verifier.verify(delivery.body, { "webhook-id": String(delivery.headers["webhook-id"]), "webhook-timestamp": String(delivery.headers["webhook-timestamp"]), "webhook-signature": String(delivery.headers["webhook-signature"]) });
+        verifier.verify(delivery.body, {
+          "webhook-id": String(delivery.headers["webhook-id"]),
+          "webhook-timestamp": String(delivery.headers["webhook-timestamp"]),
+          "webhook-signature": String(delivery.headers["webhook-signature"]),
+        });
       }
       await stop(restored);
     } finally {
@@ -331,16 +476,40 @@ describe("tab-relay backup and restore", () => {
     const file = join(dir, "backup.db");
     assert.equal((await cli(["backup", "--data", data, "--to", file])).status, 0);
 
-    assert.equal(refusal(await cli(["backup", "--data", data, "--to", file])), `tab-relay: backup: --to: ${file} exists; pass --force to replace it`);
-    assert.equal(refusal(await cli(["backup", "--data", data])), "tab-relay: backup: --to: give the file to write (--to FILE)");
-    assert.equal(refusal(await cli(["backup", "--data", join(dir, "nothing"), "--to", join(dir, "x.db")])), `tab-relay: backup: --data: no database at ${join(dir, "nothing", "relay.db")}: is this the data folder \`tab-relay serve --data\` uses?`);
-    assert.match(refusal(await cli(["backup", "--database", "postgres://127.0.0.1/tab", "--to", join(dir, "x.db")])), /^tab-relay: backup: --data: backup works on a SQLite data folder; for PostgreSQL use pg_dump and pg_restore/);
-    assert.equal(refusal(await cli(["restore", "--from", file, "--data", data])), `tab-relay: restore: --data: ${data} already holds a database (relay.db); pass --force to replace it`);
+    assert.equal(
+      refusal(await cli(["backup", "--data", data, "--to", file])),
+      `tab-relay: backup: --to: ${file} exists; pass --force to replace it`,
+    );
+    assert.equal(
+      refusal(await cli(["backup", "--data", data])),
+      "tab-relay: backup: --to: give the file to write (--to FILE)",
+    );
+    assert.equal(
+      refusal(await cli(["backup", "--data", join(dir, "nothing"), "--to", join(dir, "x.db")])),
+      `tab-relay: backup: --data: no database at ${join(dir, "nothing", "relay.db")}: is this the data folder \`tab-relay serve --data\` uses?`,
+    );
+    assert.match(
+      refusal(await cli(["backup", "--database", "postgres://127.0.0.1/tab", "--to", join(dir, "x.db")])),
+      /^tab-relay: backup: --data: backup works on a SQLite data folder; for PostgreSQL use pg_dump and pg_restore/,
+    );
+    assert.equal(
+      refusal(await cli(["restore", "--from", file, "--data", data])),
+      `tab-relay: restore: --data: ${data} already holds a database (relay.db); pass --force to replace it`,
+    );
     writeFileSync(join(dir, "notes.txt"), "hello ".repeat(200));
-    assert.equal(refusal(await cli(["restore", "--from", join(dir, "notes.txt"), "--data", join(dir, "other")])), `tab-relay: restore: --from: ${join(dir, "notes.txt")} is not a SQLite database (file is not a database)`);
+    assert.equal(
+      refusal(await cli(["restore", "--from", join(dir, "notes.txt"), "--data", join(dir, "other")])),
+      `tab-relay: restore: --from: ${join(dir, "notes.txt")} is not a SQLite database (file is not a database)`,
+    );
     assert.equal(existsSync(join(dir, "other")), false);
-    assert.match(refusal(await cli(["restore", "--from", file])), /^tab-relay: restore: --data: give the data folder \(--data DIR or TAB_RELAY_DATA\)$/);
-    assert.match((await cli(["backup", "--data", data, "--to", file, "--from", file])).stderr, /^tab-relay: Unknown option '--from'/);
+    assert.match(
+      refusal(await cli(["restore", "--from", file])),
+      /^tab-relay: restore: --data: give the data folder \(--data DIR or TAB_RELAY_DATA\)$/,
+    );
+    assert.match(
+      (await cli(["backup", "--data", data, "--to", file, "--from", file])).stderr,
+      /^tab-relay: Unknown option '--from'/,
+    );
 
     const forced = await cli(["restore", "--from", file, "--data", data, "--force"]);
     assert.equal(forced.status, 0, forced.stderr);

@@ -13,7 +13,12 @@ import { initWorkspace } from "../../relay/src/workspace/init";
 /**
  * Sends `path` byte for byte (fetch would leave it alone too, but node:http makes that plain) and reads the answer.
  */
-function raw(url: string, method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; body: string }> {
+function raw(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; type: string; body: string }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, method, path, headers }, (res) => {
@@ -66,17 +71,37 @@ describe("a path with a broken %-escape", () => {
     { family: "main API, a truncated UTF-8 escape", method: "DELETE", path: "/api/v1/users/%E0%A4%A", as: "owner" },
     { family: "main API under /v1", method: "GET", path: "/v1/agents/%ZZ", as: "owner" },
     { family: "main API, no credentials", method: "GET", path: "/api/v1/agents/%ZZ", as: "nobody" },
-    { family: "main API, a byte that is not UTF-8", method: "GET", path: "/api/v1/conversations/channel/%FF/messages", as: "owner" },
+    {
+      family: "main API, a byte that is not UTF-8",
+      method: "GET",
+      path: "/api/v1/conversations/channel/%FF/messages",
+      as: "owner",
+    },
     { family: "Agent API", method: "GET", path: "/api/v1/agent-api/conversations/channel/%ZZ/messages", as: "agent" },
-    { family: "Agent API under /v1", method: "POST", path: "/v1/agent-api/conversations/channel/%ZZ/messages", as: "agent" },
-    { family: "Agent API, no token", method: "GET", path: "/api/v1/agent-api/conversations/channel/%ZZ/messages", as: "nobody" },
+    {
+      family: "Agent API under /v1",
+      method: "POST",
+      path: "/v1/agent-api/conversations/channel/%ZZ/messages",
+      as: "agent",
+    },
+    {
+      family: "Agent API, no token",
+      method: "GET",
+      path: "/api/v1/agent-api/conversations/channel/%ZZ/messages",
+      as: "nobody",
+    },
     { family: "sign-in", method: "POST", path: "/api/v1/sessions/%ZZ", as: "nobody" },
     { family: "sessions with a key", method: "DELETE", path: "/api/v1/sessions/%ZZ", as: "owner" },
     { family: "console page", method: "GET", path: "/%ZZ", as: "nobody" },
     { family: "console asset", method: "GET", path: "/assets/%E0", as: "nobody" },
     { family: "console route", method: "GET", path: "/conversations/channel/%ZZ", as: "nobody" },
     { family: "health", method: "GET", path: "/healthz%ZZ", as: "nobody" },
-    { family: "completion, a spelling beside the canonical path", method: "POST", path: "/api/v1/tab/chat/completions%ZZ", as: "owner" },
+    {
+      family: "completion, a spelling beside the canonical path",
+      method: "POST",
+      path: "/api/v1/tab/chat/completions%ZZ",
+      as: "owner",
+    },
   ];
 
   for (const { family, method, path, as } of cases) {

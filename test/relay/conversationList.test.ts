@@ -24,7 +24,8 @@ describe("listing conversations reads the directory once, however many DMs", () 
     agent = await createAgent(relay, { name: "Lister" });
     // Every pair of people with the owner (15) and the agent with each person (6): 21 DMs of the owner, 6 of the agent.
     for (let i = 0; i < people.length; i++) {
-      for (let j = i + 1; j < people.length; j++) await createDm(relay, [people[i]?.id as string, people[j]?.id as string]);
+      for (let j = i + 1; j < people.length; j++)
+        await createDm(relay, [people[i]?.id as string, people[j]?.id as string]);
       await createDm(relay, [agent.agent.id, people[i]?.id as string]);
     }
     const conversations = relay.relay.store.conversations;
@@ -44,7 +45,11 @@ describe("listing conversations reads the directory once, however many DMs", () 
     const dms = data.filter((c) => c.type === "dm");
     assert.equal(dms.length, 21);
     assert.equal(directoryReads, 1);
-    const names = new Map([...people.map((p) => [p.id, p.name] as const), [agent.agent.id, "Lister"], [relay.user.id, relay.user.name]]);
+    const names = new Map([
+      ...people.map((p) => [p.id, p.name] as const),
+      [agent.agent.id, "Lister"],
+      [relay.user.id, relay.user.name],
+    ]);
     for (const dm of dms) {
       assert.ok((dm.members?.length ?? 0) >= 3, JSON.stringify(dm));
       for (const member of dm.members ?? []) assert.equal(member.name, names.get(member.id), JSON.stringify(member));

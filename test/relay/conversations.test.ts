@@ -1,12 +1,42 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { AgentApiConversation, AgentApiMessage, AgentCreated, ChannelMemberAdded, Conversation, Me, Message, Notification, User, UserCreated } from "@tab-relay/shared/api";
+import type {
+  AgentApiConversation,
+  AgentApiMessage,
+  AgentCreated,
+  ChannelMemberAdded,
+  Conversation,
+  Me,
+  Message,
+  Notification,
+  User,
+  UserCreated,
+} from "@tab-relay/shared/api";
 import { dataOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { addMember, agentRequest, createAgent, createChannel, createDm, createUser, postMessage } from "../support/workspace";
+import {
+  addMember,
+  agentRequest,
+  createAgent,
+  createChannel,
+  createDm,
+  createUser,
+  postMessage,
+} from "../support/workspace";
 
 type Person = Awaited<ReturnType<typeof createUser>>;
 
-const ALL_SCOPES = ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write", "agents.read", "agents.write", "users.write", "keys.write"];
+const ALL_SCOPES = [
+  "workspace.read",
+  "apps.read",
+  "files.read",
+  "tab.complete",
+  "messages.read",
+  "messages.write",
+  "agents.read",
+  "agents.write",
+  "users.write",
+  "keys.write",
+];
 const ROLE_SCOPES: Record<string, string[]> = {
   owner: ALL_SCOPES,
   admin: ALL_SCOPES,
@@ -23,12 +53,15 @@ describe("people and conversations", () => {
   let helper: AgentCreated;
 
   const get = (path: string, key?: string) => relay.request(`/api/v1${path}`, key ? { key } : {});
-  const post = (path: string, json: unknown, key?: string) => relay.request(`/api/v1${path}`, { method: "POST", json, ...(key ? { key } : {}) });
-  const messagesPath = (conversation: { type: string; id: string }, query = "") => `/conversations/${conversation.type}/${conversation.id}/messages${query}`;
+  const post = (path: string, json: unknown, key?: string) =>
+    relay.request(`/api/v1${path}`, { method: "POST", json, ...(key ? { key } : {}) });
+  const messagesPath = (conversation: { type: string; id: string }, query = "") =>
+    `/conversations/${conversation.type}/${conversation.id}/messages${query}`;
   const list = async (key?: string) => dataOf<Conversation[]>(await get("/conversations", key), 200);
   const read = async (conversation: { type: string; id: string }, query = "", key?: string) =>
     dataOf<Message[]>(await get(messagesPath(conversation, query), key), 200);
-  const notifications = async (key: string, query = "") => dataOf<Notification[]>(await get(`/notifications${query}`, key), 200);
+  const notifications = async (key: string, query = "") =>
+    dataOf<Notification[]>(await get(`/notifications${query}`, key), 200);
 
   before(async () => {
     relay = await startTestRelay({
@@ -46,10 +79,7 @@ describe("people and conversations", () => {
   describe("users", () => {
     test("an owner adds people of every role, each with a first key that works and holds the role's scopes", async () => {
       for (const role of ["owner", "admin", "member", "guest"]) {
-        const { user, api_key } = await dataOf<UserCreated>(
-          await post("/users", { name: `New ${role}`, role }),
-          201,
-        );
+        const { user, api_key } = await dataOf<UserCreated>(await post("/users", { name: `New ${role}`, role }), 201);
         assert.equal(user.name, `New ${role}`);
         assert.equal(user.role, role);
         assert.match(user.created_at, /^\d{4}-\d{2}-\d{2}T/);
@@ -84,7 +114,11 @@ describe("people and conversations", () => {
     test("a removed user's key gets 403 FORBIDDEN on its next request", async () => {
       const leaver = await createUser(relay, "Lee Leaver", "member");
       await dataOf(await get("/me", leaver.key), 200);
-      assert.deepEqual(await dataOf(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 200), { id: leaver.id, removed: true, paused_agent_ids: [] });
+      assert.deepEqual(await dataOf(await relay.request(`/api/v1/users/${leaver.id}`, { method: "DELETE" }), 200), {
+        id: leaver.id,
+        removed: true,
+        paused_agent_ids: [],
+      });
       await expectError(await get("/me", leaver.key), 403, "FORBIDDEN");
       await expectError(await get("/conversations", leaver.key), 403, "FORBIDDEN");
       const users = await dataOf<User[]>(await get("/users"), 200);
@@ -93,10 +127,28 @@ describe("people and conversations", () => {
     });
 
     test("nobody can remove themselves, and only an owner removes an owner", async () => {
-      await expectError(await relay.request(`/api/v1/users/${relay.user.id}`, { method: "DELETE" }), 400, "VALIDATION_ERROR", /path\.id/);
-      await expectError(await relay.request(`/api/v1/users/${admin.id}`, { method: "DELETE", key: admin.key }), 400, "VALIDATION_ERROR", /path\.id/);
-      await expectError(await relay.request(`/api/v1/users/${relay.user.id}`, { method: "DELETE", key: admin.key }), 403, "FORBIDDEN");
-      await expectError(await relay.request(`/api/v1/users/${max.id}`, { method: "DELETE", key: mel.key }), 403, "FORBIDDEN");
+      await expectError(
+        await relay.request(`/api/v1/users/${relay.user.id}`, { method: "DELETE" }),
+        400,
+        "VALIDATION_ERROR",
+        /path\.id/,
+      );
+      await expectError(
+        await relay.request(`/api/v1/users/${admin.id}`, { method: "DELETE", key: admin.key }),
+        400,
+        "VALIDATION_ERROR",
+        /path\.id/,
+      );
+      await expectError(
+        await relay.request(`/api/v1/users/${relay.user.id}`, { method: "DELETE", key: admin.key }),
+        403,
+        "FORBIDDEN",
+      );
+      await expectError(
+        await relay.request(`/api/v1/users/${max.id}`, { method: "DELETE", key: mel.key }),
+        403,
+        "FORBIDDEN",
+      );
       await dataOf(await get("/me"), 200);
       await dataOf(await get("/me", admin.key), 200);
       await dataOf(await get("/me", max.key), 200);
@@ -105,10 +157,19 @@ describe("people and conversations", () => {
     test("GET /users lists the workspace's people with their roles", async () => {
       const users = await dataOf<User[]>(await get("/users", guest.key), 200);
       const byId = new Map(users.map((user) => [user.id, user]));
-      assert.deepEqual(byId.get(relay.user.id), { id: relay.user.id, name: "Olive Owner", role: "owner", created_at: relay.user.created_at });
+      assert.deepEqual(byId.get(relay.user.id), {
+        id: relay.user.id,
+        name: "Olive Owner",
+        role: "owner",
+        created_at: relay.user.created_at,
+      });
       for (const person of [admin, mel, max, guest]) {
         const listed = byId.get(person.id);
-        assert.deepEqual(listed && { id: listed.id, name: listed.name, role: listed.role }, { id: person.id, name: person.name, role: person.role });
+        assert.deepEqual(listed && { id: listed.id, name: listed.name, role: listed.role }, {
+          id: person.id,
+          name: person.name,
+          role: person.role,
+        });
         assert.match(listed?.created_at ?? "", /^\d{4}-\d{2}-\d{2}T/);
       }
     });
@@ -127,16 +188,27 @@ describe("people and conversations", () => {
     });
 
     test("a private channel is created private, by any member", async () => {
-      const channel = await dataOf<Conversation>(await post("/channels", { name: "mel-private", visibility: "private" }, mel.key), 201);
+      const channel = await dataOf<Conversation>(
+        await post("/channels", { name: "mel-private", visibility: "private" }, mel.key),
+        201,
+      );
       assert.equal(channel.visibility, "private");
       assert.equal(channel.name, "#mel-private");
-      assert.deepEqual(channel.members?.map((member) => member.id), [mel.id]);
+      assert.deepEqual(
+        channel.members?.map((member) => member.id),
+        [mel.id],
+      );
     });
 
     test("a second channel with the same name is 409 CONFLICT", async () => {
       await createChannel(relay, "dup-name");
       await expectError(await post("/channels", { name: "dup-name" }), 409, "CONFLICT", /name/);
-      await expectError(await post("/channels", { name: "#dup-name", visibility: "private" }, mel.key), 409, "CONFLICT", /name/);
+      await expectError(
+        await post("/channels", { name: "#dup-name", visibility: "private" }, mel.key),
+        409,
+        "CONFLICT",
+        /name/,
+      );
     });
 
     for (const name of ["has space", "", "#", "dots.not.allowed", "-leading-dash", "a".repeat(81), 42]) {
@@ -146,7 +218,12 @@ describe("people and conversations", () => {
     }
 
     test("an unknown visibility is 400 naming visibility", async () => {
-      await expectError(await post("/channels", { name: "vis", visibility: "secret" }), 400, "VALIDATION_ERROR", /visibility/);
+      await expectError(
+        await post("/channels", { name: "vis", visibility: "secret" }),
+        400,
+        "VALIDATION_ERROR",
+        /visibility/,
+      );
     });
 
     test("a guest cannot create a channel", async () => {
@@ -161,12 +238,22 @@ describe("people and conversations", () => {
       await expectError(await get(messagesPath(secret), mel.key), 403, "FORBIDDEN");
       await expectError(await post(messagesPath(secret), { text: "let me in" }, mel.key), 403, "FORBIDDEN");
       await expectError(await post(`/channels/${secret.id}/members`, { user_id: mel.id }, mel.key), 403, "FORBIDDEN");
-      assert.ok(!(await list(mel.key)).some((conversation) => conversation.id === secret.id), "hidden from GET /conversations");
-      assert.equal((await list()).find((conversation) => conversation.id === secret.id)?.is_member, true, "its creator sees it");
+      assert.ok(
+        !(await list(mel.key)).some((conversation) => conversation.id === secret.id),
+        "hidden from GET /conversations",
+      );
+      assert.equal(
+        (await list()).find((conversation) => conversation.id === secret.id)?.is_member,
+        true,
+        "its creator sees it",
+      );
 
       await addMember(relay, secret.id, { user_id: mel.id });
       assert.equal((await list(mel.key)).find((conversation) => conversation.id === secret.id)?.is_member, true);
-      assert.deepEqual((await read(secret, "", mel.key)).map((message) => message.text), ["the plan"]);
+      assert.deepEqual(
+        (await read(secret, "", mel.key)).map((message) => message.text),
+        ["the plan"],
+      );
       await dataOf(await post(messagesPath(secret), { text: "I'm in" }, mel.key), 201);
       await expectError(await get(messagesPath(secret), max.key), 403, "FORBIDDEN");
     });
@@ -177,10 +264,16 @@ describe("people and conversations", () => {
       const before_ = (await list(max.key)).find((conversation) => conversation.id === square.id);
       assert.equal(before_?.is_member, false);
       assert.equal(before_?.name, "#town-square");
-      assert.deepEqual((await read(square, "", max.key)).map((message) => message.text), ["welcome"]);
+      assert.deepEqual(
+        (await read(square, "", max.key)).map((message) => message.text),
+        ["welcome"],
+      );
       await dataOf(await post(messagesPath(square), { text: "hi all" }, max.key), 201);
       assert.equal((await list(max.key)).find((conversation) => conversation.id === square.id)?.is_member, true);
-      const again = await dataOf<ChannelMemberAdded>(await post(`/channels/${square.id}/members`, { user_id: max.id }), 200);
+      const again = await dataOf<ChannelMemberAdded>(
+        await post(`/channels/${square.id}/members`, { user_id: max.id }),
+        200,
+      );
       assert.equal(again.added, false, "max was already a member");
     });
 
@@ -202,27 +295,67 @@ describe("people and conversations", () => {
 
     test("users and agents are added to a channel, once", async () => {
       const room = await createChannel(relay, "crew-room", "private");
-      const addedUser = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { user_id: mel.id }), 201);
+      const addedUser = await dataOf<ChannelMemberAdded>(
+        await post(`/channels/${room.id}/members`, { user_id: mel.id }),
+        201,
+      );
       assert.equal(addedUser.added, true);
-      assert.deepEqual(addedUser.members?.map((member) => member.id), [relay.user.id, mel.id]);
-      const addedAgent = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 201);
+      assert.deepEqual(
+        addedUser.members?.map((member) => member.id),
+        [relay.user.id, mel.id],
+      );
+      const addedAgent = await dataOf<ChannelMemberAdded>(
+        await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }),
+        201,
+      );
       assert.equal(addedAgent.added, true);
       assert.deepEqual(addedAgent.members?.at(-1), { id: helper.agent.id, type: "agent", name: "Helper Bot" });
-      const twice = await dataOf<ChannelMemberAdded>(await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }), 200);
+      const twice = await dataOf<ChannelMemberAdded>(
+        await post(`/channels/${room.id}/members`, { agent_id: helper.agent.id }),
+        200,
+      );
       assert.equal(twice.added, false);
       assert.equal(twice.members?.length, 3);
 
       const seen = await dataOf<AgentApiConversation[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
-      assert.ok(seen.some((conversation) => conversation.id === room.id), "the agent now sees the channel");
+      assert.ok(
+        seen.some((conversation) => conversation.id === room.id),
+        "the agent now sees the channel",
+      );
     });
 
     test("adding an unknown or wrong kind of member is 400 naming the field", async () => {
       const room = await createChannel(relay, "add-checks");
-      await expectError(await post(`/channels/${room.id}/members`, { user_id: "usr_nobody" }), 400, "VALIDATION_ERROR", /^user_id: /);
-      await expectError(await post(`/channels/${room.id}/members`, { agent_id: "agt_nobody" }), 400, "VALIDATION_ERROR", /^agent_id: /);
-      await expectError(await post(`/channels/${room.id}/members`, { user_id: helper.agent.id }), 400, "VALIDATION_ERROR", /^user_id: /);
-      await expectError(await post(`/channels/${room.id}/members`, { agent_id: mel.id }), 400, "VALIDATION_ERROR", /^agent_id: /);
-      await expectError(await post(`/channels/${room.id}/members`, { user_id: mel.id, agent_id: helper.agent.id }), 400, "VALIDATION_ERROR", /user_id.*agent_id/);
+      await expectError(
+        await post(`/channels/${room.id}/members`, { user_id: "usr_nobody" }),
+        400,
+        "VALIDATION_ERROR",
+        /^user_id: /,
+      );
+      await expectError(
+        await post(`/channels/${room.id}/members`, { agent_id: "agt_nobody" }),
+        400,
+        "VALIDATION_ERROR",
+        /^agent_id: /,
+      );
+      await expectError(
+        await post(`/channels/${room.id}/members`, { user_id: helper.agent.id }),
+        400,
+        "VALIDATION_ERROR",
+        /^user_id: /,
+      );
+      await expectError(
+        await post(`/channels/${room.id}/members`, { agent_id: mel.id }),
+        400,
+        "VALIDATION_ERROR",
+        /^agent_id: /,
+      );
+      await expectError(
+        await post(`/channels/${room.id}/members`, { user_id: mel.id, agent_id: helper.agent.id }),
+        400,
+        "VALIDATION_ERROR",
+        /user_id.*agent_id/,
+      );
       await expectError(await post(`/channels/${room.id}/members`, {}), 400, "VALIDATION_ERROR", /user_id.*agent_id/);
       await expectError(await post(`/channels/ch_nowhere/members`, { user_id: mel.id }), 404, "NOT_FOUND");
     });
@@ -239,14 +372,23 @@ describe("people and conversations", () => {
         [`user:${relay.user.id}`, `user:${mel.id}`, `agent:${helper.agent.id}`].sort(),
       );
 
-      const sameFromMel = await dataOf<Conversation>(await post("/dms", { member_ids: [helper.agent.id, relay.user.id] }, mel.key), 200);
+      const sameFromMel = await dataOf<Conversation>(
+        await post("/dms", { member_ids: [helper.agent.id, relay.user.id] }, mel.key),
+        200,
+      );
       assert.equal(sameFromMel.id, created.id);
-      const sameWithSelf = await dataOf<Conversation>(await post("/dms", { member_ids: [relay.user.id, mel.id, helper.agent.id] }), 200);
+      const sameWithSelf = await dataOf<Conversation>(
+        await post("/dms", { member_ids: [relay.user.id, mel.id, helper.agent.id] }),
+        200,
+      );
       assert.equal(sameWithSelf.id, created.id);
       const pair = await dataOf<Conversation>(await post("/dms", { member_ids: [mel.id] }), 201);
       assert.notEqual(pair.id, created.id, "a different set is a different DM");
 
-      const agentSees = await dataOf<AgentApiConversation[]>(await agentRequest(relay, helper.token, "/conversations"), 200);
+      const agentSees = await dataOf<AgentApiConversation[]>(
+        await agentRequest(relay, helper.token, "/conversations"),
+        200,
+      );
       assert.ok(agentSees.some((conversation) => conversation.id === created.id));
       assert.ok(!agentSees.some((conversation) => conversation.id === pair.id));
     });
@@ -258,20 +400,31 @@ describe("people and conversations", () => {
       await expectError(await post(messagesPath(dm), { text: "me too" }, max.key), 403, "FORBIDDEN");
       await expectError(await get(messagesPath(dm), admin.key), 403, "FORBIDDEN");
       assert.ok(!(await list(max.key)).some((conversation) => conversation.id === dm.id));
-      assert.deepEqual((await read(dm, "", mel.key)).map((message) => message.text), ["just us"]);
+      assert.deepEqual(
+        (await read(dm, "", mel.key)).map((message) => message.text),
+        ["just us"],
+      );
     });
 
     test("DM member ids must name someone else in the workspace", async () => {
       await expectError(await post("/dms", { member_ids: [] }), 400, "VALIDATION_ERROR", /member_ids/);
       await expectError(await post("/dms", { member_ids: [relay.user.id] }), 400, "VALIDATION_ERROR", /member_ids/);
-      await expectError(await post("/dms", { member_ids: [mel.id, "usr_nobody"] }), 400, "VALIDATION_ERROR", /member_ids\[1\]/);
+      await expectError(
+        await post("/dms", { member_ids: [mel.id, "usr_nobody"] }),
+        400,
+        "VALIDATION_ERROR",
+        /member_ids\[1\]/,
+      );
     });
   });
 
   describe("messages", () => {
     test("a posted message carries its conversation, author, mentions and link", async () => {
       const room = await createChannel(relay, "shape");
-      const message = await dataOf<Message>(await post(messagesPath(room), { text: "hey @mel member and <@" + helper.agent.id + ">" }), 201);
+      const message = await dataOf<Message>(
+        await post(messagesPath(room), { text: "hey @mel member and <@" + helper.agent.id + ">" }),
+        201,
+      );
       assert.deepEqual(message.conversation, { type: "channel", id: room.id });
       assert.equal(message.thread_id, null);
       assert.deepEqual(message.author, { id: relay.user.id, type: "user", name: "Olive Owner" });
@@ -303,7 +456,11 @@ describe("people and conversations", () => {
       for (;;) {
         const page = await read(room, `?limit=30${cursor ? `&before=${cursor}` : ""}`);
         if (page.length === 0) break;
-        if (cursor !== undefined) assert.ok(page.every((message) => message.id < (cursor as string)), "strictly older than before");
+        if (cursor !== undefined)
+          assert.ok(
+            page.every((message) => message.id < (cursor as string)),
+            "strictly older than before",
+          );
         pageSizes.push(page.length);
         seen.push(...page.map((message) => message.id));
         cursor = page.at(-1)?.id;
@@ -327,7 +484,10 @@ describe("people and conversations", () => {
 
     for (const limit of ["0", "101", "abc", "1.5", "-1", ""]) {
       test(`limit=${JSON.stringify(limit)} is 400 naming query.limit`, async () => {
-        const room = { type: "channel", id: (await list()).find((conversation) => conversation.name === "#launch")?.id ?? "" };
+        const room = {
+          type: "channel",
+          id: (await list()).find((conversation) => conversation.name === "#launch")?.id ?? "",
+        };
         await expectError(await get(messagesPath(room, `?limit=${limit}`)), 400, "VALIDATION_ERROR", /query\.limit/);
       });
     }
@@ -363,8 +523,18 @@ describe("people and conversations", () => {
       const room = await createChannel(relay, "thread-checks");
       const elsewhere = await createChannel(relay, "thread-elsewhere");
       const foreign = await postMessage(relay, elsewhere, "not here");
-      await expectError(await post(messagesPath(room), { text: "reply", thread_id: "msg_nothing" }), 400, "VALIDATION_ERROR", /thread_id/);
-      await expectError(await post(messagesPath(room), { text: "reply", thread_id: foreign.id }), 400, "VALIDATION_ERROR", /thread_id/);
+      await expectError(
+        await post(messagesPath(room), { text: "reply", thread_id: "msg_nothing" }),
+        400,
+        "VALIDATION_ERROR",
+        /thread_id/,
+      );
+      await expectError(
+        await post(messagesPath(room), { text: "reply", thread_id: foreign.id }),
+        400,
+        "VALIDATION_ERROR",
+        /thread_id/,
+      );
       assert.deepEqual(await read(room), [], "nothing was posted");
     });
 
@@ -391,7 +561,12 @@ describe("people and conversations", () => {
 
     test("a conversation type other than channel or dm is 400 naming path.type", async () => {
       await expectError(await get("/conversations/group/ch_x/messages"), 400, "VALIDATION_ERROR", /path\.type/);
-      await expectError(await post("/conversations/group/ch_x/messages", { text: "hi" }), 400, "VALIDATION_ERROR", /path\.type/);
+      await expectError(
+        await post("/conversations/group/ch_x/messages", { text: "hi" }),
+        400,
+        "VALIDATION_ERROR",
+        /path\.type/,
+      );
     });
   });
 
@@ -413,7 +588,10 @@ describe("people and conversations", () => {
           ["for everyone", false],
         ],
       );
-      const agentSees = await dataOf<AgentApiMessage[]>(await agentRequest(relay, helper.token, messagesPath(room)), 200);
+      const agentSees = await dataOf<AgentApiMessage[]>(
+        await agentRequest(relay, helper.token, messagesPath(room)),
+        200,
+      );
       assert.deepEqual(
         agentSees.map((message) => message.id),
         [normal.id],
@@ -439,7 +617,10 @@ describe("people and conversations", () => {
     let dm: { type: "dm"; id: string };
 
     const agentPost = async (conversation: { type: string; id: string }, text: string) =>
-      dataOf<AgentApiMessage>(await agentRequest(relay, notifier.token, messagesPath(conversation), { method: "POST", json: { text } }), 201);
+      dataOf<AgentApiMessage>(
+        await agentRequest(relay, notifier.token, messagesPath(conversation), { method: "POST", json: { text } }),
+        201,
+      );
 
     before(async () => {
       nora = await createUser(relay, "Nora North", "member");

@@ -57,7 +57,8 @@ function seconds(span: string): number {
 }
 
 const analyzer = existsSync(ANALYZE);
-const skipAnalyze = !analyzer && !process.env.CI ? `SKIPPED, NOT TESTED: ${ANALYZE} is missing (Debian's systemd package)` : false;
+const skipAnalyze =
+  !analyzer && !process.env.CI ? `SKIPPED, NOT TESTED: ${ANALYZE} is missing (Debian's systemd package)` : false;
 if (skipAnalyze) console.error(`\n${"!".repeat(100)}\n[deploy-recipes] ${skipAnalyze}\n${"!".repeat(100)}\n`);
 
 describe("the deploy recipes (docs/deploy)", () => {
@@ -87,7 +88,10 @@ describe("the deploy recipes (docs/deploy)", () => {
   });
 
   test("systemd-analyze security rates the unit's exposure 2.0 or lower", { skip: skipAnalyze }, () => {
-    const rated = spawnSync(ANALYZE, ["security", "--offline=true", "--no-pager", installed()], { encoding: "utf8", timeout: 30_000 });
+    const rated = spawnSync(ANALYZE, ["security", "--offline=true", "--no-pager", installed()], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     const exposure = /Overall exposure level for tab-relay\.service: ([\d.]+)/.exec(rated.stdout);
     assert.ok(exposure, `${rated.stdout}\n${rated.stderr}`);
     assert.ok(Number(exposure[1]) <= 2.0, `exposure ${exposure[1]}:\n${rated.stdout}`);
@@ -97,9 +101,15 @@ describe("the deploy recipes (docs/deploy)", () => {
     assert.equal(one("KillSignal"), "SIGTERM");
     assert.equal(one("Restart"), "on-failure");
     const grace = loadConfig({ TAB_RELAY_DATA: dir, ...env }).shutdownGraceMs;
-    assert.ok(seconds(one("TimeoutStopSec")) * 1000 >= grace + 10_000, `TimeoutStopSec=${one("TimeoutStopSec")} against a ${grace} ms grace`);
+    assert.ok(
+      seconds(one("TimeoutStopSec")) * 1000 >= grace + 10_000,
+      `TimeoutStopSec=${one("TimeoutStopSec")} against a ${grace} ms grace`,
+    );
     assert.equal(one("EnvironmentFile"), "/etc/tab-relay/tab-relay.env");
-    assert.ok(!unit.includes("Environment=TAB_RELAY_UPSTREAM_API_KEY"), "secrets stay out of the unit, which every user can read");
+    assert.ok(
+      !unit.includes("Environment=TAB_RELAY_UPSTREAM_API_KEY"),
+      "secrets stay out of the unit, which every user can read",
+    );
   });
 
   test("the unit serves the data folder it gives the relay, 0700, and nothing else is writable", () => {
@@ -123,6 +133,9 @@ describe("the deploy recipes (docs/deploy)", () => {
     assert.ok(caddy.includes(`reverse_proxy ${config.host}:${config.port} {`), "Caddy's upstream is the relay");
     const nginxBody = /client_max_body_size (\d+)m;/.exec(nginx);
     assert.ok(nginxBody, "nginx sets client_max_body_size in MiB");
-    assert.ok(Number(nginxBody[1]) * 1024 * 1024 > config.maxBodyBytes, "nginx lets through every body the relay accepts, so the relay answers oversize ones");
+    assert.ok(
+      Number(nginxBody[1]) * 1024 * 1024 > config.maxBodyBytes,
+      "nginx lets through every body the relay accepts, so the relay answers oversize ones",
+    );
   });
 });

@@ -48,7 +48,8 @@ interface UpstreamJson {
   probes: { method: string; url: string; status: number | null }[];
 }
 
-const routes = (standIn: StandIn) => standIn.requests.map((request: RecordedRequest) => `${request.method} ${request.path}`);
+const routes = (standIn: StandIn) =>
+  standIn.requests.map((request: RecordedRequest) => `${request.method} ${request.path}`);
 
 describe("tab-relay doctor", () => {
   const closers: (() => Promise<unknown>)[] = [];
@@ -69,7 +70,13 @@ describe("tab-relay doctor", () => {
       "TAB_RELAY_UPSTREAM_API=fim",
       "TAB_RELAY_FIM_TEMPLATE=qwen-coder",
     ]);
-    assert.match(run.stdout, new RegExp(`^  GET  ${vllm.origin}/v1/models → 200 in \\d+ ms: 1 model: Qwen/Qwen2.5-Coder-7B \\(owned_by "vllm" in its model list\\)$`, "m"));
+    assert.match(
+      run.stdout,
+      new RegExp(
+        `^  GET  ${vllm.origin}/v1/models → 200 in \\d+ ms: 1 model: Qwen/Qwen2.5-Coder-7B \\(owned_by "vllm" in its model list\\)$`,
+        "m",
+      ),
+    );
     assert.match(run.stdout, /^Server {6}vLLM, known by owned_by "vllm" in its model list$/m);
     assert.match(run.stdout, new RegExp(`^Base URL {4}${vllm.origin}/v1 \\(the URL given plus /v1\\)$`, "m"));
     assert.match(run.stdout, /^ {12}"return a \+ b;": first fragment after \d+ ms, done after \d+ ms$/m);
@@ -85,8 +92,14 @@ describe("tab-relay doctor", () => {
     const vllm = await started(startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B", reply: REPLY }));
     const run = await doctor(["--upstream-url", `${vllm.origin}/v1`], { TAB_RELAY_UPSTREAM_API: "suffix" });
     assert.equal(run.status, 1, run.stdout + run.stderr);
-    assert.match(run.stdout, /failed after \d+ ms: Upstream answered 400: suffix is not currently supported\. Hint: this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim$/m);
-    assert.match(run.stdout, /^To do: TAB_RELAY_UPSTREAM_API=suffix was given; for this server doctor recommends fim /m);
+    assert.match(
+      run.stdout,
+      /failed after \d+ ms: Upstream answered 400: suffix is not currently supported\. Hint: this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim$/m,
+    );
+    assert.match(
+      run.stdout,
+      /^To do: TAB_RELAY_UPSTREAM_API=suffix was given; for this server doctor recommends fim /m,
+    );
     assert.deepEqual(envLinesOf(run.stdout).slice(2), ["TAB_RELAY_UPSTREAM_API=suffix"]);
   });
 
@@ -94,11 +107,18 @@ describe("tab-relay doctor", () => {
     const llama = await started(startLlamaCppStandIn({ reply: REPLY }));
     const run = await doctor(["--upstream-url", `${llama.origin}/v1`]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
-    assert.deepEqual(envLinesOf(run.stdout), [`TAB_RELAY_UPSTREAM_URL=${llama.origin}`, `TAB_RELAY_UPSTREAM_MODEL=${llama.model}`, "TAB_RELAY_UPSTREAM_API=infill"]);
+    assert.deepEqual(envLinesOf(run.stdout), [
+      `TAB_RELAY_UPSTREAM_URL=${llama.origin}`,
+      `TAB_RELAY_UPSTREAM_MODEL=${llama.model}`,
+      "TAB_RELAY_UPSTREAM_API=infill",
+    ]);
     assert.deepEqual(routes(llama), ["GET /v1/models", "GET /props", "GET /health", "POST /infill", "POST /infill"]);
     assert.equal((llama.requests[3]?.body as Record<string, unknown>)["n_predict"], 0);
     const completion = llama.requests[4]?.body as Record<string, unknown>;
-    assert.deepEqual([completion["input_prefix"], completion["input_suffix"], completion["n_predict"]], [BEFORE, AFTER, 16]);
+    assert.deepEqual(
+      [completion["input_prefix"], completion["input_suffix"], completion["n_predict"]],
+      [BEFORE, AFTER, 16],
+    );
     assert.match(run.stdout, /POST \S+\/infill → 200 in \d+ ms: the model has FIM tokens/);
   });
 
@@ -106,8 +126,14 @@ describe("tab-relay doctor", () => {
     const llama = await started(startLlamaCppStandIn({ fim: false, reply: REPLY }));
     const run = await doctor(["--upstream-url", llama.origin]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
-    assert.match(run.stdout, /POST \S+\/infill → 501 in \d+ ms: the model has no FIM tokens \(Infill is not supported by this model: prefix token is missing/);
-    assert.deepEqual(envLinesOf(run.stdout).slice(2), ["TAB_RELAY_UPSTREAM_API=fim", "TAB_RELAY_FIM_TEMPLATE=qwen-coder"]);
+    assert.match(
+      run.stdout,
+      /POST \S+\/infill → 501 in \d+ ms: the model has no FIM tokens \(Infill is not supported by this model: prefix token is missing/,
+    );
+    assert.deepEqual(envLinesOf(run.stdout).slice(2), [
+      "TAB_RELAY_UPSTREAM_API=fim",
+      "TAB_RELAY_FIM_TEMPLATE=qwen-coder",
+    ]);
     assert.equal(envLinesOf(run.stdout)[0], `TAB_RELAY_UPSTREAM_URL=${llama.origin}/v1`);
     assert.equal(routes(llama).at(-1), "POST /v1/completions");
   });
@@ -122,10 +148,22 @@ describe("tab-relay doctor", () => {
     assert.deepEqual([report.ok, report.exit_code, report.checks.length], [true, 0, 1]);
     const check = report.checks[0] as UpstreamJson;
     assert.deepEqual([check.name, check.status], ["upstream", "ok"]);
-    assert.deepEqual(check.server, { kind: "ollama", name: "Ollama", version: "0.12.6", evidence: "its GET /api/version" });
-    assert.deepEqual(check.model, { id: "qwen2.5-coder:1.5b", why: "the first of the 2 listed; choose another with --upstream-model" });
+    assert.deepEqual(check.server, {
+      kind: "ollama",
+      name: "Ollama",
+      version: "0.12.6",
+      evidence: "its GET /api/version",
+    });
+    assert.deepEqual(check.model, {
+      id: "qwen2.5-coder:1.5b",
+      why: "the first of the 2 listed; choose another with --upstream-model",
+    });
     assert.equal(check.recommendation.api, "suffix");
-    assert.deepEqual(check.env, [`TAB_RELAY_UPSTREAM_URL=${ollama.origin}/v1`, "TAB_RELAY_UPSTREAM_MODEL=qwen2.5-coder:1.5b", "TAB_RELAY_UPSTREAM_API=suffix"]);
+    assert.deepEqual(check.env, [
+      `TAB_RELAY_UPSTREAM_URL=${ollama.origin}/v1`,
+      "TAB_RELAY_UPSTREAM_MODEL=qwen2.5-coder:1.5b",
+      "TAB_RELAY_UPSTREAM_API=suffix",
+    ]);
     assert.equal(check.completion.ok, true);
     assert.equal(check.completion.text, REPLY);
     assert.equal(typeof check.completion.first_fragment_ms, "number");
@@ -133,15 +171,24 @@ describe("tab-relay doctor", () => {
       check.probes.map((probe) => `${probe.method} ${probe.url.slice(ollama.origin.length)} ${probe.status}`),
       ["GET /v1/models 200", "GET /props 404", "GET /api/version 200", "POST /api/show 200"],
     );
-    assert.equal(ollama.rendered.at(-1), `<|fim_prefix|>// Path: add.js\n${BEFORE}<|fim_suffix|>${AFTER}<|fim_middle|>`);
+    assert.equal(
+      ollama.rendered.at(-1),
+      `<|fim_prefix|>// Path: add.js\n${BEFORE}<|fim_suffix|>${AFTER}<|fim_middle|>`,
+    );
   });
 
   test("Mistral's API: mistral-fim with the key from the environment, which never appears in the output", async () => {
     const key = "mk-doctor-0123456789";
-    const mistral = await started(startMistralStandIn({ apiKey: key, models: ["mistral-small-latest", "codestral-2508"], reply: REPLY }));
+    const mistral = await started(
+      startMistralStandIn({ apiKey: key, models: ["mistral-small-latest", "codestral-2508"], reply: REPLY }),
+    );
     const run = await doctor(["--upstream-url", `${mistral.origin}/v1`], { TAB_RELAY_UPSTREAM_API_KEY: key });
     assert.equal(run.status, 0, run.stdout + run.stderr);
-    assert.deepEqual(envLinesOf(run.stdout), [`TAB_RELAY_UPSTREAM_URL=${mistral.origin}/v1`, "TAB_RELAY_UPSTREAM_MODEL=codestral-2508", "TAB_RELAY_UPSTREAM_API=mistral-fim"]);
+    assert.deepEqual(envLinesOf(run.stdout), [
+      `TAB_RELAY_UPSTREAM_URL=${mistral.origin}/v1`,
+      "TAB_RELAY_UPSTREAM_MODEL=codestral-2508",
+      "TAB_RELAY_UPSTREAM_API=mistral-fim",
+    ]);
     assert.match(run.stdout, /codestral-2508 \(the first of the 2 listed that takes FIM/);
     assert.match(run.stdout, /and TAB_RELAY_UPSTREAM_API_KEY, which doctor does not print/);
     assert.ok(!(run.stdout + run.stderr).includes(key));
@@ -163,29 +210,52 @@ describe("tab-relay doctor", () => {
     const run = await doctor(["--upstream-url", tgi.origin]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /^Server {6}Hugging Face TGI 3\.3\.6, known by its GET \/info$/m);
-    assert.deepEqual(envLinesOf(run.stdout).slice(1), ["TAB_RELAY_UPSTREAM_MODEL=bigcode/starcoder2-3b", "TAB_RELAY_UPSTREAM_API=fim", "TAB_RELAY_FIM_TEMPLATE=starcoder2"]);
-    assert.deepEqual(routes(tgi), ["GET /v1/models", "GET /props", "GET /api/version", "GET /info", "POST /v1/completions"]);
+    assert.deepEqual(envLinesOf(run.stdout).slice(1), [
+      "TAB_RELAY_UPSTREAM_MODEL=bigcode/starcoder2-3b",
+      "TAB_RELAY_UPSTREAM_API=fim",
+      "TAB_RELAY_FIM_TEMPLATE=starcoder2",
+    ]);
+    assert.deepEqual(routes(tgi), [
+      "GET /v1/models",
+      "GET /props",
+      "GET /api/version",
+      "GET /info",
+      "POST /v1/completions",
+    ]);
 
     // TGI's examples name the model "tgi": the family still comes from the model TGI serves.
     const named = await doctor(["--upstream-url", tgi.origin, "--upstream-model", "tgi"]);
     assert.equal(named.status, 0, named.stdout + named.stderr);
     assert.match(named.stdout, /^Model {7}tgi \(as given; TGI serves bigcode\/starcoder2-3b under any name\)$/m);
-    assert.deepEqual(envLinesOf(named.stdout).slice(1), ["TAB_RELAY_UPSTREAM_MODEL=tgi", "TAB_RELAY_UPSTREAM_API=fim", "TAB_RELAY_FIM_TEMPLATE=starcoder2"]);
+    assert.deepEqual(envLinesOf(named.stdout).slice(1), [
+      "TAB_RELAY_UPSTREAM_MODEL=tgi",
+      "TAB_RELAY_UPSTREAM_API=fim",
+      "TAB_RELAY_FIM_TEMPLATE=starcoder2",
+    ]);
   });
 
   test("TGI with a model no family matches: template advice and no completion; with --fim-template, the round trip", async () => {
     const tgi = await started(startTgiStandIn({ modelId: "bigcode/starcoder", reply: REPLY }));
     const advised = await doctor(["--upstream-url", `${tgi.origin}/v1`]);
     assert.equal(advised.status, 1, advised.stdout + advised.stderr);
-    assert.match(advised.stdout, /^Mode {8}fim with no template: TGI refuses suffix \(422\), so the relay writes the model's FIM prompt, but the name matches no template family$/m);
-    assert.match(advised.stdout, /^To do: set TAB_RELAY_FIM_TEMPLATE to the model's family, one of qwen-coder, starcoder2, codellama, deepseek-coder, codestral, codegemma, or to a custom template/m);
+    assert.match(
+      advised.stdout,
+      /^Mode {8}fim with no template: TGI refuses suffix \(422\), so the relay writes the model's FIM prompt, but the name matches no template family$/m,
+    );
+    assert.match(
+      advised.stdout,
+      /^To do: set TAB_RELAY_FIM_TEMPLATE to the model's family, one of qwen-coder, starcoder2, codellama, deepseek-coder, codestral, codegemma, or to a custom template/m,
+    );
     assert.ok(!routes(tgi).includes("POST /v1/completions"));
 
     const template = "<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>";
     const run = await doctor(["--upstream-url", `${tgi.origin}/v1`, "--fim-template", template]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
     assert.equal(envLinesOf(run.stdout).at(-1), `TAB_RELAY_FIM_TEMPLATE='${template}'`);
-    assert.equal((tgi.requests.at(-1)?.body as Record<string, unknown>)["prompt"], `<fim_prefix>${BEFORE}<fim_suffix>${AFTER}<fim_middle>`);
+    assert.equal(
+      (tgi.requests.at(-1)?.body as Record<string, unknown>)["prompt"],
+      `<fim_prefix>${BEFORE}<fim_suffix>${AFTER}<fim_middle>`,
+    );
   });
 
   test("a server that refuses everything: each probe shown, the completion refused, the echoed key redacted, exit 1", async () => {
@@ -199,18 +269,27 @@ describe("tab-relay doctor", () => {
     closers.push(() => new Promise((resolve) => server.close(resolve)));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-    const run = await doctor(["--upstream-url", url, "--upstream-model", "house-model"], { TAB_RELAY_UPSTREAM_API_KEY: key });
+    const run = await doctor(["--upstream-url", url, "--upstream-model", "house-model"], {
+      TAB_RELAY_UPSTREAM_API_KEY: key,
+    });
     assert.equal(run.status, 1, run.stdout + run.stderr);
     assert.ok(!(run.stdout + run.stderr).includes(key));
     assert.match(run.stdout, /→ 403 in \d+ ms: refused: forbidden: Bearer \[redacted\]/);
-    assert.match(run.stdout, /^Server {6}not recognised: none of the routes that tell model servers apart answered as one$/m);
+    assert.match(
+      run.stdout,
+      /^Server {6}not recognised: none of the routes that tell model servers apart answered as one$/m,
+    );
     assert.match(run.stdout, /failed after \d+ ms: Upstream answered 403: forbidden: Bearer \[redacted\]/);
     assert.match(run.stdout, /^To do: the server refused the API key: check TAB_RELAY_UPSTREAM_API_KEY$/m);
 
     const json = await doctor(["--upstream-url", url, "--json"]);
     assert.equal(json.status, 1);
-    const check = (JSON.parse(json.stdout) as { checks: { status: string; summary: string; probes: unknown[] }[] }).checks[0];
-    assert.deepEqual([check?.status, check?.summary, check?.probes.length], ["failed", "the server answered, but doctor found no model to try", 4]);
+    const check = (JSON.parse(json.stdout) as { checks: { status: string; summary: string; probes: unknown[] }[] })
+      .checks[0];
+    assert.deepEqual(
+      [check?.status, check?.summary, check?.probes.length],
+      ["failed", "the server answered, but doctor found no model to try", 4],
+    );
   });
 
   test("nothing listening: exit 2, in text and in JSON", async () => {
@@ -222,16 +301,25 @@ describe("tab-relay doctor", () => {
     const run = await doctor(["--upstream-url", `http://127.0.0.1:${port}/v1`]);
     assert.equal(run.status, 2, run.stdout + run.stderr);
     assert.match(run.stdout, /→ no answer after \d+ ms: ECONNREFUSED/);
-    assert.match(run.stdout, new RegExp(`^Nothing answered at http://127\\.0\\.0\\.1:${port}/v1 \\(ECONNREFUSED\\)\\.$`, "m"));
+    assert.match(
+      run.stdout,
+      new RegExp(`^Nothing answered at http://127\\.0\\.0\\.1:${port}/v1 \\(ECONNREFUSED\\)\\.$`, "m"),
+    );
     const json = await doctor(["--upstream-url", `http://127.0.0.1:${port}/v1`, "--json"]);
     assert.equal(json.status, 2);
-    assert.deepEqual((JSON.parse(json.stdout) as { ok: boolean; exit_code: number; checks: { status: string }[] }).checks[0]?.status, "unreachable");
+    assert.deepEqual(
+      (JSON.parse(json.stdout) as { ok: boolean; exit_code: number; checks: { status: string }[] }).checks[0]?.status,
+      "unreachable",
+    );
   });
 
   test("usage errors exit 2 and say what is wrong", async () => {
     const none = await doctor([]);
     assert.equal(none.status, 2);
-    assert.match(none.stderr, /TAB_RELAY_UPSTREAM_URL \(--upstream-url\): is required: the model server to check\n {2}- or TAB_RELAY_DATA \(--data\) or TAB_RELAY_DATABASE_URL \(--database\): the deployment to check/);
+    assert.match(
+      none.stderr,
+      /TAB_RELAY_UPSTREAM_URL \(--upstream-url\): is required: the model server to check\n {2}- or TAB_RELAY_DATA \(--data\) or TAB_RELAY_DATABASE_URL \(--database\): the deployment to check/,
+    );
     const unknown = await doctor(["--upstream-url", "http://127.0.0.1:1", "--workspace", "x"]);
     assert.equal(unknown.status, 2);
     assert.match(unknown.stderr, /Unknown option '--workspace'/);

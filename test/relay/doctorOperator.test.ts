@@ -48,7 +48,11 @@ describe("tab-relay doctor for a deployment", () => {
     const dir = mkdtempSync(join(tmpdir(), "tab-relay-doctor-"));
     dirs.push(dir);
     const data = join(dir, "data");
-    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], { env: cleanEnv, encoding: "utf8", timeout: 60_000 });
+    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], {
+      env: cleanEnv,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     assert.equal(init.status, 0, init.stderr);
     return data;
   }
@@ -57,28 +61,64 @@ describe("tab-relay doctor for a deployment", () => {
     const data = initialised();
     const fine = await tabRelay(["doctor", "--data", data]);
     assert.equal(fine.status, 0, fine.stdout + fine.stderr);
-    assert.match(fine.stdout, new RegExp(`^Data folder {2}ok {5}${data} \\(mode 700\\), relay\\.db \\(mode 600\\); no relay serves it now$`, "m"));
-    assert.match(fine.stdout, /^Database {5}ok {5}SQLite .*relay\.db: 1 workspace, \d+ of \d+ migrations applied \(up to date\)$/m);
-    assert.match(fine.stdout, /^Public URL {3}ok {5}unset: links in events use http:\/\/127\.0\.0\.1:8787, which only this machine reaches$/m);
+    assert.match(
+      fine.stdout,
+      new RegExp(
+        `^Data folder {2}ok {5}${data} \\(mode 700\\), relay\\.db \\(mode 600\\); no relay serves it now$`,
+        "m",
+      ),
+    );
+    assert.match(
+      fine.stdout,
+      /^Database {5}ok {5}SQLite .*relay\.db: 1 workspace, \d+ of \d+ migrations applied \(up to date\)$/m,
+    );
+    assert.match(
+      fine.stdout,
+      /^Public URL {3}ok {5}unset: links in events use http:\/\/127\.0\.0\.1:8787, which only this machine reaches$/m,
+    );
     assert.match(fine.stdout, /^Clock {8}ok {5}nothing to compare with/m);
     assert.match(fine.stdout, /^Webhooks {5}ok {5}/m);
     assert.doesNotMatch(fine.stdout, /To do:/);
 
     chmodSync(data, 0o755);
-    const exposed = await tabRelay(["doctor", "--data", data, "--host", "0.0.0.0", "--port", "8801"], { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true" });
+    const exposed = await tabRelay(["doctor", "--data", data, "--host", "0.0.0.0", "--port", "8801"], {
+      TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
+    });
     assert.equal(exposed.status, 0, "warnings pass");
     assert.match(exposed.stdout, /^Data folder {2}warn {3}/m);
     assert.match(exposed.stdout, new RegExp(`^ {20}To do: The data folder ${data} .*run: chmod 700 ${data}$`, "m"));
-    assert.match(exposed.stdout, /^Public URL {3}warn {3}unset while the relay listens on 0\.0\.0\.0, which other machines reach, in plain http$/m);
+    assert.match(
+      exposed.stdout,
+      /^Public URL {3}warn {3}unset while the relay listens on 0\.0\.0\.0, which other machines reach, in plain http$/m,
+    );
     assert.match(exposed.stdout, /^ {20}links in webhook events use http:\/\/0\.0\.0\.0:8801, /m);
-    assert.match(exposed.stdout, /^Webhooks {5}warn {3}TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true on a relay other machines reach$/m);
+    assert.match(
+      exposed.stdout,
+      /^Webhooks {5}warn {3}TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true on a relay other machines reach$/m,
+    );
     assert.match(exposed.stdout, /^ {20}To do: unset TAB_RELAY_WEBHOOK_ALLOW_PRIVATE/m);
 
-    const json = await tabRelay(["doctor", "--data", data, "--json"], { TAB_RELAY_HOST: "0.0.0.0", TAB_RELAY_PUBLIC_URL: "https://relay.example.com", TAB_RELAY_TRUST_PROXY: "1" });
+    const json = await tabRelay(["doctor", "--data", data, "--json"], {
+      TAB_RELAY_HOST: "0.0.0.0",
+      TAB_RELAY_PUBLIC_URL: "https://relay.example.com",
+      TAB_RELAY_TRUST_PROXY: "1",
+    });
     assert.equal(json.status, 0);
     const checks = checksOf(json);
-    assert.deepEqual(checks.map((check) => [check.name, check.status]), [["data folder", "warn"], ["database", "ok"], ["public url", "warn"], ["clock", "ok"], ["webhook guard", "ok"]]);
-    assert.match(checks[2]?.advice[0] ?? "", /^listen on 127\.0\.0\.1 \(--host 127\.0\.0\.1\) when the proxy runs on this machine/);
+    assert.deepEqual(
+      checks.map((check) => [check.name, check.status]),
+      [
+        ["data folder", "warn"],
+        ["database", "ok"],
+        ["public url", "warn"],
+        ["clock", "ok"],
+        ["webhook guard", "ok"],
+      ],
+    );
+    assert.match(
+      checks[2]?.advice[0] ?? "",
+      /^listen on 127\.0\.0\.1 \(--host 127\.0\.0\.1\) when the proxy runs on this machine/,
+    );
   });
 
   test("with a model server too: its check comes first, then the deployment's, in one report", async () => {
@@ -86,7 +126,17 @@ describe("tab-relay doctor for a deployment", () => {
     closers.push(() => vllm.close());
     const run = await tabRelay(["doctor", "--upstream-url", vllm.origin, "--data", initialised(), "--json"]);
     assert.equal(run.status, 0, run.stdout + run.stderr);
-    assert.deepEqual(checksOf(run).map((check) => [check.name, check.status]), [["upstream", "ok"], ["data folder", "ok"], ["database", "ok"], ["public url", "ok"], ["clock", "ok"], ["webhook guard", "ok"]]);
+    assert.deepEqual(
+      checksOf(run).map((check) => [check.name, check.status]),
+      [
+        ["upstream", "ok"],
+        ["data folder", "ok"],
+        ["database", "ok"],
+        ["public url", "ok"],
+        ["clock", "ok"],
+        ["webhook guard", "ok"],
+      ],
+    );
   });
 
   test("PostgreSQL and Redis: the previous release's database warns with the migrate command, passes once migrated, and the clock is compared with both servers", async (t) => {
@@ -105,25 +155,47 @@ describe("tab-relay doctor for a deployment", () => {
     const env = { TAB_RELAY_DATABASE_URL: database.url, TAB_RELAY_REDIS_URL: REDIS_URL };
     const before = await tabRelay(["doctor"], env);
     assert.equal(before.status, 0, before.stdout + before.stderr);
-    assert.match(before.stdout, new RegExp(`^Database {5}warn {3}PostgreSQL ${database.url}: 1 workspace, 4 of \\d+ migrations applied$`, "m"));
+    assert.match(
+      before.stdout,
+      new RegExp(`^Database {5}warn {3}PostgreSQL ${database.url}: 1 workspace, 4 of \\d+ migrations applied$`, "m"),
+    );
     assert.match(before.stdout, /^ {20}To do: run `tab-relay migrate --database URL` to apply 0005_sessions_by_key/m);
     assert.match(before.stdout, /^Redis {8}ok {5}redis:\/\/127\.0\.0\.1:6379 answered PING in \d+ ms$/m);
-    assert.match(before.stdout, /^Clock {8}ok {5}within 2 s: \d+ ms (ahead of|behind) PostgreSQL's \(±\d+ ms\); \d+ ms (ahead of|behind) Redis's \(±\d+ ms\)$/m);
+    assert.match(
+      before.stdout,
+      /^Clock {8}ok {5}within 2 s: \d+ ms (ahead of|behind) PostgreSQL's \(±\d+ ms\); \d+ ms (ahead of|behind) Redis's \(±\d+ ms\)$/m,
+    );
     assert.doesNotMatch(before.stdout, /^Data folder/m, "PostgreSQL needs no data folder");
 
     assert.equal((await tabRelay(["migrate"], env)).status, 0);
     const after = await tabRelay(["doctor", "--json"], env);
     assert.equal(after.status, 0);
-    assert.deepEqual(checksOf(after).map((check) => [check.name, check.status]), [["database", "ok"], ["redis", "ok"], ["public url", "ok"], ["clock", "ok"], ["webhook guard", "ok"]]);
+    assert.deepEqual(
+      checksOf(after).map((check) => [check.name, check.status]),
+      [
+        ["database", "ok"],
+        ["redis", "ok"],
+        ["public url", "ok"],
+        ["clock", "ok"],
+        ["webhook guard", "ok"],
+      ],
+    );
   });
 
   test("nothing answering: exit 2, each saying what to fix, and the passwords in the URLs are never printed", async () => {
-    const run = await tabRelay(["doctor"], { TAB_RELAY_DATABASE_URL: "postgres://tab:pg-s3cret-pw@127.0.0.1:1/tab", TAB_RELAY_REDIS_URL: "redis://:redis-s3cret-pw@127.0.0.1:1" });
+    const run = await tabRelay(["doctor"], {
+      TAB_RELAY_DATABASE_URL: "postgres://tab:pg-s3cret-pw@127.0.0.1:1/tab",
+      TAB_RELAY_REDIS_URL: "redis://:redis-s3cret-pw@127.0.0.1:1",
+    });
     assert.equal(run.status, 2, run.stdout + run.stderr);
-    assert.match(run.stdout, /^Database {5}unreachable PostgreSQL postgres:\/\/tab:\*\*\*@127\.0\.0\.1:1\/tab: no answer: connect ECONNREFUSED 127\.0\.0\.1:1$/m);
+    assert.match(
+      run.stdout,
+      /^Database {5}unreachable PostgreSQL postgres:\/\/tab:\*\*\*@127\.0\.0\.1:1\/tab: no answer: connect ECONNREFUSED 127\.0\.0\.1:1$/m,
+    );
     assert.match(run.stdout, /^ {20}To do: start PostgreSQL, or correct the host and port in TAB_RELAY_DATABASE_URL$/m);
     assert.match(run.stdout, /^Redis {8}unreachable redis:\/\/:\*\*\*@127\.0\.0\.1:1: connect ECONNREFUSED/m);
-    for (const secret of ["pg-s3cret-pw", "redis-s3cret-pw"]) assert.ok(!(run.stdout + run.stderr).includes(secret), secret);
+    for (const secret of ["pg-s3cret-pw", "redis-s3cret-pw"])
+      assert.ok(!(run.stdout + run.stderr).includes(secret), secret);
     const json = await tabRelay(["doctor", "--json", "--database", "postgres://tab@127.0.0.1:1/tab"]);
     assert.deepEqual([(JSON.parse(json.stdout) as { exit_code: number }).exit_code, json.status], [2, 2]);
   });

@@ -85,7 +85,9 @@ describe("the echo agent's CLI against a relay", () => {
 
   async function agentNamed(name: string): Promise<Array<{ id: string; name: string; webhook_url: string | null }>> {
     const response = await relay.request("/api/v1/agents");
-    const agents = ((await response.json()) as { data: Array<{ id: string; name: string; webhook_url: string | null }> }).data;
+    const agents = (
+      (await response.json()) as { data: Array<{ id: string; name: string; webhook_url: string | null }> }
+    ).data;
     return agents.filter((agent) => agent.name === name);
   }
 
@@ -95,7 +97,9 @@ describe("the echo agent's CLI against a relay", () => {
     const posted = await postMessage(relay, channel, `@${name} ${text}`);
     const reply = await relay.whenHeard(
       async () => {
-        const response = await relay.request(`/api/v1/conversations/channel/${channel.id}/messages?thread_id=${posted.id}`);
+        const response = await relay.request(
+          `/api/v1/conversations/channel/${channel.id}/messages?thread_id=${posted.id}`,
+        );
         const messages = ((await response.json()) as { data: Array<{ text: string; author: { id: string } }> }).data;
         return messages.find((message) => message.author.id === agentId);
       },
@@ -110,7 +114,19 @@ describe("the echo agent's CLI against a relay", () => {
     await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
     const { port } = squatter.address() as AddressInfo;
     try {
-      const agent = runAgent(["--relay", relay.url, "--name", "Squeezed", "--port", String(port), "--credentials", join(folder, "squeezed.json")], env);
+      const agent = runAgent(
+        [
+          "--relay",
+          relay.url,
+          "--name",
+          "Squeezed",
+          "--port",
+          String(port),
+          "--credentials",
+          join(folder, "squeezed.json"),
+        ],
+        env,
+      );
       assert.equal(await agent.exited, 1);
       assert.match(agent.stderr(), new RegExp(`Port ${port} on 127\\.0\\.0\\.1 is already in use.*--port N`));
       assert.deepEqual(await agentNamed("Squeezed"), []);
@@ -128,8 +144,13 @@ describe("the echo agent's CLI against a relay", () => {
     const agentId = created.agent as string;
     assert.equal(created.webhook_url, `${listening.url as string}/`);
     assert.equal(statSync(credentials).mode & 0o777, 0o600);
-    const saved = JSON.parse(readFileSync(credentials, "utf8")) as { agents: Array<{ relay: string; name: string; agent_id: string; token: string; signing_secret: string }> };
-    assert.deepEqual(saved.agents.map(({ relay: where, name, agent_id }) => ({ where, name, agent_id })), [{ where: relay.url, name: "Echo", agent_id: agentId }]);
+    const saved = JSON.parse(readFileSync(credentials, "utf8")) as {
+      agents: Array<{ relay: string; name: string; agent_id: string; token: string; signing_secret: string }>;
+    };
+    assert.deepEqual(
+      saved.agents.map(({ relay: where, name, agent_id }) => ({ where, name, agent_id })),
+      [{ where: relay.url, name: "Echo", agent_id: agentId }],
+    );
     assert.equal((await agentRequest(relay, saved.agents[0]?.token ?? "", "/me")).status, 200);
     for (const entry of first.lines) assert.doesNotMatch(JSON.stringify(entry), /svc_agent_|whsec_/);
     assert.equal(await answers("Echo", agentId, "first run"), "Echo: first run");
@@ -148,7 +169,10 @@ describe("the echo agent's CLI against a relay", () => {
     const moved = await third.line("reused");
     const url = (await third.line("listening")).url as string;
     assert.deepEqual([moved.agent, moved.webhook_url], [agentId, `${url}/`]);
-    assert.deepEqual((await agentNamed("Echo")).map((agent) => [agent.id, agent.webhook_url]), [[agentId, `${url}/`]]);
+    assert.deepEqual(
+      (await agentNamed("Echo")).map((agent) => [agent.id, agent.webhook_url]),
+      [[agentId, `${url}/`]],
+    );
     assert.equal(await answers("Echo", agentId, "third run"), "Echo: third run");
     await stop(third);
   });
@@ -178,7 +202,10 @@ describe("the echo agent's CLI against a relay", () => {
     assert.match(refused.stderr(), /An agent named Taken exists .*--take-over/);
     assert.equal((await agentRequest(relay, existing.token, "/me")).status, 200);
 
-    const taking = runAgent(["--relay", relay.url, "--name", "Taken", "--port", "0", "--credentials", file, "--take-over"], env);
+    const taking = runAgent(
+      ["--relay", relay.url, "--name", "Taken", "--port", "0", "--credentials", file, "--take-over"],
+      env,
+    );
     const taken = await taking.line("taken_over");
     const url = (await taking.line("listening")).url as string;
     assert.deepEqual([taken.agent, taken.webhook_url], [existing.agent.id, `${url}/`]);

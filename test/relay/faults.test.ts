@@ -57,9 +57,15 @@ const RECOVERY_MS = 10_000;
 const UPSTREAM_TIMEOUT_MS = 1_000;
 
 type Service = "postgres" | "redis";
-const problems: Record<Service, string | undefined> = { postgres: throwawayPostgresProblem(), redis: throwawayRedisProblem() };
+const problems: Record<Service, string | undefined> = {
+  postgres: throwawayPostgresProblem(),
+  redis: throwawayRedisProblem(),
+};
 for (const [service, problem] of Object.entries(problems)) {
-  if (problem !== undefined) console.error(`\n*** SKIPPED: ${problem}: the fault tests that restart ${service === "postgres" ? "PostgreSQL" : "Redis"} did not run ***\n`);
+  if (problem !== undefined)
+    console.error(
+      `\n*** SKIPPED: ${problem}: the fault tests that restart ${service === "postgres" ? "PostgreSQL" : "Redis"} did not run ***\n`,
+    );
 }
 
 /** A test that skips, saying why, when a server it stops and starts cannot be run here. */
@@ -84,7 +90,11 @@ after(async () => {
 
 /** What `tab-relay init` does, in this process (one process start less per scenario): the owner's key. */
 async function init(location: { databaseUrl: string } | { dataDir: string }): Promise<string> {
-  const store = await openStore("dataDir" in location ? { dataDir: location.dataDir, databaseUrl: undefined } : { dataDir: "", databaseUrl: location.databaseUrl });
+  const store = await openStore(
+    "dataDir" in location
+      ? { dataDir: location.dataDir, databaseUrl: undefined }
+      : { dataDir: "", databaseUrl: location.databaseUrl },
+  );
   try {
     return (await initWorkspace(store, { now: () => Date.now() }, { slug: "acme", ownerName: "Olive" })).apiKey;
   } finally {
@@ -193,7 +203,10 @@ function load(workers: number, step: (n: number) => Promise<Outcome>, pauseMs: n
 const count = <T>(items: readonly T[], match: (item: T) => boolean) => items.filter(match).length;
 const ms = (value: number) => `${Math.round(value)} ms`;
 /** What a WebSocket handshake with an agent token is answered when it is refused (it must not be accepted here). */
-function upgradeAnswer(url: string, token: string): Promise<{ status: number | undefined; retryAfter: string | undefined; code: string | undefined }> {
+function upgradeAnswer(
+  url: string,
+  token: string,
+): Promise<{ status: number | undefined; retryAfter: string | undefined; code: string | undefined }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, {
       headers: {
@@ -250,74 +263,92 @@ describe("faults under load", { concurrency: true }, () => {
       cleanups.push(() => postgres.destroy());
     });
 
-    faultTest("a connection terminated while a transaction holds it between queries fails that transaction with 503, and the process lives on", ["postgres"], async () => {
-      const url = await createDatabase(postgres, "terminated");
-      const store = await openPostgresStore(url, { poolSize: 2 });
-      cleanups.push(() => store.close());
-      const failure = await store
-        .transaction(async (tx) => {
-          await tx.workspaces.count();
-          // As a restart or an administrator does: the server ends every session of the database.
-          const admin = new pg.Client({ connectionString: postgres.url });
-          await admin.connect();
-          await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = 'terminated'");
-          await admin.end();
-          // The server's 57P01 reaches the connection while the transaction holds it and no query runs on it.
-          await sleep(300);
-          return tx.workspaces.count();
-        })
-        .then(
+    faultTest(
+      "a connection terminated while a transaction holds it between queries fails that transaction with 503, and the process lives on",
+      ["postgres"],
+      async () => {
+        const url = await createDatabase(postgres, "terminated");
+        const store = await openPostgresStore(url, { poolSize: 2 });
+        cleanups.push(() => store.close());
+        const failure = await store
+          .transaction(async (tx) => {
+            await tx.workspaces.count();
+            // As a restart or an administrator does: the server ends every session of the database.
+            const admin = new pg.Client({ connectionString: postgres.url });
+            await admin.connect();
+            await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = 'terminated'");
+            await admin.end();
+            // The server's 57P01 reaches the connection while the transaction holds it and no query runs on it.
+            await sleep(300);
+            return tx.workspaces.count();
+          })
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+        assert.ok(failure instanceof RelayError, `a RelayError, not ${String(failure)}`);
+        assert.equal(failure.code, "SERVICE_UNAVAILABLE");
+        assert.equal(failure.status, 503);
+        assert.equal(failure.headers["Retry-After"], "2");
+        assert.equal(await store.workspaces.count(), 0, "the next query gets a fresh connection");
+        // A query the database refuses is not an outage: it stays the database's own error (a 500 if it reaches a caller).
+        const at = new Date().toISOString();
+        await store.workspaces.create({ id: "ws_1", slug: "one", name: "One", createdAt: at });
+        const duplicate = await store.workspaces.create({ id: "ws_1", slug: "two", name: "Two", createdAt: at }).then(
           () => undefined,
           (error: unknown) => error,
         );
-      assert.ok(failure instanceof RelayError, `a RelayError, not ${String(failure)}`);
-      assert.equal(failure.code, "SERVICE_UNAVAILABLE");
-      assert.equal(failure.status, 503);
-      assert.equal(failure.headers["Retry-After"], "2");
-      assert.equal(await store.workspaces.count(), 0, "the next query gets a fresh connection");
-      // A query the database refuses is not an outage: it stays the database's own error (a 500 if it reaches a caller).
-      const at = new Date().toISOString();
-      await store.workspaces.create({ id: "ws_1", slug: "one", name: "One", createdAt: at });
-      const duplicate = await store.workspaces.create({ id: "ws_1", slug: "two", name: "Two", createdAt: at }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      assert.ok(duplicate instanceof Error && !(duplicate instanceof RelayError), `a duplicate key stays pg's error: ${String(duplicate)}`);
-      assert.equal((duplicate as { code?: string }).code, "23505");
-    });
+        assert.ok(
+          duplicate instanceof Error && !(duplicate instanceof RelayError),
+          `a duplicate key stays pg's error: ${String(duplicate)}`,
+        );
+        assert.equal((duplicate as { code?: string }).code, "23505");
+      },
+    );
 
-    faultTest("the bus listens again after PostgreSQL was down for seconds, wakes the delivery worker, and never hears a message twice", ["postgres"], async (t) => {
-      const url = await createDatabase(postgres, "bus");
-      const logger = captureLogger();
-      const bus = await createPostgresBus(url, logger);
-      cleanups.push(() => bus.close());
-      const heard: BusMessage[] = [];
-      bus.subscribe((message) => heard.push(message));
-      const message = (id: string): BusMessage => ({ topic: "message", workspaceId: "ws", conversationId: "c", messageId: id });
-      const heardOf = (id: string) => count(heard, (m) => m.topic === "message" && m.messageId === id);
+    faultTest(
+      "the bus listens again after PostgreSQL was down for seconds, wakes the delivery worker, and never hears a message twice",
+      ["postgres"],
+      async (t) => {
+        const url = await createDatabase(postgres, "bus");
+        const logger = captureLogger();
+        const bus = await createPostgresBus(url, logger);
+        cleanups.push(() => bus.close());
+        const heard: BusMessage[] = [];
+        bus.subscribe((message) => heard.push(message));
+        const message = (id: string): BusMessage => ({
+          topic: "message",
+          workspaceId: "ws",
+          conversationId: "c",
+          messageId: id,
+        });
+        const heardOf = (id: string) => count(heard, (m) => m.topic === "message" && m.messageId === id);
 
-      bus.publish(message("before"));
-      await until("the bus to carry a message", 5_000, () => (heardOf("before") === 1 ? true : undefined));
+        bus.publish(message("before"));
+        await until("the bus to carry a message", 5_000, () => (heardOf("before") === 1 ? true : undefined));
 
-      await postgres.stop("fast");
-      await sleep(100);
-      // While it cannot listen, the relay still hears what it says itself (its own consoles, its own worker).
-      bus.publish(message("during"));
-      await sleep(POSTGRES_DOWN_MS);
-      const wakesBefore = count(heard, (m) => m.topic === "events");
-      await postgres.start();
-      const back = performance.now();
-      await until("the bus to listen again and wake the worker", RECOVERY_MS, () => (count(heard, (m) => m.topic === "events") > wakesBefore ? true : undefined));
-      const relistened = performance.now() - back;
+        await postgres.stop("fast");
+        await sleep(100);
+        // While it cannot listen, the relay still hears what it says itself (its own consoles, its own worker).
+        bus.publish(message("during"));
+        await sleep(POSTGRES_DOWN_MS);
+        const wakesBefore = count(heard, (m) => m.topic === "events");
+        await postgres.start();
+        const back = performance.now();
+        await until("the bus to listen again and wake the worker", RECOVERY_MS, () =>
+          count(heard, (m) => m.topic === "events") > wakesBefore ? true : undefined,
+        );
+        const relistened = performance.now() - back;
 
-      bus.publish(message("after"));
-      await until("a message sent after the restart", 5_000, () => (heardOf("after") > 0 ? true : undefined));
-      await sleep(300);
-      assert.equal(heardOf("during"), 1, "the message published during the outage reached this relay's handlers");
-      assert.equal(heardOf("after"), 1, "one listening connection: the message is heard once");
-      assert.ok(logger.lines.some((line) => line.msg === "bus connection lost; reconnecting"));
-      t.diagnostic(`bus: listening again ${ms(relistened)} after PostgreSQL was back (down ${POSTGRES_DOWN_MS} ms)`);
-    });
+        bus.publish(message("after"));
+        await until("a message sent after the restart", 5_000, () => (heardOf("after") > 0 ? true : undefined));
+        await sleep(300);
+        assert.equal(heardOf("during"), 1, "the message published during the outage reached this relay's handlers");
+        assert.equal(heardOf("after"), 1, "one listening connection: the message is heard once");
+        assert.ok(logger.lines.some((line) => line.msg === "bus connection lost; reconnecting"));
+        t.diagnostic(`bus: listening again ${ms(relistened)} after PostgreSQL was back (down ${POSTGRES_DOWN_MS} ms)`);
+      },
+    );
 
     faultTest(
       "PostgreSQL restarted while completions and posts flow: 503 with Retry-After meanwhile, never a 500, recovery without a restart, every accepted post's event delivered",
@@ -335,7 +366,10 @@ describe("faults under load", { concurrency: true }, () => {
           TAB_RELAY_WEBHOOK_TIMEOUT_MS: "2000",
           TAB_RELAY_SOCKET_ACK_TIMEOUT_MS: "1000",
         });
-        const agent = await call<{ agent: { id: string }; token: string }>(relay, key, "/agents", "POST", { name: "Watcher", webhook_url: sink.url });
+        const agent = await call<{ agent: { id: string }; token: string }>(relay, key, "/agents", "POST", {
+          name: "Watcher",
+          webhook_url: sink.url,
+        });
         const channel = await call<{ id: string }>(relay, key, "/channels", "POST", { name: "ops" });
         await call(relay, key, `/channels/${channel.id}/members`, "POST", { agent_id: agent.agent.id });
         const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
@@ -352,7 +386,12 @@ describe("faults under load", { concurrency: true }, () => {
         );
         const posts = load(
           2,
-          (n) => attempt(`${relay.url}/api/v1/conversations/channel/${channel.id}/messages`, { method: "POST", headers, body: JSON.stringify({ text: `@Watcher job ${n} needs a look` }) }),
+          (n) =>
+            attempt(`${relay.url}/api/v1/conversations/channel/${channel.id}/messages`, {
+              method: "POST",
+              headers,
+              body: JSON.stringify({ text: `@Watcher job ${n} needs a look` }),
+            }),
           20,
         );
         const readiness = load(1, () => attempt(`${relay.url}/readyz`), 50);
@@ -360,7 +399,10 @@ describe("faults under load", { concurrency: true }, () => {
         // The first completions start the relay's tokenizer worker, which takes seconds on a busy machine: the outage
         // starts once requests of both kinds flow.
         await until("completions and posts to flow", 30_000, () =>
-          count(completions.outcomes, (o) => o.status === 200) >= 20 && count(posts.outcomes, (o) => o.status === 201) >= 5 ? true : undefined,
+          count(completions.outcomes, (o) => o.status === 200) >= 20 &&
+          count(posts.outcomes, (o) => o.status === 201) >= 5
+            ? true
+            : undefined,
         );
         const stopping = performance.now();
         await postgres.stop("fast");
@@ -372,24 +414,36 @@ describe("faults under load", { concurrency: true }, () => {
         await postgres.start();
         // pg_ctl returns once the server accepts connections: recovery is counted from then.
         const back = performance.now();
-        const firstAfter = (outcomes: readonly Outcome[], status: number) => outcomes.find((o) => o.at > back && o.status === status)?.at;
+        const firstAfter = (outcomes: readonly Outcome[], status: number) =>
+          outcomes.find((o) => o.at > back && o.status === status)?.at;
         // The load goes on until both kinds of request have succeeded again for a second.
-        await until("completions and posts to succeed again", RECOVERY_MS, () => {
-          const c = firstAfter(completions.outcomes, 200);
-          const p = firstAfter(posts.outcomes, 201);
-          return c !== undefined && p !== undefined && performance.now() - Math.max(c, p) > 1_000 ? true : undefined;
-        }, 100).catch(() => undefined);
+        await until(
+          "completions and posts to succeed again",
+          RECOVERY_MS,
+          () => {
+            const c = firstAfter(completions.outcomes, 200);
+            const p = firstAfter(posts.outcomes, 201);
+            return c !== undefined && p !== undefined && performance.now() - Math.max(c, p) > 1_000 ? true : undefined;
+          },
+          100,
+        ).catch(() => undefined);
         await Promise.all([completions.stop(), posts.stop(), readiness.stop()]);
 
         const all = [...completions.outcomes, ...posts.outcomes];
         const unexpected = all.filter((o) => o.status !== 200 && o.status !== 201 && o.status !== 503);
         const unavailable = all.filter((o) => o.status === 503);
-        const posted = posts.outcomes.flatMap((o) => (o.status === 201 ? [(o.body as { data: { id: string } }).data.id] : []));
-        // Every accepted message reaches the agent, at least once (a webhook-id may repeat).
-        const deliveredIds = () => new Set(sink.deliveries.map((d) => (JSON.parse(d.body) as MessageCreatedEvent).message.id));
-        await until("every accepted message's event to be delivered", 20_000, () => (posted.every((id) => deliveredIds().has(id)) ? true : undefined), 100).catch(
-          () => undefined,
+        const posted = posts.outcomes.flatMap((o) =>
+          o.status === 201 ? [(o.body as { data: { id: string } }).data.id] : [],
         );
+        // Every accepted message reaches the agent, at least once (a webhook-id may repeat).
+        const deliveredIds = () =>
+          new Set(sink.deliveries.map((d) => (JSON.parse(d.body) as MessageCreatedEvent).message.id));
+        await until(
+          "every accepted message's event to be delivered",
+          20_000,
+          () => (posted.every((id) => deliveredIds().has(id)) ? true : undefined),
+          100,
+        ).catch(() => undefined);
         const delivered = deliveredIds();
         const lost = posted.filter((id) => !delivered.has(id));
         const webhookIds = new Set(sink.deliveries.map((d) => d.headers["webhook-id"]));
@@ -410,243 +464,353 @@ describe("faults under load", { concurrency: true }, () => {
         );
 
         assert.equal(relay.child.exitCode, null, `the relay process kept running\n${relay.output().slice(-4_000)}`);
-        assert.deepEqual(unexpected.slice(0, 3), [], `${unexpected.length} requests answered neither 2xx nor 503\n${relay.output().slice(-4_000)}`);
-        for (const [kind, outcomes] of [["completions", completions.outcomes], ["posts", posts.outcomes]] as const) {
-          assert.ok(count(outcomes, (o) => o.status === 503 && o.at > down && o.at < starting) > 0, `${kind} met the outage (otherwise this tested nothing)`);
+        assert.deepEqual(
+          unexpected.slice(0, 3),
+          [],
+          `${unexpected.length} requests answered neither 2xx nor 503\n${relay.output().slice(-4_000)}`,
+        );
+        for (const [kind, outcomes] of [
+          ["completions", completions.outcomes],
+          ["posts", posts.outcomes],
+        ] as const) {
+          assert.ok(
+            count(outcomes, (o) => o.status === 503 && o.at > down && o.at < starting) > 0,
+            `${kind} met the outage (otherwise this tested nothing)`,
+          );
         }
         for (const o of unavailable) {
           assert.equal(o.code, "SERVICE_UNAVAILABLE");
           assert.equal(o.retryAfter, "2");
         }
-        assert.deepEqual(handshake, { status: 503, retryAfter: "2", code: "SERVICE_UNAVAILABLE" }, "a Socket Mode handshake during the outage");
-        assert.ok(completionsAgain !== undefined && postsAgain !== undefined, `completions and posts succeed again within ${RECOVERY_MS} ms of the restart`);
-        assert.ok(readyDuringOutage.length > 0 && readyDuringOutage.every((o) => o.status === 503), `/readyz during the outage: ${readyDuringOutage.map((o) => o.status).join(",")}`);
+        assert.deepEqual(
+          handshake,
+          { status: 503, retryAfter: "2", code: "SERVICE_UNAVAILABLE" },
+          "a Socket Mode handshake during the outage",
+        );
+        assert.ok(
+          completionsAgain !== undefined && postsAgain !== undefined,
+          `completions and posts succeed again within ${RECOVERY_MS} ms of the restart`,
+        );
+        assert.ok(
+          readyDuringOutage.length > 0 && readyDuringOutage.every((o) => o.status === 503),
+          `/readyz during the outage: ${readyDuringOutage.map((o) => o.status).join(",")}`,
+        );
         assert.ok(readyAgain !== undefined, "/readyz is ready again after the restart");
-        assert.deepEqual(lost, [], `${lost.length} of ${posted.length} accepted messages never reached the agent\n${relay.output().slice(-4_000)}`);
+        assert.deepEqual(
+          lost,
+          [],
+          `${lost.length} of ${posted.length} accepted messages never reached the agent\n${relay.output().slice(-4_000)}`,
+        );
       },
     );
 
-    faultTest("Redis stopped and started under load: completions never fail, limits hold per relay meanwhile, then are shared in Redis again", ["postgres", "redis"], async (t) => {
-      const redis = await startThrowawayRedis();
-      cleanups.push(() => redis.destroy());
-      const databaseUrl = await createDatabase(postgres, "limits");
-      const key = await init({ databaseUrl });
-      const relays = await Promise.all(["relay 1", "relay 2"].map((name) => serve(name, ["--database", databaseUrl, "--redis", redis.url])));
-      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-      let n = 0;
-      /** One completion through relay 1, then one through relay 2, as a load balancer alternates. */
-      const pair = async () => {
-        const answers: (Outcome & { relay: string })[] = [];
+    faultTest(
+      "Redis stopped and started under load: completions never fail, limits hold per relay meanwhile, then are shared in Redis again",
+      ["postgres", "redis"],
+      async (t) => {
+        const redis = await startThrowawayRedis();
+        cleanups.push(() => redis.destroy());
+        const databaseUrl = await createDatabase(postgres, "limits");
+        const key = await init({ databaseUrl });
+        const relays = await Promise.all(
+          ["relay 1", "relay 2"].map((name) => serve(name, ["--database", databaseUrl, "--redis", redis.url])),
+        );
+        const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+        let n = 0;
+        /** One completion through relay 1, then one through relay 2, as a load balancer alternates. */
+        const pair = async () => {
+          const answers: (Outcome & { relay: string })[] = [];
+          for (const relay of relays) {
+            const body = JSON.stringify(completionBody({ entity_id: `f${n++}.ts` }));
+            answers.push({
+              relay: relay.name,
+              ...(await attempt(`${relay.url}/api/v1/tab/chat/completions`, { method: "POST", headers, body })),
+            });
+          }
+          return answers;
+        };
+        const remaining = (o: Outcome) => Number(o.headers?.get("x-ratelimit-remaining"));
+        const reset = (o: Outcome) => o.headers?.get("x-ratelimit-reset");
+        /** How far X-RateLimit-Remaining fell from each answer to the next (within one window), over `answers` in order. */
+        const drops = (answers: readonly Outcome[]) =>
+          answers
+            .slice(1)
+            .flatMap((o, i) =>
+              reset(o) === reset(answers[i] as Outcome) ? [remaining(answers[i] as Outcome) - remaining(o)] : [],
+            );
+
+        // Shared: requests alternating between the two relays count down one counter.
+        /**
+         * Ten requests, alternating, that count down one counter. A hit that Redis is slow to answer (over 100 ms, on a
+         * busy machine) is counted in memory by design, so a run it interrupts is tried again, a few times at most.
+         */
+        const sharedRun = async () => {
+          const tried: number[][] = [];
+          for (let run = 0; run < 5; run++) {
+            const answers: Outcome[] = [];
+            for (let i = 0; i < 5; i++) answers.push(...(await pair()));
+            if (drops(answers).every((d) => d === 1)) return answers;
+            tried.push(drops(answers));
+          }
+          assert.fail(
+            `one counter for both relays: no run of ten requests counted down by one each: ${JSON.stringify(tried)}`,
+          );
+        };
+        const shared = await sharedRun();
+
+        await redis.stop();
+        const down = performance.now();
+        const during: (Outcome & { relay: string })[] = [];
+        // A steady load for the whole outage, and enough requests on each relay to see how it counts.
+        while (performance.now() - down < REDIS_DOWN_MS || during.length < 10) {
+          during.push(...(await pair()));
+          await sleep(20);
+        }
+        const readyDuring = await Promise.all(relays.map((relay) => attempt(`${relay.url}/readyz`)));
+        await redis.start();
+        const back = performance.now();
+        await until(
+          "both relays to count in Redis again",
+          RECOVERY_MS,
+          async () => {
+            const ready = await Promise.all(relays.map((relay) => attempt(`${relay.url}/readyz`)));
+            return ready.every((o) => o.status === 200) ? true : undefined;
+          },
+          50,
+        );
+        const recovered = performance.now() - back;
+        const again = await sharedRun();
+        const last = again[again.length - 1] as Outcome;
+        // The counter of the last answer's window (relay/src/rateLimit/redisStore.ts: `<prefix><bucket>:<window index>`,
+        // the window ending at X-RateLimit-Reset).
+        const windowIndex = Number(reset(last)) / 60 - 1;
+        const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+        await admin.connect();
+        const counter = (await admin.keys("tab-relay:rl:*")).find((name) => name.endsWith(`:read:${windowIndex}`));
+        const counted = counter === undefined ? undefined : Number(await admin.get(counter));
+        await admin.quit();
+
+        const unexpected = [...shared, ...during, ...again].filter((o) => o.status !== 200);
+        const withHeaders = count(
+          during,
+          (o) =>
+            o.headers?.get("x-ratelimit-limit") === String(READS_PER_MINUTE) &&
+            Number.isInteger(remaining(o)) &&
+            reset(o) !== null,
+        );
+        t.diagnostic(
+          `Redis stopped for ${ms(back - down)}: ${shared.length + during.length + again.length} completions (${during.length} while down), ` +
+            `${unexpected.length} not 200, ${withHeaders} of ${during.length} with rate-limit headers while down; ` +
+            `shared counting again ${ms(recovered)} after the start (${counted ?? "?"} counted in Redis since)`,
+        );
+        assert.deepEqual(unexpected.slice(0, 3), [], "every completion succeeded, Redis or not");
+        assert.equal(withHeaders, during.length, "the rate-limit headers are there while Redis is down");
         for (const relay of relays) {
-          const body = JSON.stringify(completionBody({ entity_id: `f${n++}.ts` }));
-          answers.push({ relay: relay.name, ...(await attempt(`${relay.url}/api/v1/tab/chat/completions`, { method: "POST", headers, body })) });
+          // Counted alone, each relay's count falls by one per request it serves, although the other serves as many.
+          const own = during.filter((o) => o.relay === relay.name);
+          assert.ok(
+            drops(own).every((d) => d === 1),
+            `${relay.name} counts its own requests while Redis is down: ${drops(own).join(",")}`,
+          );
         }
-        return answers;
-      };
-      const remaining = (o: Outcome) => Number(o.headers?.get("x-ratelimit-remaining"));
-      const reset = (o: Outcome) => o.headers?.get("x-ratelimit-reset");
-      /** How far X-RateLimit-Remaining fell from each answer to the next (within one window), over `answers` in order. */
-      const drops = (answers: readonly Outcome[]) =>
-        answers.slice(1).flatMap((o, i) => (reset(o) === reset(answers[i] as Outcome) ? [remaining(answers[i] as Outcome) - remaining(o)] : []));
-
-      // Shared: requests alternating between the two relays count down one counter.
-      /**
-       * Ten requests, alternating, that count down one counter. A hit that Redis is slow to answer (over 100 ms, on a
-       * busy machine) is counted in memory by design, so a run it interrupts is tried again, a few times at most.
-       */
-      const sharedRun = async () => {
-        const tried: number[][] = [];
-        for (let run = 0; run < 5; run++) {
-          const answers: Outcome[] = [];
-          for (let i = 0; i < 5; i++) answers.push(...(await pair()));
-          if (drops(answers).every((d) => d === 1)) return answers;
-          tried.push(drops(answers));
-        }
-        assert.fail(`one counter for both relays: no run of ten requests counted down by one each: ${JSON.stringify(tried)}`);
-      };
-      const shared = await sharedRun();
-
-      await redis.stop();
-      const down = performance.now();
-      const during: (Outcome & { relay: string })[] = [];
-      // A steady load for the whole outage, and enough requests on each relay to see how it counts.
-      while (performance.now() - down < REDIS_DOWN_MS || during.length < 10) {
-        during.push(...(await pair()));
-        await sleep(20);
-      }
-      const readyDuring = await Promise.all(relays.map((relay) => attempt(`${relay.url}/readyz`)));
-      await redis.start();
-      const back = performance.now();
-      await until("both relays to count in Redis again", RECOVERY_MS, async () => {
-        const ready = await Promise.all(relays.map((relay) => attempt(`${relay.url}/readyz`)));
-        return ready.every((o) => o.status === 200) ? true : undefined;
-      }, 50);
-      const recovered = performance.now() - back;
-      const again = await sharedRun();
-      const last = again[again.length - 1] as Outcome;
-      // The counter of the last answer's window (relay/src/rateLimit/redisStore.ts: `<prefix><bucket>:<window index>`,
-      // the window ending at X-RateLimit-Reset).
-      const windowIndex = Number(reset(last)) / 60 - 1;
-      const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-      await admin.connect();
-      const counter = (await admin.keys("tab-relay:rl:*")).find((name) => name.endsWith(`:read:${windowIndex}`));
-      const counted = counter === undefined ? undefined : Number(await admin.get(counter));
-      await admin.quit();
-
-      const unexpected = [...shared, ...during, ...again].filter((o) => o.status !== 200);
-      const withHeaders = count(during, (o) => o.headers?.get("x-ratelimit-limit") === String(READS_PER_MINUTE) && Number.isInteger(remaining(o)) && reset(o) !== null);
-      t.diagnostic(
-        `Redis stopped for ${ms(back - down)}: ${shared.length + during.length + again.length} completions (${during.length} while down), ` +
-          `${unexpected.length} not 200, ${withHeaders} of ${during.length} with rate-limit headers while down; ` +
-          `shared counting again ${ms(recovered)} after the start (${counted ?? "?"} counted in Redis since)`,
-      );
-      assert.deepEqual(unexpected.slice(0, 3), [], "every completion succeeded, Redis or not");
-      assert.equal(withHeaders, during.length, "the rate-limit headers are there while Redis is down");
-      for (const relay of relays) {
-        // Counted alone, each relay's count falls by one per request it serves, although the other serves as many.
-        const own = during.filter((o) => o.relay === relay.name);
-        assert.ok(drops(own).every((d) => d === 1), `${relay.name} counts its own requests while Redis is down: ${drops(own).join(",")}`);
-      }
-      assert.deepEqual(readyDuring.map((o) => [o.status, (o.body as { redis?: boolean }).redis]), [[503, false], [503, false]], "/readyz names Redis as not ready");
-      assert.equal(counted, READS_PER_MINUTE - remaining(last), "the shared count is Redis's counter");
-      for (const relay of relays) assert.equal(relay.child.exitCode, null);
-    });
-
+        assert.deepEqual(
+          readyDuring.map((o) => [o.status, (o.body as { redis?: boolean }).redis]),
+          [
+            [503, false],
+            [503, false],
+          ],
+          "/readyz names Redis as not ready",
+        );
+        assert.equal(counted, READS_PER_MINUTE - remaining(last), "the shared count is Redis's counter");
+        for (const relay of relays) assert.equal(relay.child.exitCode, null);
+      },
+    );
   });
 
-  faultTest("a model that hangs or drops mid-stream: a clear error event and no [DONE], and every connection is closed afterwards", [], async (t) => {
-    const standIn = await startUpstreamStandIn();
-    cleanups.push(() => standIn.close());
-    const kinds = {
-      /** Sends a first piece, then nothing: the relay's silence timeout (UPSTREAM_TIMEOUT_MS) ends the stream. */
-      "hangs mid-stream": { kind: "reply", text: ["partial ", "never sent"], chunkDelayMs: 60_000 },
-      /** Sends a first piece, then resets the connection. */
-      "drops mid-stream": { kind: "disconnect", sent: ["partial "] },
-      /** Never answers at all. */
-      "hangs before answering": { kind: "hang" },
-      /** Closes the connection without answering. */
-      "drops before answering": { kind: "disconnect", sent: [] },
-    } satisfies Record<string, StandInBehaviour>;
-    type Kind = keyof typeof kinds;
-    const names = Object.keys(kinds) as Kind[];
-    standIn.setBehaviour((request) => {
-      const context = JSON.stringify(request.body);
-      return kinds[names.find((name) => context.includes(`[${name}]`)) ?? "hangs mid-stream"];
-    });
-    const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-faults-"));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const key = await init({ dataDir });
-    const relay = await serve("relay on a failing model", ["--data", dataDir], {
-      TAB_RELAY_UPSTREAM_URL: standIn.url,
-      TAB_RELAY_UPSTREAM_MODEL: "stand-in-model",
-      TAB_RELAY_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
-    });
-    const pid = relay.child.pid as number;
-    const fds = () => readdirSync(`/proc/${pid}/fd`).length;
-
-    /** A streaming completion on its own connection (no keep-alive), read to the end; the status and the SSE frames. */
-    const complete = (kind: Kind, n: number) =>
-      new Promise<{ status: number; text: string; frames: { event: string | undefined; data: string }[] }>((resolve, reject) => {
-        const body = JSON.stringify(completionBody({ entity_id: `src/${n}.ts`, active_text_before_cursor: `// [${kind}] ${n}\nfunction f() {` }, { stream: true }));
-        const req = httpRequest(`${relay.url}/api/v1/tab/chat/completions`, {
-          method: "POST",
-          agent: false,
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-          timeout: REQUEST_TIMEOUT_MS,
-        });
-        req.on("timeout", () => req.destroy(new Error("no answer in time")));
-        req.on("error", reject);
-        req.on("response", (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk: string) => (text += chunk));
-          res.on("error", reject);
-          res.on("end", () => {
-            const frames = text
-              .split("\n\n")
-              .filter((block) => block.trim() !== "")
-              .map((block) => {
-                const lines = block.split("\n");
-                return { event: lines.find((l) => l.startsWith("event: "))?.slice(7), data: lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n") };
-              });
-            resolve({ status: res.statusCode ?? 0, text, frames });
-          });
-        });
-        req.end(body);
+  faultTest(
+    "a model that hangs or drops mid-stream: a clear error event and no [DONE], and every connection is closed afterwards",
+    [],
+    async (t) => {
+      const standIn = await startUpstreamStandIn();
+      cleanups.push(() => standIn.close());
+      const kinds = {
+        /** Sends a first piece, then nothing: the relay's silence timeout (UPSTREAM_TIMEOUT_MS) ends the stream. */
+        "hangs mid-stream": { kind: "reply", text: ["partial ", "never sent"], chunkDelayMs: 60_000 },
+        /** Sends a first piece, then resets the connection. */
+        "drops mid-stream": { kind: "disconnect", sent: ["partial "] },
+        /** Never answers at all. */
+        "hangs before answering": { kind: "hang" },
+        /** Closes the connection without answering. */
+        "drops before answering": { kind: "disconnect", sent: [] },
+      } satisfies Record<string, StandInBehaviour>;
+      type Kind = keyof typeof kinds;
+      const names = Object.keys(kinds) as Kind[];
+      standIn.setBehaviour((request) => {
+        const context = JSON.stringify(request.body);
+        return kinds[names.find((name) => context.includes(`[${name}]`)) ?? "hangs mid-stream"];
       });
+      const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-faults-"));
+      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      const key = await init({ dataDir });
+      const relay = await serve("relay on a failing model", ["--data", dataDir], {
+        TAB_RELAY_UPSTREAM_URL: standIn.url,
+        TAB_RELAY_UPSTREAM_MODEL: "stand-in-model",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS),
+      });
+      const pid = relay.child.pid as number;
+      const fds = () => readdirSync(`/proc/${pid}/fd`).length;
 
-    /** What a request of each kind must end with. */
-    const expected: Record<Kind, { status: number; code: string; midStream: boolean }> = {
-      "hangs mid-stream": { status: 200, code: "UPSTREAM_TIMEOUT", midStream: true },
-      "drops mid-stream": { status: 200, code: "UPSTREAM_ERROR", midStream: true },
-      "hangs before answering": { status: 504, code: "UPSTREAM_TIMEOUT", midStream: false },
-      "drops before answering": { status: 502, code: "UPSTREAM_ERROR", midStream: false },
-    };
-    const check = async (kind: Kind, n: number) => {
-      const { status, text, frames } = await complete(kind, n);
-      const want = expected[kind];
-      assert.equal(status, want.status, `${kind}: status`);
-      if (!want.midStream) {
-        assert.equal((JSON.parse(text) as { error?: { code?: string } }).error?.code, want.code, `${kind}: the error envelope`);
-        return;
-      }
-      const last = frames[frames.length - 1];
-      assert.ok(frames.some((f) => f.event === undefined && f.data.includes("partial")), `${kind}: the text sent before the failure arrived`);
-      assert.equal(last?.event, "error", `${kind}: the stream ends with an error event`);
-      assert.deepEqual(Object.keys(JSON.parse(last.data) as object), ["error"]);
-      assert.equal((JSON.parse(last.data) as { error: { code: string } }).error.code, want.code, `${kind}: the error event's code`);
-      assert.ok(!frames.some((f) => f.data === "[DONE]"), `${kind}: no [DONE] after a failure`);
-    };
-    // After an aborted request undici opens a fresh connection to the upstream, which it closes when its keep-alive
-    // (4 s) runs out unused: the wait allows for it.
-    const settled = async (what: string) => until(what, 8_000, () => (standIn.openSockets() === 0 ? true : undefined), 20);
+      /** A streaming completion on its own connection (no keep-alive), read to the end; the status and the SSE frames. */
+      const complete = (kind: Kind, n: number) =>
+        new Promise<{ status: number; text: string; frames: { event: string | undefined; data: string }[] }>(
+          (resolve, reject) => {
+            const body = JSON.stringify(
+              completionBody(
+                { entity_id: `src/${n}.ts`, active_text_before_cursor: `// [${kind}] ${n}\nfunction f() {` },
+                { stream: true },
+              ),
+            );
+            const req = httpRequest(`${relay.url}/api/v1/tab/chat/completions`, {
+              method: "POST",
+              agent: false,
+              headers: {
+                authorization: `Bearer ${key}`,
+                "content-type": "application/json",
+                "content-length": Buffer.byteLength(body),
+              },
+              timeout: REQUEST_TIMEOUT_MS,
+            });
+            req.on("timeout", () => req.destroy(new Error("no answer in time")));
+            req.on("error", reject);
+            req.on("response", (res) => {
+              let text = "";
+              res.setEncoding("utf8");
+              res.on("data", (chunk: string) => (text += chunk));
+              res.on("error", reject);
+              res.on("end", () => {
+                const frames = text
+                  .split("\n\n")
+                  .filter((block) => block.trim() !== "")
+                  .map((block) => {
+                    const lines = block.split("\n");
+                    return {
+                      event: lines.find((l) => l.startsWith("event: "))?.slice(7),
+                      data: lines
+                        .filter((l) => l.startsWith("data: "))
+                        .map((l) => l.slice(6))
+                        .join("\n"),
+                    };
+                  });
+                resolve({ status: res.statusCode ?? 0, text, frames });
+              });
+            });
+            req.end(body);
+          },
+        );
 
-    // Warm up: one of each, so whatever the relay opens once (its upstream pool, the tokenizer worker) is open.
-    for (const [i, kind] of names.entries()) await check(kind, i);
-    await settled("the warm-up's upstream connections to close");
-    await sleep(200);
-    const baseline = fds();
-
-    const ROUNDS = 20;
-    const PARALLEL = 8;
-    let peakFds = baseline;
-    let peakUpstream = 0;
-    const sampler = setInterval(() => {
-      peakFds = Math.max(peakFds, fds());
-      peakUpstream = Math.max(peakUpstream, standIn.openSockets());
-    }, 25);
-    const started = performance.now();
-    const jobs = Array.from({ length: ROUNDS * names.length }, (_, i) => [names[i % names.length] as Kind, 100 + i] as const);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: PARALLEL }, async () => {
-        while (next < jobs.length) {
-          const [kind, n] = jobs[next++] as readonly [Kind, number];
-          await check(kind, n);
+      /** What a request of each kind must end with. */
+      const expected: Record<Kind, { status: number; code: string; midStream: boolean }> = {
+        "hangs mid-stream": { status: 200, code: "UPSTREAM_TIMEOUT", midStream: true },
+        "drops mid-stream": { status: 200, code: "UPSTREAM_ERROR", midStream: true },
+        "hangs before answering": { status: 504, code: "UPSTREAM_TIMEOUT", midStream: false },
+        "drops before answering": { status: 502, code: "UPSTREAM_ERROR", midStream: false },
+      };
+      const check = async (kind: Kind, n: number) => {
+        const { status, text, frames } = await complete(kind, n);
+        const want = expected[kind];
+        assert.equal(status, want.status, `${kind}: status`);
+        if (!want.midStream) {
+          assert.equal(
+            (JSON.parse(text) as { error?: { code?: string } }).error?.code,
+            want.code,
+            `${kind}: the error envelope`,
+          );
+          return;
         }
-      }),
-    );
-    const took = performance.now() - started;
-    clearInterval(sampler);
-    // The connection of every request the relay gave up on closes at once, so the model stops working on it.
-    const abandoned = standIn.requests.slice(names.length).filter((request) => JSON.stringify(request.body).includes("[hangs"));
-    await until("the relay to close every connection whose request it gave up on", 1_000, () => (abandoned.every((r) => r.clientAborted) ? true : undefined), 20);
-    await settled("every upstream connection to close");
-    const closedIn = performance.now() - started - took;
-    const after = await until("the relay's descriptors to return to their baseline", 5_000, () => {
-      const now = fds();
-      return now <= baseline ? now : undefined;
-    }, 50).catch(() => fds());
+        const last = frames[frames.length - 1];
+        assert.ok(
+          frames.some((f) => f.event === undefined && f.data.includes("partial")),
+          `${kind}: the text sent before the failure arrived`,
+        );
+        assert.equal(last?.event, "error", `${kind}: the stream ends with an error event`);
+        assert.deepEqual(Object.keys(JSON.parse(last.data) as object), ["error"]);
+        assert.equal(
+          (JSON.parse(last.data) as { error: { code: string } }).error.code,
+          want.code,
+          `${kind}: the error event's code`,
+        );
+        assert.ok(!frames.some((f) => f.data === "[DONE]"), `${kind}: no [DONE] after a failure`);
+      };
+      // After an aborted request undici opens a fresh connection to the upstream, which it closes when its keep-alive
+      // (4 s) runs out unused: the wait allows for it.
+      const settled = async (what: string) =>
+        until(what, 8_000, () => (standIn.openSockets() === 0 ? true : undefined), 20);
 
-    t.diagnostic(
-      `failing model: ${jobs.length} streams (${ROUNDS} of each: ${names.join(", ")}) in ${ms(took)}, ${PARALLEL} at a time, all with the expected error; ` +
-        `upstream sockets open: peak ${peakUpstream}, after ${standIn.openSockets()} (${ms(closedIn)} after the last answer); ` +
-        `relay file descriptors: baseline ${baseline}, peak ${peakFds}, after ${after}`,
-    );
-    // Both measures saw the connections while they were open, so their return to rest means something.
-    assert.ok(peakUpstream > 0 && peakFds > baseline, `connections were seen open: ${peakUpstream} upstream, ${peakFds - baseline} descriptors`);
-    assert.equal(standIn.openSockets(), 0, "every upstream connection is closed");
-    assert.ok(after <= baseline, `the relay's file descriptors return to ${baseline} (now ${after})`);
-    assert.equal(relay.child.exitCode, null);
-  });
+      // Warm up: one of each, so whatever the relay opens once (its upstream pool, the tokenizer worker) is open.
+      for (const [i, kind] of names.entries()) await check(kind, i);
+      await settled("the warm-up's upstream connections to close");
+      await sleep(200);
+      const baseline = fds();
+
+      const ROUNDS = 20;
+      const PARALLEL = 8;
+      let peakFds = baseline;
+      let peakUpstream = 0;
+      const sampler = setInterval(() => {
+        peakFds = Math.max(peakFds, fds());
+        peakUpstream = Math.max(peakUpstream, standIn.openSockets());
+      }, 25);
+      const started = performance.now();
+      const jobs = Array.from(
+        { length: ROUNDS * names.length },
+        (_, i) => [names[i % names.length] as Kind, 100 + i] as const,
+      );
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: PARALLEL }, async () => {
+          while (next < jobs.length) {
+            const [kind, n] = jobs[next++] as readonly [Kind, number];
+            await check(kind, n);
+          }
+        }),
+      );
+      const took = performance.now() - started;
+      clearInterval(sampler);
+      // The connection of every request the relay gave up on closes at once, so the model stops working on it.
+      const abandoned = standIn.requests
+        .slice(names.length)
+        .filter((request) => JSON.stringify(request.body).includes("[hangs"));
+      await until(
+        "the relay to close every connection whose request it gave up on",
+        1_000,
+        () => (abandoned.every((r) => r.clientAborted) ? true : undefined),
+        20,
+      );
+      await settled("every upstream connection to close");
+      const closedIn = performance.now() - started - took;
+      const after = await until(
+        "the relay's descriptors to return to their baseline",
+        5_000,
+        () => {
+          const now = fds();
+          return now <= baseline ? now : undefined;
+        },
+        50,
+      ).catch(() => fds());
+
+      t.diagnostic(
+        `failing model: ${jobs.length} streams (${ROUNDS} of each: ${names.join(", ")}) in ${ms(took)}, ${PARALLEL} at a time, all with the expected error; ` +
+          `upstream sockets open: peak ${peakUpstream}, after ${standIn.openSockets()} (${ms(closedIn)} after the last answer); ` +
+          `relay file descriptors: baseline ${baseline}, peak ${peakFds}, after ${after}`,
+      );
+      // Both measures saw the connections while they were open, so their return to rest means something.
+      assert.ok(
+        peakUpstream > 0 && peakFds > baseline,
+        `connections were seen open: ${peakUpstream} upstream, ${peakFds - baseline} descriptors`,
+      );
+      assert.equal(standIn.openSockets(), 0, "every upstream connection is closed");
+      assert.ok(after <= baseline, `the relay's file descriptors return to ${baseline} (now ${after})`);
+      assert.equal(relay.child.exitCode, null);
+    },
+  );
 });

@@ -151,7 +151,11 @@ interface Endpoint {
 }
 
 /** A handshake request; `change` replaces (a string) or drops (null) a header by its lower-case name. */
-function handshake(url: string, endpoint: Endpoint, change: { method?: string; path?: string; headers?: Record<string, string | null> } = {}): string {
+function handshake(
+  url: string,
+  endpoint: Endpoint,
+  change: { method?: string; path?: string; headers?: Record<string, string | null> } = {},
+): string {
   const headers = new Map<string, string>([
     ["host", new URL(url).host],
     ["upgrade", "websocket"],
@@ -177,8 +181,18 @@ describe("hostile WebSocket clients against a relay process", () => {
   let guest: { id: string; key: string; cookie: string };
   let agent: { id: string; token: string };
   const endpoints: Endpoint[] = [
-    { name: "the console's live socket", path: "/api/v1/live", limit: 4 * 1024, credentials: () => [`Cookie: ${guest.cookie}`, `Origin: ${relay.url}`] },
-    { name: "Socket Mode", path: "/api/v1/agent-api/socket", limit: 64 * 1024, credentials: () => [`Authorization: Bearer ${agent.token}`] },
+    {
+      name: "the console's live socket",
+      path: "/api/v1/live",
+      limit: 4 * 1024,
+      credentials: () => [`Cookie: ${guest.cookie}`, `Origin: ${relay.url}`],
+    },
+    {
+      name: "Socket Mode",
+      path: "/api/v1/agent-api/socket",
+      limit: 64 * 1024,
+      credentials: () => [`Authorization: Bearer ${agent.token}`],
+    },
   ];
 
   async function call(path: string, init: { key?: string; method?: string; json?: unknown } = {}): Promise<Response> {
@@ -203,12 +217,16 @@ describe("hostile WebSocket clients against a relay process", () => {
   before(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-hostile-"));
     dataDirs.push(dataDir);
-    const init = spawnSync(process.execPath, ["--import", "tsx", CLI, "init", "--data", dataDir, "--workspace", "acme", "--owner", "Olive", "--json"], {
-      cwd: ROOT,
-      env: relayEnv,
-      encoding: "utf8",
-      timeout: 20_000,
-    });
+    const init = spawnSync(
+      process.execPath,
+      ["--import", "tsx", CLI, "init", "--data", dataDir, "--workspace", "acme", "--owner", "Olive", "--json"],
+      {
+        cwd: ROOT,
+        env: relayEnv,
+        encoding: "utf8",
+        timeout: 20_000,
+      },
+    );
     assert.equal(init.status, 0, init.stderr);
     ownerKey = (JSON.parse(init.stdout) as { api_key: string }).api_key;
     relay = await spawnRelay({
@@ -221,12 +239,20 @@ describe("hostile WebSocket clients against a relay process", () => {
       outputChars: 400_000,
     });
 
-    const created = await call("/api/v1/users", { key: ownerKey, method: "POST", json: { name: "Gina Guest", role: "guest" } });
+    const created = await call("/api/v1/users", {
+      key: ownerKey,
+      method: "POST",
+      json: { name: "Gina Guest", role: "guest" },
+    });
     assert.equal(created.status, 201, await created.clone().text());
     const person = ((await created.json()) as { data: { user: { id: string }; api_key: { secret: string } } }).data;
     const signedIn = await call("/api/v1/sessions", { method: "POST", json: { api_key: person.api_key.secret } });
     assert.equal(signedIn.status, 201, await signedIn.clone().text());
-    guest = { id: person.user.id, key: person.api_key.secret, cookie: (signedIn.headers.get("set-cookie") ?? "").split(";")[0] as string };
+    guest = {
+      id: person.user.id,
+      key: person.api_key.secret,
+      cookie: (signedIn.headers.get("set-cookie") ?? "").split(";")[0] as string,
+    };
 
     const made = await call("/api/v1/agents", { key: ownerKey, method: "POST", json: { name: "Hostile" } });
     assert.equal(made.status, 201, await made.clone().text());
@@ -243,30 +269,124 @@ describe("hostile WebSocket clients against a relay process", () => {
   async function opened(endpoint: Endpoint): Promise<Raw> {
     const raw = await Raw.open(relay.url, handshake(relay.url, endpoint));
     assert.equal(raw.status, 101, `${endpoint.name}: ${raw.rest.toString("utf8")}`);
-    await until("the hello frame", ANSWER_MS, () => (serverFrames(raw.rest).some((f) => f.opcode === 0x1) ? true : undefined), 5);
+    await until(
+      "the hello frame",
+      ANSWER_MS,
+      () => (serverFrames(raw.rest).some((f) => f.opcode === 0x1) ? true : undefined),
+      5,
+    );
     return raw;
   }
 
   const badFrames: { name: string; bytes: (endpoint: Endpoint) => Buffer; close: number; code: string }[] = [
-    { name: "a text frame one byte over the endpoint's limit", bytes: (e) => text(Buffer.alloc(e.limit + 1, 0x61)), close: 1009, code: "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" },
-    { name: "a length field beyond 2^53", bytes: () => Buffer.from([0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), close: 1009, code: "WS_ERR_UNSUPPORTED_DATA_PAYLOAD_LENGTH" },
-    { name: "invalid UTF-8 in a text frame (c3 28 41)", bytes: () => text(Buffer.from([0xc3, 0x28, 0x41])), close: 1007, code: "WS_ERR_INVALID_UTF8" },
-    { name: "invalid UTF-8 split across fragments", bytes: () => Buffer.concat([text(Buffer.from([0x61, 0xc3]), { fin: false }), frame({ opcode: 0x0, payload: Buffer.from([0x28]) })]), close: 1007, code: "WS_ERR_INVALID_UTF8" },
-    { name: "an unmasked client frame", bytes: () => text("unmasked", { mask: false }), close: 1002, code: "WS_ERR_EXPECTED_MASK" },
-    { name: "a reserved data opcode (0x3)", bytes: () => frame({ opcode: 0x3, payload: Buffer.from("x") }), close: 1002, code: "WS_ERR_INVALID_OPCODE" },
-    { name: "a reserved control opcode (0xB)", bytes: () => frame({ opcode: 0xb }), close: 1002, code: "WS_ERR_INVALID_OPCODE" },
-    { name: "RSV1 set without an extension", bytes: () => text("deflated?", { rsv: 0b100 }), close: 1002, code: "WS_ERR_UNEXPECTED_RSV_1" },
-    { name: "RSV2 and RSV3 set", bytes: () => text("x", { rsv: 0b011 }), close: 1002, code: "WS_ERR_UNEXPECTED_RSV_2_3" },
-    { name: "a fragmented ping", bytes: () => frame({ opcode: 0x9, fin: false, payload: Buffer.from("p") }), close: 1002, code: "WS_ERR_EXPECTED_FIN" },
-    { name: "a ping with 126 bytes (control frames hold 125 at most)", bytes: () => frame({ opcode: 0x9, payload: Buffer.alloc(126, 0x70) }), close: 1002, code: "WS_ERR_INVALID_CONTROL_PAYLOAD_LENGTH" },
-    { name: "a close frame with an invalid code (1005 is never sent)", bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03, 0xed]) }), close: 1002, code: "WS_ERR_INVALID_CLOSE_CODE" },
-    { name: "a close frame with a one-byte body", bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03]) }), close: 1002, code: "WS_ERR_INVALID_CONTROL_PAYLOAD_LENGTH" },
-    { name: "a close frame whose reason is invalid UTF-8", bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03, 0xe8, 0xc3, 0x28]) }), close: 1007, code: "WS_ERR_INVALID_UTF8" },
-    { name: "a continuation frame with nothing to continue", bytes: () => frame({ opcode: 0x0, payload: Buffer.from("x") }), close: 1002, code: "WS_ERR_INVALID_OPCODE" },
-    { name: "a new message inside a fragmented one", bytes: () => Buffer.concat([text("a", { fin: false }), text("b")]), close: 1002, code: "WS_ERR_INVALID_OPCODE" },
+    {
+      name: "a text frame one byte over the endpoint's limit",
+      bytes: (e) => text(Buffer.alloc(e.limit + 1, 0x61)),
+      close: 1009,
+      code: "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH",
+    },
+    {
+      name: "a length field beyond 2^53",
+      bytes: () => Buffer.from([0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+      close: 1009,
+      code: "WS_ERR_UNSUPPORTED_DATA_PAYLOAD_LENGTH",
+    },
+    {
+      name: "invalid UTF-8 in a text frame (c3 28 41)",
+      bytes: () => text(Buffer.from([0xc3, 0x28, 0x41])),
+      close: 1007,
+      code: "WS_ERR_INVALID_UTF8",
+    },
+    {
+      name: "invalid UTF-8 split across fragments",
+      bytes: () =>
+        Buffer.concat([
+          text(Buffer.from([0x61, 0xc3]), { fin: false }),
+          frame({ opcode: 0x0, payload: Buffer.from([0x28]) }),
+        ]),
+      close: 1007,
+      code: "WS_ERR_INVALID_UTF8",
+    },
+    {
+      name: "an unmasked client frame",
+      bytes: () => text("unmasked", { mask: false }),
+      close: 1002,
+      code: "WS_ERR_EXPECTED_MASK",
+    },
+    {
+      name: "a reserved data opcode (0x3)",
+      bytes: () => frame({ opcode: 0x3, payload: Buffer.from("x") }),
+      close: 1002,
+      code: "WS_ERR_INVALID_OPCODE",
+    },
+    {
+      name: "a reserved control opcode (0xB)",
+      bytes: () => frame({ opcode: 0xb }),
+      close: 1002,
+      code: "WS_ERR_INVALID_OPCODE",
+    },
+    {
+      name: "RSV1 set without an extension",
+      bytes: () => text("deflated?", { rsv: 0b100 }),
+      close: 1002,
+      code: "WS_ERR_UNEXPECTED_RSV_1",
+    },
+    {
+      name: "RSV2 and RSV3 set",
+      bytes: () => text("x", { rsv: 0b011 }),
+      close: 1002,
+      code: "WS_ERR_UNEXPECTED_RSV_2_3",
+    },
+    {
+      name: "a fragmented ping",
+      bytes: () => frame({ opcode: 0x9, fin: false, payload: Buffer.from("p") }),
+      close: 1002,
+      code: "WS_ERR_EXPECTED_FIN",
+    },
+    {
+      name: "a ping with 126 bytes (control frames hold 125 at most)",
+      bytes: () => frame({ opcode: 0x9, payload: Buffer.alloc(126, 0x70) }),
+      close: 1002,
+      code: "WS_ERR_INVALID_CONTROL_PAYLOAD_LENGTH",
+    },
+    {
+      name: "a close frame with an invalid code (1005 is never sent)",
+      bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03, 0xed]) }),
+      close: 1002,
+      code: "WS_ERR_INVALID_CLOSE_CODE",
+    },
+    {
+      name: "a close frame with a one-byte body",
+      bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03]) }),
+      close: 1002,
+      code: "WS_ERR_INVALID_CONTROL_PAYLOAD_LENGTH",
+    },
+    {
+      name: "a close frame whose reason is invalid UTF-8",
+      bytes: () => frame({ opcode: 0x8, payload: Buffer.from([0x03, 0xe8, 0xc3, 0x28]) }),
+      close: 1007,
+      code: "WS_ERR_INVALID_UTF8",
+    },
+    {
+      name: "a continuation frame with nothing to continue",
+      bytes: () => frame({ opcode: 0x0, payload: Buffer.from("x") }),
+      close: 1002,
+      code: "WS_ERR_INVALID_OPCODE",
+    },
+    {
+      name: "a new message inside a fragmented one",
+      bytes: () => Buffer.concat([text("a", { fin: false }), text("b")]),
+      close: 1002,
+      code: "WS_ERR_INVALID_OPCODE",
+    },
     {
       name: "a message in twenty fragments",
-      bytes: () => Buffer.concat([text("a", { fin: false }), ...Array.from({ length: 18 }, () => frame({ opcode: 0x0, fin: false, payload: Buffer.from("a") })), frame({ opcode: 0x0, payload: Buffer.from("a") })]),
+      bytes: () =>
+        Buffer.concat([
+          text("a", { fin: false }),
+          ...Array.from({ length: 18 }, () => frame({ opcode: 0x0, fin: false, payload: Buffer.from("a") })),
+          frame({ opcode: 0x0, payload: Buffer.from("a") }),
+        ]),
       close: 1008,
       code: "WS_ERR_TOO_MANY_BUFFERED_PARTS",
     },
@@ -291,7 +411,12 @@ describe("hostile WebSocket clients against a relay process", () => {
         raw.write(text(Buffer.alloc(endpoint.limit, 0x61)));
         const before_ = raw.rest.length;
         raw.write(frame({ opcode: 0x9, payload: Buffer.from("still there?") }));
-        await until("the pong", ANSWER_MS, () => (serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0xa) ? true : undefined), 5);
+        await until(
+          "the pong",
+          ANSWER_MS,
+          () => (serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0xa) ? true : undefined),
+          5,
+        );
         raw.destroy();
         await assertServing("a frame at the limit");
       });
@@ -330,17 +455,27 @@ describe("hostile WebSocket clients against a relay process", () => {
           const before_ = raw.rest.length;
           raw.write(frame({ opcode: 0x9, payload: Buffer.from("after") }));
           await until(`the pong after ${JSON.stringify(message)}`, ANSWER_MS, () => {
-            assert.equal(relay.child.exitCode, null, `the relay exited after the message ${JSON.stringify(message)}:\n${relay.output().slice(-2_000)}`);
+            assert.equal(
+              relay.child.exitCode,
+              null,
+              `the relay exited after the message ${JSON.stringify(message)}:\n${relay.output().slice(-2_000)}`,
+            );
             return serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0xa) ? true : undefined;
           });
-          assert.ok(!serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0x8), `the relay closed the socket after ${JSON.stringify(message)}`);
+          assert.ok(
+            !serverFrames(raw.rest.subarray(before_)).some((f) => f.opcode === 0x8),
+            `the relay closed the socket after ${JSON.stringify(message)}`,
+          );
         }
         raw.destroy();
         await assertServing("messages of every JSON shape");
       });
 
       test("a well-formed Sec-WebSocket-Protocol list is accepted, and no subprotocol is claimed", async () => {
-        const raw = await Raw.open(relay.url, handshake(relay.url, endpoint, { headers: { "sec-websocket-protocol": "chat,  json\t, v2.tab-relay" } }));
+        const raw = await Raw.open(
+          relay.url,
+          handshake(relay.url, endpoint, { headers: { "sec-websocket-protocol": "chat,  json\t, v2.tab-relay" } }),
+        );
         assert.equal(raw.status, 101, raw.rest.toString("utf8"));
         assert.equal(raw.header("sec-websocket-protocol"), undefined);
         raw.destroy();
@@ -353,36 +488,105 @@ describe("hostile WebSocket clients against a relay process", () => {
         await assertServing("a connection cut mid-frame");
       });
 
-      const badHandshakes: { name: string; change: Parameters<typeof handshake>[2]; status: number; names?: string }[] = [
-        { name: "no Sec-WebSocket-Key", change: { headers: { "sec-websocket-key": null } }, status: 400, names: "Sec-WebSocket-Key: " },
-        { name: "a Sec-WebSocket-Key that is not 16 bytes of base64", change: { headers: { "sec-websocket-key": "not-a-key" } }, status: 400, names: "Sec-WebSocket-Key: " },
-        { name: "Sec-WebSocket-Version 12", change: { headers: { "sec-websocket-version": "12" } }, status: 400, names: "Sec-WebSocket-Version: " },
-        { name: "no Sec-WebSocket-Version", change: { headers: { "sec-websocket-version": null } }, status: 400, names: "Sec-WebSocket-Version: " },
-        // ws's own rules for the header (node_modules/ws/lib/subprotocol.js): comma-separated tokens, none twice.
-        { name: "an empty Sec-WebSocket-Protocol", change: { headers: { "sec-websocket-protocol": "" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        { name: "a Sec-WebSocket-Protocol with a space inside a name", change: { headers: { "sec-websocket-protocol": "a b" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        { name: "a Sec-WebSocket-Protocol naming one protocol twice", change: { headers: { "sec-websocket-protocol": "chat, chat" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        { name: "a Sec-WebSocket-Protocol with an empty entry", change: { headers: { "sec-websocket-protocol": "chat,,json" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        { name: "a Sec-WebSocket-Protocol ending in a comma", change: { headers: { "sec-websocket-protocol": "chat," } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        { name: "a Sec-WebSocket-Protocol with a separator in a name", change: { headers: { "sec-websocket-protocol": "chat/1.0" } }, status: 400, names: "Sec-WebSocket-Protocol: " },
-        // RFC 9112 §3.2 and RFC 6455 §4.1: an HTTP/1.1 request, a handshake above all, carries Host.
-        { name: "no Host", change: { headers: { host: null } }, status: 400, names: "Host: " },
-        { name: "a POST upgrade", change: { method: "POST", headers: { "content-length": "0" } }, status: 400, names: "method: " },
-        { name: "Upgrade: h2c", change: { headers: { upgrade: "h2c" } }, status: 400, names: "Upgrade: " },
-        // Node's HTTP parser refuses this before there is a request; the relay's clientError handler answers it.
-        { name: "control characters in the Upgrade header", change: { headers: { upgrade: "\u0001\u007f garbage" } }, status: 400, names: "headers: " },
-        // Not an upgrade at all to Node: an ordinary GET, which the API answers.
-        { name: "an Upgrade header without Connection: Upgrade", change: { headers: { connection: "keep-alive" } }, status: 404 },
-        { name: "an unknown WebSocket path", change: { path: "/api/v1/nothing-here" }, status: 404 },
-        { name: "a path with a broken %-escape", change: { path: `${endpoint.path}%ZZ` }, status: 404 },
-      ];
+      const badHandshakes: { name: string; change: Parameters<typeof handshake>[2]; status: number; names?: string }[] =
+        [
+          {
+            name: "no Sec-WebSocket-Key",
+            change: { headers: { "sec-websocket-key": null } },
+            status: 400,
+            names: "Sec-WebSocket-Key: ",
+          },
+          {
+            name: "a Sec-WebSocket-Key that is not 16 bytes of base64",
+            change: { headers: { "sec-websocket-key": "not-a-key" } },
+            status: 400,
+            names: "Sec-WebSocket-Key: ",
+          },
+          {
+            name: "Sec-WebSocket-Version 12",
+            change: { headers: { "sec-websocket-version": "12" } },
+            status: 400,
+            names: "Sec-WebSocket-Version: ",
+          },
+          {
+            name: "no Sec-WebSocket-Version",
+            change: { headers: { "sec-websocket-version": null } },
+            status: 400,
+            names: "Sec-WebSocket-Version: ",
+          },
+          // ws's own rules for the header (node_modules/ws/lib/subprotocol.js): comma-separated tokens, none twice.
+          {
+            name: "an empty Sec-WebSocket-Protocol",
+            change: { headers: { "sec-websocket-protocol": "" } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          {
+            name: "a Sec-WebSocket-Protocol with a space inside a name",
+            change: { headers: { "sec-websocket-protocol": "a b" } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          {
+            name: "a Sec-WebSocket-Protocol naming one protocol twice",
+            change: { headers: { "sec-websocket-protocol": "chat, chat" } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          {
+            name: "a Sec-WebSocket-Protocol with an empty entry",
+            change: { headers: { "sec-websocket-protocol": "chat,,json" } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          {
+            name: "a Sec-WebSocket-Protocol ending in a comma",
+            change: { headers: { "sec-websocket-protocol": "chat," } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          {
+            name: "a Sec-WebSocket-Protocol with a separator in a name",
+            change: { headers: { "sec-websocket-protocol": "chat/1.0" } },
+            status: 400,
+            names: "Sec-WebSocket-Protocol: ",
+          },
+          // RFC 9112 §3.2 and RFC 6455 §4.1: an HTTP/1.1 request, a handshake above all, carries Host.
+          { name: "no Host", change: { headers: { host: null } }, status: 400, names: "Host: " },
+          {
+            name: "a POST upgrade",
+            change: { method: "POST", headers: { "content-length": "0" } },
+            status: 400,
+            names: "method: ",
+          },
+          { name: "Upgrade: h2c", change: { headers: { upgrade: "h2c" } }, status: 400, names: "Upgrade: " },
+          // Node's HTTP parser refuses this before there is a request; the relay's clientError handler answers it.
+          {
+            name: "control characters in the Upgrade header",
+            change: { headers: { upgrade: "\u0001\u007f garbage" } },
+            status: 400,
+            names: "headers: ",
+          },
+          // Not an upgrade at all to Node: an ordinary GET, which the API answers.
+          {
+            name: "an Upgrade header without Connection: Upgrade",
+            change: { headers: { connection: "keep-alive" } },
+            status: 404,
+          },
+          { name: "an unknown WebSocket path", change: { path: "/api/v1/nothing-here" }, status: 404 },
+          { name: "a path with a broken %-escape", change: { path: `${endpoint.path}%ZZ` }, status: 404 },
+        ];
       for (const bad of badHandshakes) {
         test(`a handshake with ${bad.name} is answered with ${bad.status} and closed`, async () => {
           const raw = await Raw.open(relay.url, handshake(relay.url, endpoint, bad.change));
           assert.equal(raw.status, bad.status, raw.rest.toString("utf8"));
           if (bad.names !== undefined) {
             const { error } = JSON.parse(raw.rest.toString("utf8")) as { error: { code: string; message: string } };
-            assert.deepEqual([error.code, error.message.startsWith(bad.names)], ["VALIDATION_ERROR", true], error.message);
+            assert.deepEqual(
+              [error.code, error.message.startsWith(bad.names)],
+              ["VALIDATION_ERROR", true],
+              error.message,
+            );
           }
           // RFC 6455 §4.2.2: a version refusal names the version the server speaks.
           if (bad.names === "Sec-WebSocket-Version: ") assert.equal(raw.header("sec-websocket-version"), "13");
@@ -403,11 +607,18 @@ describe("hostile WebSocket clients against a relay process", () => {
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .filter((entry) => entry.msg === "websocket closed after a bad frame");
     for (const bad of badFrames) {
-      assert.ok(warnings.some((w) => w.kind === "live" && w.user_id === guest.id && w.code === bad.code), `live: ${bad.code}`);
-      assert.ok(warnings.some((w) => w.kind === "agent" && w.agent_id === agent.id && w.code === bad.code), `agent: ${bad.code}`);
+      assert.ok(
+        warnings.some((w) => w.kind === "live" && w.user_id === guest.id && w.code === bad.code),
+        `live: ${bad.code}`,
+      );
+      assert.ok(
+        warnings.some((w) => w.kind === "agent" && w.agent_id === agent.id && w.code === bad.code),
+        `agent: ${bad.code}`,
+      );
     }
     for (const warning of warnings) assert.equal(warning.level, "warn");
     const output = relay.output();
-    for (const secret of [guest.key, guest.cookie.split("=")[1] as string, agent.token, ownerKey]) assert.ok(!output.includes(secret), "a secret reached the log");
+    for (const secret of [guest.key, guest.cookie.split("=")[1] as string, agent.token, ownerKey])
+      assert.ok(!output.includes(secret), "a secret reached the log");
   });
 });

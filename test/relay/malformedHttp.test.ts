@@ -86,7 +86,11 @@ function parseAnswers(data: Buffer): { answers: Answer[]; rest: Buffer } {
  * Writes `bytes` (each a separate write, `pauseMs` apart), optionally closes the client's side, and reads until the
  * relay closes the connection or `waitMs` pass.
  */
-function exchange(url: string, writes: (string | Buffer)[], options: { halfClose?: boolean; waitMs?: number; pauseMs?: number } = {}): Promise<Exchange> {
+function exchange(
+  url: string,
+  writes: (string | Buffer)[],
+  options: { halfClose?: boolean; waitMs?: number; pauseMs?: number } = {},
+): Promise<Exchange> {
   const { hostname, port } = new URL(url);
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -116,21 +120,47 @@ function exchange(url: string, writes: (string | Buffer)[], options: { halfClose
 function assertEnvelope(answer: Answer | undefined, status: number, code: string, field: string): void {
   assert.ok(answer, "no complete response");
   assert.equal(answer.status, status, answer.head);
-  const { problems, code: got, message } = envelopeProblems(answer.status, answer.headers.get("content-type"), answer.body);
+  const {
+    problems,
+    code: got,
+    message,
+  } = envelopeProblems(answer.status, answer.headers.get("content-type"), answer.body);
   assert.deepEqual(problems, [], answer.body.toString("utf8"));
   assert.equal(got, code);
-  assert.ok(message?.startsWith(field), `message ${JSON.stringify(message)} does not start with ${JSON.stringify(field)}`);
-  if (code === "VALIDATION_ERROR") assert.ok(namesAField(message ?? "", []), `the fuzz suite would not see a field in ${JSON.stringify(message)}`);
-  assert.match(answer.headers.get("date") ?? "", /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/, "a Date header (RFC 9110 §6.6.1)");
+  assert.ok(
+    message?.startsWith(field),
+    `message ${JSON.stringify(message)} does not start with ${JSON.stringify(field)}`,
+  );
+  if (code === "VALIDATION_ERROR")
+    assert.ok(namesAField(message ?? "", []), `the fuzz suite would not see a field in ${JSON.stringify(message)}`);
+  assert.match(
+    answer.headers.get("date") ?? "",
+    /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+    "a Date header (RFC 9110 §6.6.1)",
+  );
 }
 
-async function relayOn(options: Pick<StartOptions, "httpTimeouts"> & { env?: Record<string, string> } = {}): Promise<{ relay: RunningRelay; apiKey: string; close(): Promise<void> }> {
+async function relayOn(
+  options: Pick<StartOptions, "httpTimeouts"> & { env?: Record<string, string> } = {},
+): Promise<{ relay: RunningRelay; apiKey: string; close(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-malformed-"));
-  const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", TAB_RELAY_CACHE_ENTRIES: "0", ...options.env });
+  const config = loadConfig({
+    TAB_RELAY_DATA: dataDir,
+    TAB_RELAY_PORT: "0",
+    TAB_RELAY_LOG_LEVEL: "silent",
+    TAB_RELAY_CACHE_ENTRIES: "0",
+    ...options.env,
+  });
   const store = await openStore(config);
   const clock = systemClock;
   const init = await initWorkspace(store, clock, { slug: "acme", ownerName: "Olive Owner" });
-  const relay = await startRelay(config, { store, clock, logger: silentLogger, consoleDir: null, ...(options.httpTimeouts ? { httpTimeouts: options.httpTimeouts } : {}) });
+  const relay = await startRelay(config, {
+    store,
+    clock,
+    logger: silentLogger,
+    consoleDir: null,
+    ...(options.httpTimeouts ? { httpTimeouts: options.httpTimeouts } : {}),
+  });
   return {
     relay,
     apiKey: init.apiKey,
@@ -158,43 +188,228 @@ describe("malformed HTTP against a relay", () => {
   }
 
   const host = "Host: relay.test\r\n";
-  const post = (path: string, headers: string, body: string) => () => `POST ${path} HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\n${headers}\r\n${body}`;
+  const post = (path: string, headers: string, body: string) => () =>
+    `POST ${path} HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\n${headers}\r\n${body}`;
   const cases: { name: string; request: () => string | Buffer; status: number; code: string; field: string }[] = [
-    { name: "a control character in a header value", request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\u0001b\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "DEL in a header value", request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\u007fb\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a space in a header name", request: () => `GET /healthz HTTP/1.1\r\n${host}X Bad: 1\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a header line without a colon", request: () => `GET /healthz HTTP/1.1\r\n${host}NoColon\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a non-ASCII header name", request: () => Buffer.from(`GET /healthz HTTP/1.1\r\n${host}Ä: 1\r\n\r\n`, "utf8"), status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a folded header line (obs-fold)", request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\r\n b\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a raw space in the path", request: () => `GET /api/v1/a b HTTP/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "raw non-ASCII in the path", request: () => Buffer.from(`GET /api/v1/ünï HTTP/1.1\r\n${host}\r\n`, "utf8"), status: 400, code: "VALIDATION_ERROR", field: "path: " },
-    { name: "a NUL in the path", request: () => `GET /api/v1/a\u0000 HTTP/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "path: " },
-    { name: "an unknown method", request: () => `FROB /healthz HTTP/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "method: " },
-    { name: "a lower-case method", request: () => `get /healthz HTTP/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "method: " },
-    { name: "a TLS handshake on the plain-HTTP port", request: () => Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03]), status: 400, code: "VALIDATION_ERROR", field: "method: " },
-    { name: "HTTP/9.9", request: () => `GET /healthz HTTP/9.9\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "a lower-case http/1.1", request: () => `GET /healthz http/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "words after the version", request: () => `GET /healthz HTTP/1.1 extra\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "bare LF line endings", request: () => `GET /healthz HTTP/1.1\n${host.trim()}\n\n`, status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "the HTTP/2 connection preface", request: () => "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", status: 400, code: "VALIDATION_ERROR", field: "request: " },
-    { name: "Content-Length with Transfer-Encoding", request: post("/api/v1/channels", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n"), status: 400, code: "VALIDATION_ERROR", field: "Transfer-Encoding: " },
-    { name: "two Content-Lengths", request: post("/api/v1/channels", "Content-Length: 2\r\nContent-Length: 3\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Content-Length: " },
-    { name: "two equal Content-Lengths", request: post("/api/v1/channels", "Content-Length: 2\r\nContent-Length: 2\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Content-Length: " },
-    { name: "a Content-Length that is not a number", request: post("/api/v1/channels", "Content-Length: abc\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Content-Length: " },
-    { name: "a negative Content-Length", request: post("/api/v1/channels", "Content-Length: -1\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Content-Length: " },
-    { name: "a Content-Length past 2^64", request: post("/api/v1/channels", "Content-Length: 99999999999999999999\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Content-Length: " },
-    { name: "a Transfer-Encoding that does not end in chunked", request: post("/api/v1/channels", "Transfer-Encoding: chunked, identity\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Transfer-Encoding: " },
-    { name: "an unknown Transfer-Encoding", request: post("/api/v1/channels", "Transfer-Encoding: foo\r\n", "{}"), status: 400, code: "VALIDATION_ERROR", field: "Transfer-Encoding: " },
-    { name: "a chunk size that is not hexadecimal", request: post("/api/v1/channels", "Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n"), status: 400, code: "VALIDATION_ERROR", field: "body: " },
-    { name: "a chunk shorter than its size", request: post("/api/v1/channels", "Transfer-Encoding: chunked\r\n", "5\r\n{}\r\n0\r\n\r\n"), status: 400, code: "VALIDATION_ERROR", field: "body: " },
-    { name: "headers over 16 KiB", request: () => `GET /healthz HTTP/1.1\r\n${host}X-Big: ${"z".repeat(20_000)}\r\n\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "a URL over 16 KiB", request: () => `GET /api/v1/agents/${"a".repeat(17_000)} HTTP/1.1\r\n${host}\r\n`, status: 400, code: "VALIDATION_ERROR", field: "headers: " },
-    { name: "CONNECT", request: () => `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`, status: 404, code: "NOT_FOUND", field: "No route for CONNECT example.com:443" },
+    {
+      name: "a control character in a header value",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\u0001b\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "DEL in a header value",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\u007fb\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a space in a header name",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}X Bad: 1\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a header line without a colon",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}NoColon\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a non-ASCII header name",
+      request: () => Buffer.from(`GET /healthz HTTP/1.1\r\n${host}Ä: 1\r\n\r\n`, "utf8"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a folded header line (obs-fold)",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}X-Note: a\r\n b\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a raw space in the path",
+      request: () => `GET /api/v1/a b HTTP/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "raw non-ASCII in the path",
+      request: () => Buffer.from(`GET /api/v1/ünï HTTP/1.1\r\n${host}\r\n`, "utf8"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "path: ",
+    },
+    {
+      name: "a NUL in the path",
+      request: () => `GET /api/v1/a\u0000 HTTP/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "path: ",
+    },
+    {
+      name: "an unknown method",
+      request: () => `FROB /healthz HTTP/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "method: ",
+    },
+    {
+      name: "a lower-case method",
+      request: () => `get /healthz HTTP/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "method: ",
+    },
+    {
+      name: "a TLS handshake on the plain-HTTP port",
+      request: () => Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03]),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "method: ",
+    },
+    {
+      name: "HTTP/9.9",
+      request: () => `GET /healthz HTTP/9.9\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "a lower-case http/1.1",
+      request: () => `GET /healthz http/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "words after the version",
+      request: () => `GET /healthz HTTP/1.1 extra\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "bare LF line endings",
+      request: () => `GET /healthz HTTP/1.1\n${host.trim()}\n\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "the HTTP/2 connection preface",
+      request: () => "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "request: ",
+    },
+    {
+      name: "Content-Length with Transfer-Encoding",
+      request: post("/api/v1/channels", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Transfer-Encoding: ",
+    },
+    {
+      name: "two Content-Lengths",
+      request: post("/api/v1/channels", "Content-Length: 2\r\nContent-Length: 3\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Content-Length: ",
+    },
+    {
+      name: "two equal Content-Lengths",
+      request: post("/api/v1/channels", "Content-Length: 2\r\nContent-Length: 2\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Content-Length: ",
+    },
+    {
+      name: "a Content-Length that is not a number",
+      request: post("/api/v1/channels", "Content-Length: abc\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Content-Length: ",
+    },
+    {
+      name: "a negative Content-Length",
+      request: post("/api/v1/channels", "Content-Length: -1\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Content-Length: ",
+    },
+    {
+      name: "a Content-Length past 2^64",
+      request: post("/api/v1/channels", "Content-Length: 99999999999999999999\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Content-Length: ",
+    },
+    {
+      name: "a Transfer-Encoding that does not end in chunked",
+      request: post("/api/v1/channels", "Transfer-Encoding: chunked, identity\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Transfer-Encoding: ",
+    },
+    {
+      name: "an unknown Transfer-Encoding",
+      request: post("/api/v1/channels", "Transfer-Encoding: foo\r\n", "{}"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "Transfer-Encoding: ",
+    },
+    {
+      name: "a chunk size that is not hexadecimal",
+      request: post("/api/v1/channels", "Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "body: ",
+    },
+    {
+      name: "a chunk shorter than its size",
+      request: post("/api/v1/channels", "Transfer-Encoding: chunked\r\n", "5\r\n{}\r\n0\r\n\r\n"),
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "body: ",
+    },
+    {
+      name: "headers over 16 KiB",
+      request: () => `GET /healthz HTTP/1.1\r\n${host}X-Big: ${"z".repeat(20_000)}\r\n\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "a URL over 16 KiB",
+      request: () => `GET /api/v1/agents/${"a".repeat(17_000)} HTTP/1.1\r\n${host}\r\n`,
+      status: 400,
+      code: "VALIDATION_ERROR",
+      field: "headers: ",
+    },
+    {
+      name: "CONNECT",
+      request: () => `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`,
+      status: 404,
+      code: "NOT_FOUND",
+      field: "No route for CONNECT example.com:443",
+    },
   ];
   for (const { name, request, status, code, field } of cases) {
     test(`${name}: ${status} ${code} in the envelope, then the relay closes the connection`, async () => {
       const result = await exchange(url, [request()]);
-      assert.equal(result.answers.length, 1, `answers: ${result.answers.map((a) => a.head.split("\r\n")[0]).join(" | ")}; rest ${JSON.stringify(result.rest.toString("latin1").slice(0, 200))}`);
+      assert.equal(
+        result.answers.length,
+        1,
+        `answers: ${result.answers.map((a) => a.head.split("\r\n")[0]).join(" | ")}; rest ${JSON.stringify(result.rest.toString("latin1").slice(0, 200))}`,
+      );
       assertEnvelope(result.answers[0], status, code, field);
       assert.equal(result.answers[0]?.headers.get("connection"), "close");
       assert.ok(result.closed, "the relay kept the connection open");
@@ -203,14 +418,20 @@ describe("malformed HTTP against a relay", () => {
   }
 
   test("a client that goes on sending after a refusal still reads the answer (the relay reads on before closing)", async () => {
-    const result = await exchange(url, [`GET /healthz HTTP/1.1\r\n${host}X-Big: ${"z".repeat(20_000)}`, "z".repeat(200_000), "\r\n\r\n"], { pauseMs: 20 });
+    const result = await exchange(
+      url,
+      [`GET /healthz HTTP/1.1\r\n${host}X-Big: ${"z".repeat(20_000)}`, "z".repeat(200_000), "\r\n\r\n"],
+      { pauseMs: 20 },
+    );
     assertEnvelope(result.answers[0], 400, "VALIDATION_ERROR", "headers: ");
     assert.ok(result.closed);
   });
 
   test("a body cut short by the client closing its side: 400 body, not received completely", async () => {
     const body = JSON.stringify({ name: "half" });
-    const result = await exchange(url, [post("/api/v1/channels", `Content-Length: ${body.length + 50}\r\n`, body)()], { halfClose: true });
+    const result = await exchange(url, [post("/api/v1/channels", `Content-Length: ${body.length + 50}\r\n`, body)()], {
+      halfClose: true,
+    });
     assertEnvelope(result.answers[0], 400, "VALIDATION_ERROR", "body: not received completely");
     await assertServing("a half-closed request");
   });
@@ -234,25 +455,49 @@ describe("malformed HTTP against a relay", () => {
 
   test("an unknown expectation is ignored (RFC 9110 §10.1.1) and the request served; 100-continue still gets its 100", async () => {
     for (const expect of ["garbage", "200-ok", "x=1"]) {
-      const result = await exchange(url, [`GET /api/v1/me HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nExpect: ${expect}\r\nConnection: close\r\n\r\n`]);
+      const result = await exchange(url, [
+        `GET /api/v1/me HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nExpect: ${expect}\r\nConnection: close\r\n\r\n`,
+      ]);
       assert.equal(result.answers[0]?.status, 200, `Expect: ${expect}: ${result.answers[0]?.head ?? "no answer"}`);
     }
     const body = JSON.stringify({ name: "expected" });
-    const result = await exchange(url, [`POST /api/v1/channels HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`, body], { pauseMs: 100 });
-    assert.deepEqual(result.answers.map((a) => a.status), [100, 201], result.answers.map((a) => a.head).join("\n"));
+    const result = await exchange(
+      url,
+      [
+        `POST /api/v1/channels HTTP/1.1\r\n${host}Authorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+        body,
+      ],
+      { pauseMs: 100 },
+    );
+    assert.deepEqual(
+      result.answers.map((a) => a.status),
+      [100, 201],
+      result.answers.map((a) => a.head).join("\n"),
+    );
   });
 
   test("a malformed request pipelined after a good one is answered after the good one's answer, in order", async () => {
-    const result = await exchange(url, [`GET /healthz HTTP/1.1\r\n${host}\r\nGET /healthz HTTP/1.1\r\n${host}X Bad: 1\r\n\r\n`]);
-    assert.deepEqual(result.answers.map((a) => a.status), [200, 400]);
+    const result = await exchange(url, [
+      `GET /healthz HTTP/1.1\r\n${host}\r\nGET /healthz HTTP/1.1\r\n${host}X Bad: 1\r\n\r\n`,
+    ]);
+    assert.deepEqual(
+      result.answers.map((a) => a.status),
+      [200, 400],
+    );
     assertEnvelope(result.answers[1], 400, "VALIDATION_ERROR", "headers: ");
     assert.ok(result.closed);
   });
 
   test("garbage pipelined behind a completion stream arrives after the whole stream, which is not cut", async () => {
     const body = JSON.stringify(completionBody({}, { stream: true }));
-    const result = await exchange(url, [`${post("/api/v1/tab/chat/completions", `Content-Length: ${body.length}\r\n`, body)()}\u0016\u0003\u0001garbage`]);
-    assert.deepEqual(result.answers.map((a) => a.status), [200, 400], result.answers.map((a) => a.head).join("\n"));
+    const result = await exchange(url, [
+      `${post("/api/v1/tab/chat/completions", `Content-Length: ${body.length}\r\n`, body)()}\u0016\u0003\u0001garbage`,
+    ]);
+    assert.deepEqual(
+      result.answers.map((a) => a.status),
+      [200, 400],
+      result.answers.map((a) => a.head).join("\n"),
+    );
     assert.match(result.answers[0]?.body.toString("utf8") ?? "", /data: \[DONE\]\s*$/);
     assertEnvelope(result.answers[1], 400, "VALIDATION_ERROR", "method: ");
   });
@@ -265,8 +510,23 @@ describe("the relay's request timeouts", () => {
   let url: string;
   before(async () => {
     // A model that takes 2.4 s to stream its answer, twice the time a request may take to arrive.
-    upstream = await startUpstreamStandIn({ behaviour: { kind: "reply", text: ["one ", "two ", "three ", "four ", "five ", "six"], chunkDelayMs: 400, firstChunkDelayMs: 400 } });
-    relay = await relayOn({ httpTimeouts: timeouts, env: { TAB_RELAY_PROVIDER: "openai", TAB_RELAY_UPSTREAM_URL: upstream.url, TAB_RELAY_UPSTREAM_MODEL: "stand-in", TAB_RELAY_UPSTREAM_TIMEOUT_MS: "10000" } });
+    upstream = await startUpstreamStandIn({
+      behaviour: {
+        kind: "reply",
+        text: ["one ", "two ", "three ", "four ", "five ", "six"],
+        chunkDelayMs: 400,
+        firstChunkDelayMs: 400,
+      },
+    });
+    relay = await relayOn({
+      httpTimeouts: timeouts,
+      env: {
+        TAB_RELAY_PROVIDER: "openai",
+        TAB_RELAY_UPSTREAM_URL: upstream.url,
+        TAB_RELAY_UPSTREAM_MODEL: "stand-in",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: "10000",
+      },
+    });
     url = relay.relay.url;
   });
   after(async () => {
@@ -275,14 +535,22 @@ describe("the relay's request timeouts", () => {
   });
 
   test("headers that stop arriving are answered 400 naming headers once the headers timeout passes", async () => {
-    const result = await exchange(url, [`GET /healthz HTTP/1.1\r\n${"Host: relay.test\r\n"}X-Slow: `], { waitMs: 5_000 });
+    const result = await exchange(url, [`GET /healthz HTTP/1.1\r\n${"Host: relay.test\r\n"}X-Slow: `], {
+      waitMs: 5_000,
+    });
     assertEnvelope(result.answers[0], 400, "VALIDATION_ERROR", "headers: not received completely within 0.6 s");
     assert.ok(result.closed);
     assert.ok(result.ms >= 550 && result.ms < 2_000, `answered after ${Math.round(result.ms)} ms`);
   });
 
   test("a body shorter than its Content-Length is answered 400 naming body once the request timeout passes", async () => {
-    const result = await exchange(url, [`POST /api/v1/channels HTTP/1.1\r\nHost: relay.test\r\nAuthorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`], { waitMs: 5_000 });
+    const result = await exchange(
+      url,
+      [
+        `POST /api/v1/channels HTTP/1.1\r\nHost: relay.test\r\nAuthorization: Bearer ${relay.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`,
+      ],
+      { waitMs: 5_000 },
+    );
     assertEnvelope(result.answers[0], 400, "VALIDATION_ERROR", "body: not received completely within 1.2 s");
     assert.ok(result.closed);
     assert.ok(result.ms >= 1_100 && result.ms < 3_000, `answered after ${Math.round(result.ms)} ms`);
@@ -291,7 +559,11 @@ describe("the relay's request timeouts", () => {
   test("a connection that never sends a byte is closed without an answer", async () => {
     const result = await exchange(url, [], { waitMs: 5_000 });
     assert.ok(result.closed, "still open after 5 s");
-    assert.deepEqual([result.answers.length, result.rest.length], [0, 0], "nothing is written to a connection that asked nothing");
+    assert.deepEqual(
+      [result.answers.length, result.rest.length],
+      [0, 0],
+      "nothing is written to a connection that asked nothing",
+    );
   });
 
   test("a completion streaming longer than the request timeout is not cut: the timeout ends when the request is in", async () => {
@@ -303,13 +575,19 @@ describe("the relay's request timeouts", () => {
     });
     assert.equal(response.status, 200);
     const text = await response.text();
-    assert.ok(performance.now() - started > timeouts.requestTimeoutMs + 500, "the stream outlasted the request timeout");
+    assert.ok(
+      performance.now() - started > timeouts.requestTimeoutMs + 500,
+      "the stream outlasted the request timeout",
+    );
     assert.match(text, /data: \[DONE\]\s*$/);
   });
 
   test("a kept-alive connection idle between requests for longer than both timeouts serves the next request", async () => {
     const request = `GET /healthz HTTP/1.1\r\nHost: relay.test\r\n\r\n`;
     const result = await exchange(url, [request, request], { pauseMs: 2_000, waitMs: 3_000 });
-    assert.deepEqual(result.answers.map((a) => a.status), [200, 200]);
+    assert.deepEqual(
+      result.answers.map((a) => a.status),
+      [200, 200],
+    );
   });
 });

@@ -71,122 +71,135 @@ const backends: { name: string; skip: string | undefined }[] = [
 ];
 
 for (const backend of backends) {
-  describe(`/metrics on ${backend.name}`, { skip: backend.skip ? `PostgreSQL tests skipped: ${backend.skip}` : false }, () => {
-    let relay: TestRelay;
-    let upstream: Awaited<ReturnType<typeof heldUpstream>>;
-    let database: string | undefined;
-    const clock = shiftedClock();
-    const sockets: WebSocket[] = [];
-    const scrape = async () => {
-      const response = await fetch(`${relay.url}/metrics`);
-      assert.equal(response.status, 200);
-      assert.match(response.headers.get("content-type") ?? "", /^text\/plain/);
-      return response.text();
-    };
-
-    before(async () => {
-      upstream = await heldUpstream();
-      const env: Record<string, string> = {
-        TAB_RELAY_PROVIDER: "openai",
-        TAB_RELAY_UPSTREAM_URL: upstream.url,
-        TAB_RELAY_UPSTREAM_MODEL: "held",
-        TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
+  describe(
+    `/metrics on ${backend.name}`,
+    { skip: backend.skip ? `PostgreSQL tests skipped: ${backend.skip}` : false },
+    () => {
+      let relay: TestRelay;
+      let upstream: Awaited<ReturnType<typeof heldUpstream>>;
+      let database: string | undefined;
+      const clock = shiftedClock();
+      const sockets: WebSocket[] = [];
+      const scrape = async () => {
+        const response = await fetch(`${relay.url}/metrics`);
+        assert.equal(response.status, 200);
+        assert.match(response.headers.get("content-type") ?? "", /^text\/plain/);
+        return response.text();
       };
-      if (backend.name === "PostgreSQL") {
-        const scratch = await createDatabase("tab_relay_metrics");
-        database = scratch.name;
-        env.TAB_RELAY_DATABASE_URL = scratch.url;
-      }
-      relay = await startTestRelay({ env, clock });
-    });
-    after(async () => {
-      for (const socket of sockets) socket.terminate();
-      upstream.release();
-      await relay.close();
-      await upstream.close();
-      if (database !== undefined) await dropDatabases([database]);
-    });
 
-    test("carries prom-client's process and runtime series and the relay's own, at rest", async () => {
-      const text = await scrape();
-      for (const name of PROCESS_SERIES) assert.ok(sample(text, name) !== undefined, `${name} in\n${text}`);
-      assert.ok((sample(text, "process_resident_memory_bytes") ?? 0) > 10 * 1024 * 1024, "resident memory in bytes");
-      assert.match(text, /^# TYPE nodejs_gc_duration_seconds histogram$/m);
-      for (const kind of ["console", "socket_mode", "sse"]) assert.equal(sample(text, `tab_relay_open_sockets{kind="${kind}"}`), 0, kind);
-      assert.equal(sample(text, "tab_relay_outbox_pending_events"), 0);
-      assert.equal(sample(text, "tab_relay_outbox_oldest_pending_age_seconds"), 0);
-      assert.match(text, /^# TYPE tab_relay_webhook_deliveries_total counter$/m);
-      assert.match(text, /^# TYPE tab_relay_http_requests_total counter$/m);
-    });
-
-    test("an event waiting for its agent shows in the outbox with its age; a console and the agent's socket open; delivery counts it", async () => {
-      const agent = await createAgent(relay, { name: "Sock" });
-      const channel = await createChannel(relay, "metrics-outbox");
-      await postMessage(relay, channel, "@Sock are you there?");
-      // No webhook and no socket yet: the event waits.
-      clock.offset += 90_000;
-      let text = await scrape();
-      assert.equal(sample(text, "tab_relay_outbox_pending_events"), 1, text);
-      assert.ok((sample(text, "tab_relay_outbox_oldest_pending_age_seconds") ?? 0) >= 90, text);
-
-      const signIn = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: relay.apiKey } });
-      assert.equal(signIn.status, 201, await signIn.clone().text());
-      const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0] as string;
-      const live = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/live`, { headers: { cookie, origin: relay.url } });
-      sockets.push(live);
-      await once(live, "open");
-      const frames: string[] = [];
-      live.on("message", (data) => frames.push(String(data)));
-
-      const agentSocket = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/agent-api/socket`, { headers: { authorization: `Bearer ${agent.token}` } });
-      sockets.push(agentSocket);
-      const acked = new Promise<void>((resolve) => {
-        agentSocket.on("message", (data) => {
-          const frame = JSON.parse(String(data)) as { type: string; envelope_id?: string };
-          if (frame.type !== "event") return;
-          agentSocket.send(JSON.stringify({ type: "ack", envelope_id: frame.envelope_id }));
-          resolve();
-        });
+      before(async () => {
+        upstream = await heldUpstream();
+        const env: Record<string, string> = {
+          TAB_RELAY_PROVIDER: "openai",
+          TAB_RELAY_UPSTREAM_URL: upstream.url,
+          TAB_RELAY_UPSTREAM_MODEL: "held",
+          TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
+        };
+        if (backend.name === "PostgreSQL") {
+          const scratch = await createDatabase("tab_relay_metrics");
+          database = scratch.name;
+          env.TAB_RELAY_DATABASE_URL = scratch.url;
+        }
+        relay = await startTestRelay({ env, clock });
       });
-      await once(agentSocket, "message");
-      text = await scrape();
-      assert.equal(sample(text, 'tab_relay_open_sockets{kind="console"}'), 1, text);
-      assert.equal(sample(text, 'tab_relay_open_sockets{kind="socket_mode"}'), 1, text);
+      after(async () => {
+        for (const socket of sockets) socket.terminate();
+        upstream.release();
+        await relay.close();
+        await upstream.close();
+        if (database !== undefined) await dropDatabases([database]);
+      });
 
-      // The console hears of each recorded attempt (agent.updated): the scrape after that frame sees the delivery.
-      await acked;
-      const delivered = 'tab_relay_webhook_deliveries_total{outcome="delivered",via="socket"}';
-      for (;;) {
-        const frame = once(live, "message", { signal: AbortSignal.timeout(5000) });
+      test("carries prom-client's process and runtime series and the relay's own, at rest", async () => {
+        const text = await scrape();
+        for (const name of PROCESS_SERIES) assert.ok(sample(text, name) !== undefined, `${name} in\n${text}`);
+        assert.ok((sample(text, "process_resident_memory_bytes") ?? 0) > 10 * 1024 * 1024, "resident memory in bytes");
+        assert.match(text, /^# TYPE nodejs_gc_duration_seconds histogram$/m);
+        for (const kind of ["console", "socket_mode", "sse"])
+          assert.equal(sample(text, `tab_relay_open_sockets{kind="${kind}"}`), 0, kind);
+        assert.equal(sample(text, "tab_relay_outbox_pending_events"), 0);
+        assert.equal(sample(text, "tab_relay_outbox_oldest_pending_age_seconds"), 0);
+        assert.match(text, /^# TYPE tab_relay_webhook_deliveries_total counter$/m);
+        assert.match(text, /^# TYPE tab_relay_http_requests_total counter$/m);
+      });
+
+      test("an event waiting for its agent shows in the outbox with its age; a console and the agent's socket open; delivery counts it", async () => {
+        const agent = await createAgent(relay, { name: "Sock" });
+        const channel = await createChannel(relay, "metrics-outbox");
+        await postMessage(relay, channel, "@Sock are you there?");
+        // No webhook and no socket yet: the event waits.
+        clock.offset += 90_000;
+        let text = await scrape();
+        assert.equal(sample(text, "tab_relay_outbox_pending_events"), 1, text);
+        assert.ok((sample(text, "tab_relay_outbox_oldest_pending_age_seconds") ?? 0) >= 90, text);
+
+        const signIn = await relay.request("/api/v1/sessions", {
+          method: "POST",
+          key: null,
+          json: { api_key: relay.apiKey },
+        });
+        assert.equal(signIn.status, 201, await signIn.clone().text());
+        const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0] as string;
+        const live = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/live`, {
+          headers: { cookie, origin: relay.url },
+        });
+        sockets.push(live);
+        await once(live, "open");
+        const frames: string[] = [];
+        live.on("message", (data) => frames.push(String(data)));
+
+        const agentSocket = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/agent-api/socket`, {
+          headers: { authorization: `Bearer ${agent.token}` },
+        });
+        sockets.push(agentSocket);
+        const acked = new Promise<void>((resolve) => {
+          agentSocket.on("message", (data) => {
+            const frame = JSON.parse(String(data)) as { type: string; envelope_id?: string };
+            if (frame.type !== "event") return;
+            agentSocket.send(JSON.stringify({ type: "ack", envelope_id: frame.envelope_id }));
+            resolve();
+          });
+        });
+        await once(agentSocket, "message");
         text = await scrape();
-        if (sample(text, delivered) === 1 && sample(text, "tab_relay_outbox_pending_events") === 0) break;
-        await frame;
-      }
-      assert.equal(sample(text, "tab_relay_outbox_oldest_pending_age_seconds"), 0);
-      assert.ok(frames.length > 0);
-    });
+        assert.equal(sample(text, 'tab_relay_open_sockets{kind="console"}'), 1, text);
+        assert.equal(sample(text, 'tab_relay_open_sockets{kind="socket_mode"}'), 1, text);
 
-    test("a completion stream counts as an open SSE stream while it lasts", async () => {
-      const body = {
-        model: "tab-v1",
-        stream: true,
-        tab_context: {
-          surface: "code",
-          workspace_slug: relay.workspace.slug,
-          entity_id: "held.ts",
-          document_type: "plaintext",
-          code_language: "typescript",
-          file_path: "held.ts",
-          active_text_before_cursor: "const total = ",
-          active_text_after_cursor: "\n",
-        },
-      };
-      const stream = relay.request("/api/v1/tab/chat/completions", { method: "POST", json: body });
-      await upstream.holding(1);
-      assert.equal(sample(await scrape(), 'tab_relay_open_sockets{kind="sse"}'), 1);
-      upstream.release();
-      await (await stream).text();
-      assert.equal(sample(await scrape(), 'tab_relay_open_sockets{kind="sse"}'), 0);
-    });
-  });
+        // The console hears of each recorded attempt (agent.updated): the scrape after that frame sees the delivery.
+        await acked;
+        const delivered = 'tab_relay_webhook_deliveries_total{outcome="delivered",via="socket"}';
+        for (;;) {
+          const frame = once(live, "message", { signal: AbortSignal.timeout(5000) });
+          text = await scrape();
+          if (sample(text, delivered) === 1 && sample(text, "tab_relay_outbox_pending_events") === 0) break;
+          await frame;
+        }
+        assert.equal(sample(text, "tab_relay_outbox_oldest_pending_age_seconds"), 0);
+        assert.ok(frames.length > 0);
+      });
+
+      test("a completion stream counts as an open SSE stream while it lasts", async () => {
+        const body = {
+          model: "tab-v1",
+          stream: true,
+          tab_context: {
+            surface: "code",
+            workspace_slug: relay.workspace.slug,
+            entity_id: "held.ts",
+            document_type: "plaintext",
+            code_language: "typescript",
+            file_path: "held.ts",
+            active_text_before_cursor: "const total = ",
+            active_text_after_cursor: "\n",
+          },
+        };
+        const stream = relay.request("/api/v1/tab/chat/completions", { method: "POST", json: body });
+        await upstream.holding(1);
+        assert.equal(sample(await scrape(), 'tab_relay_open_sockets{kind="sse"}'), 1);
+        upstream.release();
+        await (await stream).text();
+        assert.equal(sample(await scrape(), 'tab_relay_open_sockets{kind="sse"}'), 0);
+      });
+    },
+  );
 }

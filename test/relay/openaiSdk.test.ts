@@ -22,21 +22,33 @@ describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", (
     for await (const model of client.models.list()) models.push(model);
     assert.deepEqual(models, [{ id: "tab-v1", object: "model", created: 1_735_689_600, owned_by: "tab-relay" }]);
     assert.deepEqual(await client.models.retrieve("tab-v1"), models[0]);
-    await assert.rejects(client.models.retrieve("gpt-4o"), (error: unknown) => statusOf(error) === 404 && /no model gpt-4o/.test(String(error)));
+    await assert.rejects(
+      client.models.retrieve("gpt-4o"),
+      (error: unknown) => statusOf(error) === 404 && /no model gpt-4o/.test(String(error)),
+    );
 
     const spec = (await (await relay.request("/api/v1/tab/models")).json()) as { data: { models: { id: string }[] } };
-    assert.deepEqual(spec.data.models.map((model) => model.id), ["tab-v1"]);
+    assert.deepEqual(
+      spec.data.models.map((model) => model.id),
+      ["tab-v1"],
+    );
   });
 
   test("a typed streamed completion (examples/openai-sdk) streams the suggestion through the same route", async () => {
     const fragments: string[] = [];
-    const text = await complete(tabClient(relay.url, relay.apiKey), "acme", "function add(a, b) {\n  return a + b;\n}\nfunction add(a, b) {", (fragment) => fragments.push(fragment));
+    const text = await complete(
+      tabClient(relay.url, relay.apiKey),
+      "acme",
+      "function add(a, b) {\n  return a + b;\n}\nfunction add(a, b) {",
+      (fragment) => fragments.push(fragment),
+    );
     assert.equal(text, "\n  return a + b;\n}");
     assert.ok(fragments.filter((fragment) => fragment !== "").length > 1, "it arrived in pieces");
   });
 
   test("a 404 repeats the path as sent and, for one that looks like a completion route, says where completions are", async () => {
-    const where = "; completions are at POST /api/v1/tab/chat/completions (for the openai SDK, the base URL /api/v1/tab/openai)";
+    const where =
+      "; completions are at POST /api/v1/tab/chat/completions (for the openai SDK, the base URL /api/v1/tab/openai)";
     const cases = [
       ["POST", "/v1/chat/completions", `No route for POST /v1/chat/completions${where}`],
       ["POST", "/api/v1/chat/completions?stream=true", `No route for POST /api/v1/chat/completions${where}`],
@@ -54,6 +66,9 @@ describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", (
   });
 
   test("without a key the SDK gets the API's 401", async () => {
-    await assert.rejects(tabClient(relay.url, "svc_ws_nope").models.list(), (error: unknown) => statusOf(error) === 401);
+    await assert.rejects(
+      tabClient(relay.url, "svc_ws_nope").models.list(),
+      (error: unknown) => statusOf(error) === 401,
+    );
   });
 });

@@ -10,7 +10,10 @@ import { addMember, agentRequest, createAgent, createChannel, createUser, postMe
 
 /** A key of the owner holding just these scopes. */
 async function ownerKey(relay: TestRelay, scopes: string[]): Promise<ApiKeyCreated> {
-  return dataOf(await relay.request("/api/v1/api-keys", { method: "POST", json: { name: scopes.join("+"), scopes } }), 201);
+  return dataOf(
+    await relay.request("/api/v1/api-keys", { method: "POST", json: { name: scopes.join("+"), scopes } }),
+    201,
+  );
 }
 
 async function keyIdOf(relay: TestRelay, key: string): Promise<string> {
@@ -26,37 +29,90 @@ describe("adding people: the first key holds no scope the calling key lacks", ()
 
   test("a key kept to users.write that adds an admin hands on users.write and nothing else", async () => {
     const narrow = await ownerKey(relay, ["users.write"]);
-    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Ann Admin", role: "admin" } }), 201);
+    const created = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", {
+        key: narrow.secret,
+        method: "POST",
+        json: { name: "Ann Admin", role: "admin" },
+      }),
+      201,
+    );
     assert.equal(created.user.role, "admin");
     assert.deepEqual(created.api_key.scopes, ["users.write"]);
     const me = await dataOf<Me>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
     assert.deepEqual(me.key.scopes, ["users.write"]);
     // What the old first key could do, and the narrow key could not:
-    await expectError(await relay.request("/api/v1/api-keys", { key: created.api_key.secret, method: "POST", json: { name: "x", scopes: ["keys.write"] } }), 403, "FORBIDDEN", /keys\.write/);
-    await expectError(await relay.request("/api/v1/agents", { key: created.api_key.secret }), 403, "FORBIDDEN", /agents\.read/);
+    await expectError(
+      await relay.request("/api/v1/api-keys", {
+        key: created.api_key.secret,
+        method: "POST",
+        json: { name: "x", scopes: ["keys.write"] },
+      }),
+      403,
+      "FORBIDDEN",
+      /keys\.write/,
+    );
+    await expectError(
+      await relay.request("/api/v1/agents", { key: created.api_key.secret }),
+      403,
+      "FORBIDDEN",
+      /agents\.read/,
+    );
   });
 
   test("the first key holds the role's scopes that the calling key also holds, in the catalogue's order", async () => {
     const some = await ownerKey(relay, ["messages.read", "users.write", "tab.complete", "agents.write"]);
-    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: some.secret, method: "POST", json: { name: "Max Member", role: "member" } }), 201);
+    const created = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", {
+        key: some.secret,
+        method: "POST",
+        json: { name: "Max Member", role: "member" },
+      }),
+      201,
+    );
     // users.write is beyond a member's role, so it is not handed on even though the caller holds it.
     assert.deepEqual(created.api_key.scopes, ["tab.complete", "messages.read", "agents.write"]);
   });
 
   test("when the two share no scope, the person is added with a key that holds none", async () => {
     const narrow = await ownerKey(relay, ["users.write"]);
-    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key: narrow.secret, method: "POST", json: { name: "Gus Guest", role: "guest" } }), 201);
+    const created = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", {
+        key: narrow.secret,
+        method: "POST",
+        json: { name: "Gus Guest", role: "guest" },
+      }),
+      201,
+    );
     assert.deepEqual(created.api_key.scopes, []);
     const me = await dataOf<Me>(await relay.request("/api/v1/me", { key: created.api_key.secret }), 200);
     assert.deepEqual([me.user.id, me.key.scopes], [created.user.id, []]);
-    await expectError(await relay.request("/api/v1/conversations", { key: created.api_key.secret }), 403, "FORBIDDEN", /messages\.read/);
+    await expectError(
+      await relay.request("/api/v1/conversations", { key: created.api_key.secret }),
+      403,
+      "FORBIDDEN",
+      /messages\.read/,
+    );
     const people = await dataOf<User[]>(await relay.request("/api/v1/users"), 200);
-    assert.ok(people.some((person) => person.id === created.user.id), "the guest is in the workspace");
+    assert.ok(
+      people.some((person) => person.id === created.user.id),
+      "the guest is in the workspace",
+    );
   });
 
   test("a key with every scope still gives the first key every scope of the role", async () => {
-    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }), 201);
-    assert.deepEqual(created.api_key.scopes, ["workspace.read", "apps.read", "files.read", "tab.complete", "messages.read", "messages.write"]);
+    const created = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", { method: "POST", json: { name: "Gina Guest", role: "guest" } }),
+      201,
+    );
+    assert.deepEqual(created.api_key.scopes, [
+      "workspace.read",
+      "apps.read",
+      "files.read",
+      "tab.complete",
+      "messages.read",
+      "messages.write",
+    ]);
   });
 });
 
@@ -71,7 +127,12 @@ describe("revoking keys: only an owner may revoke an owner's key", () => {
 
   test("an admin gets 403 for the owner's key, which keeps working", async () => {
     const admin = await createUser(relay, "Ada Admin", "admin");
-    await expectError(await revoke(admin.key, await keyIdOf(relay, relay.apiKey)), 403, "FORBIDDEN", /Only an owner can revoke an owner's key/);
+    await expectError(
+      await revoke(admin.key, await keyIdOf(relay, relay.apiKey)),
+      403,
+      "FORBIDDEN",
+      /Only an owner can revoke an owner's key/,
+    );
     const spare = await ownerKey(relay, ["tab.complete"]);
     await expectError(await revoke(admin.key, spare.id), 403, "FORBIDDEN", /owner's key/);
     assert.equal((await relay.request("/api/v1/me")).status, 200);
@@ -109,7 +170,10 @@ describe("removing a person pauses the agents they own", () => {
   const sockets: WebSocket[] = [];
   before(async () => {
     relay = await startTestRelay({
-      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=100000,agent_posts=100000" },
+      env: {
+        TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
+        TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=100000,agent_posts=100000",
+      },
     });
     receiver = await startWebhookReceiver();
   });
@@ -120,7 +184,8 @@ describe("removing a person pauses the agents they own", () => {
   });
 
   /** Names of the agents whose events reached the receiver, in arrival order. */
-  const deliveredTo = () => receiver.deliveries.map((delivery) => (JSON.parse(delivery.body) as WebhookEvent).agent.name);
+  const deliveredTo = () =>
+    receiver.deliveries.map((delivery) => (JSON.parse(delivery.body) as WebhookEvent).agent.name);
 
   async function agentState(id: string): Promise<string | undefined> {
     const agents = await dataOf<Agent[]>(await relay.request("/api/v1/agents"), 200);
@@ -136,9 +201,13 @@ describe("removing a person pauses the agents they own", () => {
     const witness = await createAgent(relay, { name: "Olive Bot", webhook_url: receiver.url });
     for (const agent of [hooked, socketed, witness]) await addMember(relay, channel.id, { agent_id: agent.agent.id });
 
-    const socket = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/agent-api/socket`, { headers: { authorization: `Bearer ${socketed.token}` } });
+    const socket = new WebSocket(`${relay.url.replace(/^http/, "ws")}/api/v1/agent-api/socket`, {
+      headers: { authorization: `Bearer ${socketed.token}` },
+    });
     sockets.push(socket);
-    const closed = new Promise<[number, string]>((resolve) => socket.on("close", (code, reason) => resolve([code, String(reason)])));
+    const closed = new Promise<[number, string]>((resolve) =>
+      socket.on("close", (code, reason) => resolve([code, String(reason)])),
+    );
     await once(socket, "message");
 
     // Before: Mel's agent is reached like any other.
@@ -146,7 +215,10 @@ describe("removing a person pauses the agents they own", () => {
     await receiver.waitFor(1);
     assert.deepEqual(deliveredTo(), ["Mel Hook"]);
 
-    const removed = await dataOf<UserRemoved>(await relay.request(`/api/v1/users/${mel.id}`, { method: "DELETE" }), 200);
+    const removed = await dataOf<UserRemoved>(
+      await relay.request(`/api/v1/users/${mel.id}`, { method: "DELETE" }),
+      200,
+    );
     assert.deepEqual([removed.id, removed.removed], [mel.id, true]);
     assert.equal(await agentState(hooked.agent.id), "paused");
     assert.equal(await agentState(socketed.agent.id), "paused");
@@ -166,11 +238,17 @@ describe("removing a person pauses the agents they own", () => {
     // Deliveries come only from the outbox: with no event queued for Mel's agents, none can be on its way.
     const log = await dataOf<Delivery[]>(await relay.request(`/api/v1/agents/${hooked.agent.id}/deliveries`), 200);
     assert.equal(log.length, 1, "only the event from before the removal");
-    assert.deepEqual(await dataOf<Delivery[]>(await relay.request(`/api/v1/agents/${socketed.agent.id}/deliveries`), 200), []);
+    assert.deepEqual(
+      await dataOf<Delivery[]>(await relay.request(`/api/v1/agents/${socketed.agent.id}/deliveries`), 200),
+      [],
+    );
     assert.deepEqual(deliveredTo(), ["Mel Hook", "Olive Bot"]);
 
     // They become the managers' to look after: an admin may resume one, and its token works again.
-    const resumed = await dataOf<Agent>(await relay.request(`/api/v1/agents/${hooked.agent.id}/resume`, { key: admin.key, method: "POST" }), 200);
+    const resumed = await dataOf<Agent>(
+      await relay.request(`/api/v1/agents/${hooked.agent.id}/resume`, { key: admin.key, method: "POST" }),
+      200,
+    );
     assert.deepEqual([resumed.state, resumed.can_manage], ["active", true]);
     assert.equal((await agentRequest(relay, hooked.token, "/me")).status, 200);
     await postMessage(relay, channel, "@Mel Hook welcome back");
@@ -180,7 +258,10 @@ describe("removing a person pauses the agents they own", () => {
 
   test("a person without agents is removed as before, pausing nothing", async () => {
     const guest = await createUser(relay, "Gwen Guest", "guest");
-    const removed = await dataOf<UserRemoved>(await relay.request(`/api/v1/users/${guest.id}`, { method: "DELETE" }), 200);
+    const removed = await dataOf<UserRemoved>(
+      await relay.request(`/api/v1/users/${guest.id}`, { method: "DELETE" }),
+      200,
+    );
     assert.deepEqual(removed.paused_agent_ids, []);
     assert.equal((await relay.request("/api/v1/me", { key: guest.key })).status, 403);
   });

@@ -16,7 +16,11 @@ describe("rate limits", () => {
 
   test("every main-API response carries the X-RateLimit headers, with the reset as Unix seconds", async () => {
     clock.set(NOW + 60_000);
-    for (const response of [await relay.request("/api/v1/me"), await relay.request("/api/v1/me", { key: null }), await relay.request("/api/v1/nope")]) {
+    for (const response of [
+      await relay.request("/api/v1/me"),
+      await relay.request("/api/v1/me", { key: null }),
+      await relay.request("/api/v1/nope"),
+    ]) {
       assert.equal(response.headers.get("x-ratelimit-limit"), "5");
       assert.ok(Number(response.headers.get("x-ratelimit-remaining")) >= 0);
       assert.equal(response.headers.get("x-ratelimit-reset"), String((WINDOW_START + 120_000) / 1000));
@@ -50,7 +54,10 @@ describe("rate limits", () => {
     clock.set(NOW + 300_000);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const response = await relay.request("/api/v1/api-keys", { method: "POST", json: { name: `k${i}`, scopes: ["tab.complete"] } });
+      const response = await relay.request("/api/v1/api-keys", {
+        method: "POST",
+        json: { name: `k${i}`, scopes: ["tab.complete"] },
+      });
       statuses.push(response.status);
       assert.equal(response.headers.get("x-ratelimit-limit"), "3");
     }
@@ -79,7 +86,9 @@ describe("rate limits", () => {
 
   test("each key has its own counters", async () => {
     clock.set(NOW + 420_000);
-    const created = (await (await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "second", scopes: ["tab.complete"] } })).json()) as { data: { secret: string } };
+    const created = (await (
+      await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "second", scopes: ["tab.complete"] } })
+    ).json()) as { data: { secret: string } };
     for (let i = 0; i < 5; i++) await relay.request("/api/v1/me");
     assert.equal((await relay.request("/api/v1/me")).status, 429);
     assert.equal((await relay.request("/api/v1/me", { key: created.data.secret })).status, 200);
@@ -97,7 +106,10 @@ describe("default rate limits", () => {
     try {
       const read = await relay.request("/api/v1/me");
       assert.equal(read.headers.get("x-ratelimit-limit"), "300");
-      const write = await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "w", scopes: ["tab.complete"] } });
+      const write = await relay.request("/api/v1/api-keys", {
+        method: "POST",
+        json: { name: "w", scopes: ["tab.complete"] },
+      });
       assert.equal(write.headers.get("x-ratelimit-limit"), "60");
     } finally {
       await relay.close();

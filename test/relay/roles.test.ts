@@ -8,7 +8,8 @@ describe("changing a person's role: PATCH /users/{id}", () => {
   let relay: TestRelay;
   const setRole = (id: string, role: unknown, key?: string) =>
     relay.request(`/api/v1/users/${id}`, { method: "PATCH", json: { role }, ...(key === undefined ? {} : { key }) });
-  const roleOf = async (id: string) => (await dataOf<User[]>(await relay.request("/api/v1/users"), 200)).find((user) => user.id === id)?.role;
+  const roleOf = async (id: string) =>
+    (await dataOf<User[]>(await relay.request("/api/v1/users"), 200)).find((user) => user.id === id)?.role;
 
   before(async () => {
     relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
@@ -18,7 +19,10 @@ describe("changing a person's role: PATCH /users/{id}", () => {
   test("an owner makes a member an admin and back; the answer and the list show the new role", async () => {
     const mel = await createUser(relay, "Mel Member", "member");
     const changed = await dataOf<User>(await setRole(mel.id, "admin"), 200);
-    assert.deepEqual([changed.id, changed.name, changed.role, changed.created_at], [mel.id, "Mel Member", "admin", mel.created_at]);
+    assert.deepEqual(
+      [changed.id, changed.name, changed.role, changed.created_at],
+      [mel.id, "Mel Member", "admin", mel.created_at],
+    );
     assert.equal(await roleOf(mel.id), "admin");
     assert.equal((await dataOf<User>(await setRole(mel.id, "member"), 200)).role, "member");
     assert.equal(await roleOf(mel.id), "member");
@@ -26,9 +30,25 @@ describe("changing a person's role: PATCH /users/{id}", () => {
 
   test("a demoted admin's key loses what the new role may not hold on the very next request", async () => {
     const ari = await createUser(relay, "Ari Admin", "admin");
-    await dataOf(await relay.request("/api/v1/users", { key: ari.key, method: "POST", json: { name: "Gil Guest", role: "guest" } }), 201);
+    await dataOf(
+      await relay.request("/api/v1/users", {
+        key: ari.key,
+        method: "POST",
+        json: { name: "Gil Guest", role: "guest" },
+      }),
+      201,
+    );
     await dataOf<User>(await setRole(ari.id, "member"), 200);
-    await expectError(await relay.request("/api/v1/users", { key: ari.key, method: "POST", json: { name: "Gia Guest", role: "guest" } }), 403, "FORBIDDEN", /users\.write/);
+    await expectError(
+      await relay.request("/api/v1/users", {
+        key: ari.key,
+        method: "POST",
+        json: { name: "Gia Guest", role: "guest" },
+      }),
+      403,
+      "FORBIDDEN",
+      /users\.write/,
+    );
     const me = await dataOf<Me>(await relay.request("/api/v1/me", { key: ari.key }), 200);
     assert.equal(me.user.role, "member");
     assert.ok(!me.key.scopes.includes("users.write"));
@@ -38,7 +58,12 @@ describe("changing a person's role: PATCH /users/{id}", () => {
     const admin = await createUser(relay, "Ada Admin", "admin");
     const guest = await createUser(relay, "Gus Guest", "guest");
     assert.equal((await dataOf<User>(await setRole(guest.id, "member", admin.key), 200)).role, "member");
-    await expectError(await setRole(guest.id, "owner", admin.key), 403, "FORBIDDEN", /^role: only an owner can make or unmake an owner/);
+    await expectError(
+      await setRole(guest.id, "owner", admin.key),
+      403,
+      "FORBIDDEN",
+      /^role: only an owner can make or unmake an owner/,
+    );
     await expectError(await setRole(admin.id, "owner", admin.key), 403, "FORBIDDEN", /^role: only an owner/);
     await expectError(await setRole(relay.user.id, "admin", admin.key), 403, "FORBIDDEN", /^role: only an owner/);
     assert.equal(await roleOf(relay.user.id), "owner");
@@ -55,7 +80,12 @@ describe("changing a person's role: PATCH /users/{id}", () => {
   test("the body, the path and the person are checked, and the error names the field", async () => {
     const member = await createUser(relay, "Val Member", "member");
     await expectError(await setRole(member.id, "superuser"), 400, "VALIDATION_ERROR", /^role: /);
-    await expectError(await relay.request(`/api/v1/users/${member.id}`, { method: "PATCH", json: {} }), 400, "VALIDATION_ERROR", /^role(: | is required)/);
+    await expectError(
+      await relay.request(`/api/v1/users/${member.id}`, { method: "PATCH", json: {} }),
+      400,
+      "VALIDATION_ERROR",
+      /^role(: | is required)/,
+    );
     await expectError(await setRole("usr_nobody", "admin"), 404, "NOT_FOUND", /^path\.id: no user usr_nobody/);
     await dataOf<UserRemoved>(await relay.request(`/api/v1/users/${member.id}`, { method: "DELETE" }), 200);
     await expectError(await setRole(member.id, "admin"), 404, "NOT_FOUND", /^path\.id: /);
@@ -96,17 +126,23 @@ describe("the last owner stays an owner", () => {
     assert.ok(first);
     const people = await dataOf<User[]>(await relay.request("/api/v1/users", { key: first.key }), 200);
     for (const person of people) {
-      if (person.role === "owner" && !keep.some((kept) => kept.id === person.id)) await dataOf<User>(await setRole(person.id, "member", first.key), 200);
+      if (person.role === "owner" && !keep.some((kept) => kept.id === person.id))
+        await dataOf<User>(await setRole(person.id, "member", first.key), 200);
     }
   }
 
   async function addOwner(name: string, key: string): Promise<{ id: string; key: string }> {
-    const created = await dataOf<UserCreated>(await relay.request("/api/v1/users", { key, method: "POST", json: { name, role: "owner" } }), 201);
+    const created = await dataOf<UserCreated>(
+      await relay.request("/api/v1/users", { key, method: "POST", json: { name, role: "owner" } }),
+      201,
+    );
     return { id: created.user.id, key: created.api_key.secret };
   }
 
   async function ownerCount(key: string): Promise<number> {
-    return (await dataOf<User[]>(await relay.request("/api/v1/users", { key }), 200)).filter((user) => user.role === "owner").length;
+    return (await dataOf<User[]>(await relay.request("/api/v1/users", { key }), 200)).filter(
+      (user) => user.role === "owner",
+    ).length;
   }
 
   // Both requests may pass authentication before either changes anything: only the count taken in the change's own
@@ -117,10 +153,20 @@ describe("the last owner stays an owner", () => {
     lastOwner = survivor;
     for (let round = 0; round < 5; round++) {
       const rival = await addOwner(`Rival ${round}`, survivor.key);
-      const answers = await Promise.all([setRole(rival.id, "member", survivor.key), setRole(survivor.id, "member", rival.key)]);
+      const answers = await Promise.all([
+        setRole(rival.id, "member", survivor.key),
+        setRole(survivor.id, "member", rival.key),
+      ]);
       const statuses = answers.map((answer) => answer.status);
-      assert.equal(statuses.filter((status) => status === 200).length, 1, `one demotion goes through: ${statuses.join()}`);
-      assert.ok(statuses.every((status) => [200, 403, 409].includes(status)), statuses.join());
+      assert.equal(
+        statuses.filter((status) => status === 200).length,
+        1,
+        `one demotion goes through: ${statuses.join()}`,
+      );
+      assert.ok(
+        statuses.every((status) => [200, 403, 409].includes(status)),
+        statuses.join(),
+      );
       if (statuses[1] === 200) survivor = rival;
       assert.equal(await ownerCount(survivor.key), 1);
       lastOwner = survivor;
@@ -137,8 +183,15 @@ describe("the last owner stays an owner", () => {
         relay.request(`/api/v1/users/${survivor.id}`, { key: rival.key, method: "DELETE" }),
       ]);
       const statuses = answers.map((answer) => answer.status);
-      assert.equal(statuses.filter((status) => status === 200).length, 1, `one removal goes through: ${statuses.join()}`);
-      assert.ok(statuses.every((status) => [200, 403, 409].includes(status)), statuses.join());
+      assert.equal(
+        statuses.filter((status) => status === 200).length,
+        1,
+        `one removal goes through: ${statuses.join()}`,
+      );
+      assert.ok(
+        statuses.every((status) => [200, 403, 409].includes(status)),
+        statuses.join(),
+      );
       if (statuses[1] === 200) survivor = rival;
       assert.equal(await ownerCount(survivor.key), 1);
     }

@@ -27,7 +27,12 @@ async function signIn(relay: TestRelay, apiKey: string): Promise<SignedIn> {
   return { cookie, csrf: data.csrf_token, setCookie, token: cookie.slice(cookie.indexOf("=") + 1) };
 }
 
-function withSession(relay: TestRelay, session: Pick<SignedIn, "cookie" | "csrf">, path: string, init: RequestInit & { json?: unknown; csrf?: string | null } = {}) {
+function withSession(
+  relay: TestRelay,
+  session: Pick<SignedIn, "cookie" | "csrf">,
+  path: string,
+  init: RequestInit & { json?: unknown; csrf?: string | null } = {},
+) {
   const { csrf, headers, ...rest } = init;
   const h = new Headers(headers);
   h.set("Cookie", session.cookie);
@@ -38,7 +43,11 @@ function withSession(relay: TestRelay, session: Pick<SignedIn, "cookie" | "csrf"
 
 /** A new key of the holder of `ownerKey`, with exactly `scopes`. */
 async function keyWith(relay: TestRelay, ownerKey: string, scopes: string[]): Promise<string> {
-  const response = await relay.request("/api/v1/api-keys", { method: "POST", key: ownerKey, json: { name: scopes.join("+"), scopes } });
+  const response = await relay.request("/api/v1/api-keys", {
+    method: "POST",
+    key: ownerKey,
+    json: { name: scopes.join("+"), scopes },
+  });
   assert.equal(response.status, 201, await response.clone().text());
   return ((await response.json()) as DataBody<ApiKeyCreated>).data.secret;
 }
@@ -71,7 +80,9 @@ async function openLive(relay: TestRelay, session: Pick<SignedIn, "cookie">): Pr
     const deadline = AbortSignal.timeout(3000);
     for (let i = 0; i < count; i++) await once(socket, "ping", { signal: deadline });
   };
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once("open", () => resolve());
     socket.once("error", reject);
@@ -123,7 +134,8 @@ const until = async (check: () => boolean, ms = 2000) => {
  */
 const drained = (...lives: Live[]) => Promise.all(lives.map((live) => live.pings(2)));
 
-const seen = <T extends LiveEvent["type"]>(live: Live, type: T) => live.frames.filter((f): f is Extract<LiveEvent, { type: T }> => f.type === type);
+const seen = <T extends LiveEvent["type"]>(live: Live, type: T) =>
+  live.frames.filter((f): f is Extract<LiveEvent, { type: T }> => f.type === type);
 
 /** How the relay closed a live socket, failing after `ms` if it never does. */
 async function closedWithin(live: Live, ms = 3000): Promise<{ code: number; reason: string }> {
@@ -141,7 +153,9 @@ async function closedWithin(live: Live, ms = 3000): Promise<{ code: number; reas
 describe("console sessions", () => {
   let relay: TestRelay;
   before(async () => {
-    relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "session_reads=5,session_writes=3", TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true" } });
+    relay = await startTestRelay({
+      env: { TAB_RELAY_RATE_LIMITS: "session_reads=5,session_writes=3", TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true" },
+    });
   });
   after(() => relay.close());
 
@@ -161,7 +175,10 @@ describe("console sessions", () => {
   });
 
   test("a wrong or revoked key does not sign in, and is told so in the words the API uses for it as a bearer key", async () => {
-    const made = await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "soon revoked", scopes: ["messages.read"] } });
+    const made = await relay.request("/api/v1/api-keys", {
+      method: "POST",
+      json: { name: "soon revoked", scopes: ["messages.read"] },
+    });
     const { id, secret } = ((await made.json()) as DataBody<ApiKeyCreated>).data;
     assert.equal((await relay.request(`/api/v1/api-keys/${id}`, { method: "DELETE" })).status, 200);
     const cases = [
@@ -211,9 +228,14 @@ describe("console sessions", () => {
 
   test("sessions made from one key share its counters: three sessions get 5 reads in all, not 15", async () => {
     const person = await createUser(relay, "Tess Triple", "member");
-    const sessions = [await signIn(relay, person.key), await signIn(relay, person.key), await signIn(relay, person.key)];
+    const sessions = [
+      await signIn(relay, person.key),
+      await signIn(relay, person.key),
+      await signIn(relay, person.key),
+    ];
     const statuses: number[] = [];
-    for (let i = 0; i < 9; i++) statuses.push((await withSession(relay, sessions[i % 3] as SignedIn, "/api/v1/me")).status);
+    for (let i = 0; i < 9; i++)
+      statuses.push((await withSession(relay, sessions[i % 3] as SignedIn, "/api/v1/me")).status);
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429, 429]);
     // A fresh sign-in buys nothing either.
     const fourth = await withSession(relay, await signIn(relay, person.key), "/api/v1/me");
@@ -226,14 +248,19 @@ describe("console sessions", () => {
 
   test("a key holding none of the console's scopes (an editor's tab.complete key) cannot sign in: 403 naming them", async () => {
     const editorKey = await keyWith(relay, relay.apiKey, ["tab.complete"]);
-    const response = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: editorKey } });
+    const response = await relay.request("/api/v1/sessions", {
+      method: "POST",
+      key: null,
+      json: { api_key: editorKey },
+    });
     assert.equal(response.status, 403);
     assert.equal(response.headers.get("set-cookie"), null);
     const error = await errorOf(response);
     assert.equal(error.code, "FORBIDDEN");
     assert.match(error.message, /^api_key: /);
     assert.match(error.message, /editor/);
-    for (const scope of ["messages.read", "agents.read", "keys.write", "users.write"]) assert.ok(error.message.includes(scope), error.message);
+    for (const scope of ["messages.read", "agents.read", "keys.write", "users.write"])
+      assert.ok(error.message.includes(scope), error.message);
     // The same key still serves the editor.
     assert.equal((await relay.request("/api/v1/me", { key: editorKey })).status, 200);
     // Any one of the console's scopes is enough to sign in.
@@ -266,7 +293,10 @@ describe("console sessions", () => {
     const session = await signIn(relay, person.key);
     assert.equal((await withSession(relay, session, "/api/v1/me")).status, 200);
     const me = (await (await relay.request("/api/v1/me", { key: person.key })).json()) as DataBody<Me>;
-    assert.equal((await relay.request(`/api/v1/api-keys/${me.data.key.id}`, { method: "DELETE", key: person.key })).status, 200);
+    assert.equal(
+      (await relay.request(`/api/v1/api-keys/${me.data.key.id}`, { method: "DELETE", key: person.key })).status,
+      200,
+    );
     assert.equal((await withSession(relay, session, "/api/v1/me")).status, 401);
   });
 });
@@ -293,7 +323,11 @@ describe("live updates", () => {
       env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000", TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true" },
       timings: { liveCheckMs: CHECK_MS },
     });
-    other = await initWorkspace(relay.relay.store, { now: () => Date.now() }, { slug: "elsewhere", ownerName: "Otto Other" });
+    other = await initWorkspace(
+      relay.relay.store,
+      { now: () => Date.now() },
+      { slug: "elsewhere", ownerName: "Otto Other" },
+    );
   });
   after(() => relay.close());
 
@@ -334,7 +368,11 @@ describe("live updates", () => {
     await addMember(relay, room.id, { agent_id: agent.agent.id });
     const live = await openLive(relay, await signIn(relay, relay.apiKey));
     try {
-      const posted = await relay.request(`/api/v1/agent-api/conversations/channel/${room.id}/messages`, { method: "POST", key: agent.token, json: { text: "from the agent" } });
+      const posted = await relay.request(`/api/v1/agent-api/conversations/channel/${room.id}/messages`, {
+        method: "POST",
+        key: agent.token,
+        json: { text: "from the agent" },
+      });
       assert.equal(posted.status, 201);
       await until(() => live.frames.some((f) => f.type === "message.created" && f.message.text === "from the agent"));
     } finally {
@@ -353,23 +391,42 @@ describe("live updates", () => {
   test("signing out closes nothing the person did not open, and a signed-out cookie cannot listen", async () => {
     const session = await signIn(relay, relay.apiKey);
     assert.equal((await withSession(relay, session, "/api/v1/sessions/current", { method: "DELETE" })).status, 200);
-    assert.equal(await refusedWith(`${relay.url.replace("http", "ws")}/api/v1/live`, { cookie: session.cookie, origin: relay.url }), 401);
+    assert.equal(
+      await refusedWith(`${relay.url.replace("http", "ws")}/api/v1/live`, {
+        cookie: session.cookie,
+        origin: relay.url,
+      }),
+      401,
+    );
   });
 
   test("messages go only to sessions holding messages.read and agent changes only to those holding agents.read", async () => {
     const person = await createUser(relay, "Sasha Scoped", "member");
     const agentsOnly = await openLive(relay, await signIn(relay, await keyWith(relay, person.key, ["agents.read"])));
-    const messagesOnly = await openLive(relay, await signIn(relay, await keyWith(relay, person.key, ["messages.read"])));
+    const messagesOnly = await openLive(
+      relay,
+      await signIn(relay, await keyWith(relay, person.key, ["messages.read"])),
+    );
     const owner = await openLive(relay, await signIn(relay, relay.apiKey));
     try {
       const channel = await createChannel(relay, "scoped-public", "public");
       const posted = await postMessage(relay, channel, "everyone in the workspace may read this");
       const agent = await createAgent(relay, { name: "ScopeWatcher" });
       // The owner's socket sees both, so once it has, the others have had their chance too.
-      await until(() => seen(owner, "message.created").some((f) => f.message?.id === posted.id) && seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id));
-      await until(() => seen(messagesOnly, "message.created").length === 1 && seen(agentsOnly, "agent.updated").length >= 1);
+      await until(
+        () =>
+          seen(owner, "message.created").some((f) => f.message?.id === posted.id) &&
+          seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id),
+      );
+      await until(
+        () => seen(messagesOnly, "message.created").length === 1 && seen(agentsOnly, "agent.updated").length >= 1,
+      );
       await drained(agentsOnly, messagesOnly);
-      assert.deepEqual(seen(agentsOnly, "message.created"), [], "agents.read alone never carries a message, even a public one");
+      assert.deepEqual(
+        seen(agentsOnly, "message.created"),
+        [],
+        "agents.read alone never carries a message, even a public one",
+      );
       assert.deepEqual(seen(messagesOnly, "agent.updated"), []);
       assert.equal(seen(messagesOnly, "message.created")[0]?.message?.id, posted.id);
       assert.ok(seen(agentsOnly, "agent.updated").some((f) => f.agent_id === agent.agent.id));
@@ -391,7 +448,10 @@ describe("live updates", () => {
     const dora = await createUser(relay, "Dora Demoted", "member");
     const ada = await createUser(relay, "Ada AgentsOnly", "member");
     const otis = await createUser(relay, "Otis Out", "member");
-    const doraLive = await openLive(relay, await signIn(relay, await keyWith(relay, dora.key, ["messages.read", "agents.read"])));
+    const doraLive = await openLive(
+      relay,
+      await signIn(relay, await keyWith(relay, dora.key, ["messages.read", "agents.read"])),
+    );
     const adaLive = await openLive(relay, await signIn(relay, await keyWith(relay, ada.key, ["agents.read"])));
     const otisSession = await signIn(relay, otis.key);
     const otisLive = await openLive(relay, otisSession);
@@ -402,18 +462,31 @@ describe("live updates", () => {
       setRole(relay, ada.id, "guest");
       // Any write through the relay makes its SQLite store forget the key owners it remembered.
       const channel = await createChannel(relay, "after-demotion", "public");
-      assert.deepEqual(await closedWithin(adaLive), { code: 4003, reason: "live updates need messages.read or agents.read" });
+      assert.deepEqual(await closedWithin(adaLive), {
+        code: 4003,
+        reason: "live updates need messages.read or agents.read",
+      });
       // Three live checks, each one asked the session again.
       await doraLive.pings(3);
       assert.equal(doraLive.socket.readyState, WebSocket.OPEN, "messages.read is left, so the socket stays");
       const posted = await postMessage(relay, channel, "not for guests outside the channel");
       const agent = await createAgent(relay, { name: "AfterDemotion" });
-      await until(() => seen(owner, "message.created").some((f) => f.message?.id === posted.id) && seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id));
+      await until(
+        () =>
+          seen(owner, "message.created").some((f) => f.message?.id === posted.id) &&
+          seen(owner, "agent.updated").some((f) => f.agent_id === agent.agent.id),
+      );
       await drained(doraLive);
       assert.deepEqual(seen(doraLive, "message.created"), [], "a guest now, outside the public channel");
-      assert.ok(!seen(doraLive, "agent.updated").some((f) => f.agent_id === agent.agent.id), "no agents.read as a guest");
+      assert.ok(
+        !seen(doraLive, "agent.updated").some((f) => f.agent_id === agent.agent.id),
+        "no agents.read as a guest",
+      );
 
-      assert.equal((await withSession(relay, otisSession, "/api/v1/sessions/current", { method: "DELETE" })).status, 200);
+      assert.equal(
+        (await withSession(relay, otisSession, "/api/v1/sessions/current", { method: "DELETE" })).status,
+        200,
+      );
       assert.deepEqual(await closedWithin(otisLive), { code: 4001, reason: "session ended" });
     } finally {
       for (const live of [doraLive, adaLive, otisLive, owner]) live.close();
@@ -486,12 +559,16 @@ describe("WebSocket upgrades count against the rate limits", () => {
     assert.ok(Number(refused.headers["x-ratelimit-reset"]) * 1000 > Date.now());
     // The same counters as the key's session requests, from any of its sessions.
     assert.equal((await withSession(relay, session, "/api/v1/me")).status, 429);
-    assert.equal(await refusedWith(liveUrl(relay), { cookie: (await signIn(relay, person.key)).cookie, origin: relay.url }), 429);
+    assert.equal(
+      await refusedWith(liveUrl(relay), { cookie: (await signIn(relay, person.key)).cookie, origin: relay.url }),
+      429,
+    );
   });
 
   test("an upgrade whose cookie names no session counts against the client's address", async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push(await refusedWith(liveUrl(relay), { cookie: "tab_session=forged", origin: relay.url }));
+    for (let i = 0; i < 4; i++)
+      statuses.push(await refusedWith(liveUrl(relay), { cookie: "tab_session=forged", origin: relay.url }));
     assert.deepEqual(statuses, [401, 401, 401, 429]);
     // An unauthenticated HTTP read from the same address shares the counter.
     assert.equal((await relay.request("/api/v1/me", { key: null })).status, 429);

@@ -76,7 +76,8 @@ class AgentSocket {
     const deadline = performance.now() + timeoutMs;
     while (this.envelopes.length < count) {
       const left = deadline - performance.now();
-      if (left <= 0) throw new Error(`expected ${count} envelopes within ${timeoutMs} ms, got ${this.envelopes.length}`);
+      if (left <= 0)
+        throw new Error(`expected ${count} envelopes within ${timeoutMs} ms, got ${this.envelopes.length}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -100,7 +101,10 @@ function socketUrl(relay: TestRelay, path = "/api/v1/agent-api/socket"): string 
 }
 
 /** Opens a Socket Mode connection with `token` and resolves on the relay's hello. */
-async function connect(relay: TestRelay, token: string): Promise<{ socket: AgentSocket; hello: Record<string, unknown> }> {
+async function connect(
+  relay: TestRelay,
+  token: string,
+): Promise<{ socket: AgentSocket; hello: Record<string, unknown> }> {
   const ws = new WebSocket(socketUrl(relay), { headers: { authorization: `Bearer ${token}` } });
   open.push(ws);
   const socket = new AgentSocket(ws);
@@ -125,7 +129,9 @@ async function refusedUpgrade(
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () => {
         ws.terminate();
-        const { error } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { error: { code: string; message: string } };
+        const { error } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          error: { code: string; message: string };
+        };
         resolve({ status: res.statusCode ?? 0, error, headers: res.headers });
       });
     });
@@ -133,7 +139,12 @@ async function refusedUpgrade(
 }
 
 /** Resolves once `condition()` holds, checked now and whenever `source` emits "change"; fails after `timeoutMs`. */
-async function until(source: EventEmitter, condition: () => boolean, what: string, timeoutMs = AT_ONCE_MS): Promise<void> {
+async function until(
+  source: EventEmitter,
+  condition: () => boolean,
+  what: string,
+  timeoutMs = AT_ONCE_MS,
+): Promise<void> {
   const deadline = AbortSignal.timeout(timeoutMs);
   try {
     while (!condition()) await once(source, "change", { signal: deadline });
@@ -150,12 +161,17 @@ async function deliveries(relay: TestRelay, agentId: string, key?: string): Prom
 
 /** Waits until the delivery of `eventId` has the status (asked again whenever the relay records an attempt). */
 function deliveryWith(relay: TestRelay, agentId: string, eventId: string, status: string): Promise<DeliveryLog> {
-  return relay.whenHeard(async () => (await deliveries(relay, agentId)).find((d) => d.id === eventId && d.status === status), `${eventId} to be ${status}`, AT_ONCE_MS);
+  return relay.whenHeard(
+    async () => (await deliveries(relay, agentId)).find((d) => d.id === eventId && d.status === status),
+    `${eventId} to be ${status}`,
+    AT_ONCE_MS,
+  );
 }
 
 async function connection(relay: TestRelay, agentId: string): Promise<{ webhook_url: string | null; socket: string }> {
   const response = await relay.request(`/api/v1/agents/${agentId}`);
-  return ((await response.json()) as { data: { connection: { webhook_url: string | null; socket: string } } }).data.connection;
+  return ((await response.json()) as { data: { connection: { webhook_url: string | null; socket: string } } }).data
+    .connection;
 }
 
 function verified<T>(secret: string, envelope: Envelope): T {
@@ -212,7 +228,10 @@ describe("Socket Mode", () => {
     assert.equal(event.message.mentioned, true);
 
     // The webhook agent got the same message as a POST: same shape and, but for its own id and agent, the same payload.
-    const hooked = new Webhook(hook.signing_secret).verify(webhook?.body ?? "", webhook?.headers as Record<string, string>) as MessageCreatedEvent;
+    const hooked = new Webhook(hook.signing_secret).verify(
+      webhook?.body ?? "",
+      webhook?.headers as Record<string, string>,
+    ) as MessageCreatedEvent;
     assert.equal(webhook?.headers["webhook-id"], hooked.id);
     assert.deepEqual(shape(event), shape(hooked));
     assert.deepEqual({ ...event, id: "", agent: null }, { ...hooked, id: "", agent: null });
@@ -225,7 +244,11 @@ describe("Socket Mode", () => {
     assert.equal(delivered.event_type, "message.created");
     assert.equal(delivered.attempts.length, 1);
     assert.deepEqual(
-      { url: delivered.attempts[0]?.url, outcome: delivered.attempts[0]?.outcome, trigger: delivered.attempts[0]?.trigger },
+      {
+        url: delivered.attempts[0]?.url,
+        outcome: delivered.attempts[0]?.outcome,
+        trigger: delivered.attempts[0]?.trigger,
+      },
       { url: "socket", outcome: "success", trigger: "scheduled" },
     );
     assert.equal(socket.envelopes.length, 1);
@@ -275,7 +298,11 @@ describe("Socket Mode", () => {
 
     socket.ws.close();
     await socket.closed;
-    await relay.whenHeard(async () => ((await connection(relay, agent.agent.id)).socket === "disconnected" ? true : undefined), "the socket to be gone", AT_ONCE_MS);
+    await relay.whenHeard(
+      async () => ((await connection(relay, agent.agent.id)).socket === "disconnected" ? true : undefined),
+      "the socket to be gone",
+      AT_ONCE_MS,
+    );
     const second = await postMessage(relay, channel, "@Both second");
     const [webhook] = await receiver.waitFor(1);
     assert.equal((JSON.parse(webhook?.body ?? "{}") as MessageCreatedEvent).message.id, second.id);
@@ -339,14 +366,24 @@ describe("Socket Mode", () => {
   });
 
   test("refuses a missing, malformed or unknown token and an API key in place of an agent token", async () => {
-    for (const headers of [{}, { authorization: "Bearer" }, { authorization: "Basic abc" }, { authorization: "Bearer svc_agent_unknown" }, { authorization: `Bearer ${relay.apiKey}` }]) {
+    for (const headers of [
+      {},
+      { authorization: "Bearer" },
+      { authorization: "Basic abc" },
+      { authorization: "Bearer svc_agent_unknown" },
+      { authorization: `Bearer ${relay.apiKey}` },
+    ]) {
       const refused = await refusedUpgrade(socketUrl(relay), headers);
       assert.deepEqual([refused.status, refused.error.code], [401, "INVALID_TOKEN"], JSON.stringify(headers));
     }
   });
 
   test("an agent of another workspace never receives this workspace's events, even under the same name", async () => {
-    const other = await initWorkspace(relay.relay.store, { now: () => Date.now() }, { slug: "beta", ownerName: "Bea Owner" });
+    const other = await initWorkspace(
+      relay.relay.store,
+      { now: () => Date.now() },
+      { slug: "beta", ownerName: "Bea Owner" },
+    );
     const theirs = await createAgent(relay, { name: "Twin" }, other.apiKey);
     const ours = await createAgent(relay, { name: "Twin" });
     const theirSocket = await connect(relay, theirs.token);
@@ -409,7 +446,11 @@ describe("Socket Mode", () => {
     const anonymous = await refusedUpgrade(live, {});
     assert.deepEqual([anonymous.status, anonymous.error.code], [401, "UNAUTHORIZED"]);
 
-    const signIn = await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: relay.apiKey } });
+    const signIn = await relay.request("/api/v1/sessions", {
+      method: "POST",
+      key: null,
+      json: { api_key: relay.apiKey },
+    });
     assert.equal(signIn.status, 201);
     const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0] as string;
     assert.match(cookie, /^tab_session=./);
@@ -431,7 +472,9 @@ describe("Socket Mode", () => {
 describe("Socket Mode upgrades and the rate limits", () => {
   let relay: TestRelay;
   before(async () => {
-    relay = await startTestRelay({ env: { ...RELAY_ENV, TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=3" } });
+    relay = await startTestRelay({
+      env: { ...RELAY_ENV, TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000,agent_reads=3" },
+    });
   });
   after(async () => {
     for (const ws of open) ws.terminate();
@@ -451,7 +494,11 @@ describe("Socket Mode upgrades and the rate limits", () => {
     assert.ok(Number(refused.headers["retry-after"]) >= 1);
     assert.equal(refused.headers["x-ratelimit-limit"], "3");
     assert.equal(refused.headers["x-ratelimit-remaining"], "0");
-    assert.equal((await agentRequest(relay, agent.token, "/me")).status, 429, "the same counter as the Agent API's reads");
+    assert.equal(
+      (await agentRequest(relay, agent.token, "/me")).status,
+      429,
+      "the same counter as the Agent API's reads",
+    );
     // Another agent's counters are its own.
     const other = await createAgent(relay, { name: "Uncounted" });
     assert.equal((await connect(relay, other.token)).hello.agent_id, other.agent.id);
@@ -459,7 +506,8 @@ describe("Socket Mode upgrades and the rate limits", () => {
 
   test("an upgrade with an unknown token counts against the client's address", async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await refusedUpgrade(socketUrl(relay), { authorization: "Bearer svc_agent_unknown" })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push((await refusedUpgrade(socketUrl(relay), { authorization: "Bearer svc_agent_unknown" })).status);
     assert.deepEqual(statuses, [401, 401, 401, 429]);
     assert.equal((await agentRequest(relay, null, "/me")).status, 429, "as the Agent API counts unknown tokens");
   });
@@ -536,7 +584,10 @@ describe("Socket Mode across dropped connections and restarts", () => {
     for (const id of ids) delivered.push(await deliveryWith(relay, agent.agent.id, id, "delivered"));
     // Each event was attempted once on this relay (after one unacknowledged attempt before the restart, or none for
     // the one posted while the agent was away), and is finished: nothing is left to send it again.
-    assert.deepEqual(delivered.map((d) => d.attempts.filter((a) => a.outcome === "success").length), [1, 1, 1]);
+    assert.deepEqual(
+      delivered.map((d) => d.attempts.filter((a) => a.outcome === "success").length),
+      [1, 1, 1],
+    );
     assert.equal(third.socket.envelopes.length, 3);
   });
 });
@@ -603,7 +654,12 @@ describe("Socket Mode heartbeats", () => {
 });
 
 /** The agent's reply in the thread of `rootId`, once it is there (asked again whenever a message is posted). */
-function replyIn(relay: TestRelay, channelId: string, rootId: string, agentId: string): Promise<{ text: string; author: { id: string } }> {
+function replyIn(
+  relay: TestRelay,
+  channelId: string,
+  rootId: string,
+  agentId: string,
+): Promise<{ text: string; author: { id: string } }> {
   return relay.whenHeard(
     async () => {
       const response = await relay.request(`/api/v1/conversations/channel/${channelId}/messages?thread_id=${rootId}`);
@@ -660,12 +716,16 @@ describe("the echo agent in Socket Mode", () => {
   test("the CLI with --socket creates an agent without a webhook URL, connects it and answers", async (t) => {
     const credentials = join(tmpdir(), `echo-agent-socket-${process.pid}.json`);
     t.after(() => rmSync(credentials, { force: true }));
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/echo-agent/agent.ts", "--socket", "--relay", relay.url, "--name", "CliEcho"], {
-      cwd: new URL("../..", import.meta.url),
-      // The agent saves its new token and secret; not in the repository's .tab-relay/.
-      env: { PATH: process.env.PATH ?? "", TAB_RELAY_API_KEY: relay.apiKey, ECHO_AGENT_CREDENTIALS: credentials },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "examples/echo-agent/agent.ts", "--socket", "--relay", relay.url, "--name", "CliEcho"],
+      {
+        cwd: new URL("../..", import.meta.url),
+        // The agent saves its new token and secret; not in the repository's .tab-relay/.
+        env: { PATH: process.env.PATH ?? "", TAB_RELAY_API_KEY: relay.apiKey, ECHO_AGENT_CREDENTIALS: credentials },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const lines: Record<string, unknown>[] = [];
     const printed = new EventEmitter();
     let stderr = "";
@@ -680,9 +740,11 @@ describe("the echo agent in Socket Mode", () => {
     });
     const exited = once(child, "exit");
     try {
-      await until(printed, () => lines.some((line) => line.kind === "connected"), "the CLI to connect", 15_000).catch((error: unknown) => {
-        throw new Error(`${String(error)} (stderr: ${stderr})`);
-      });
+      await until(printed, () => lines.some((line) => line.kind === "connected"), "the CLI to connect", 15_000).catch(
+        (error: unknown) => {
+          throw new Error(`${String(error)} (stderr: ${stderr})`);
+        },
+      );
       const created = lines.find((line) => line.kind === "created");
       assert.equal(typeof created?.agent, "string");
       assert.equal(created?.socket, true);

@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = fileURLToPath(new URL("../../relay/bin/tab-relay.js", import.meta.url));
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_")));
+const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_") && !name.startsWith("npm_")),
+);
 
 /** A port nothing listens on right now (the kernel's pick for port 0, released at once). */
 async function freePort(): Promise<number> {
@@ -46,13 +48,25 @@ interface Started {
  * Spawns `command` in its own process group (so whatever it leaves behind can be killed by the test's teardown) and
  * resolves once a `serving on` line appears.
  */
-async function spawnServing(command: string, args: string[], env: Record<string, string>, groups: Set<number>): Promise<Started> {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+async function spawnServing(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  groups: Set<number>,
+): Promise<Started> {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...cleanEnv, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   if (child.pid !== undefined) groups.add(child.pid);
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`did not start: ${stderr}`)), 60_000);
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -111,11 +125,20 @@ describe("npm start", () => {
 
 describe("npm install", () => {
   test("every dependency's install script is approved or denied in the root package.json's allowScripts", (t) => {
-    const listed = spawnSync("npm", ["install-scripts", "ls", "--json"], { cwd: ROOT, encoding: "utf8", env: cleanEnv });
+    const listed = spawnSync("npm", ["install-scripts", "ls", "--json"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: cleanEnv,
+    });
     // `npm install-scripts` arrived with npm 11's install-script policy; an older npm runs every script anyway.
-    if (listed.status !== 0 && /Unknown command/i.test(listed.stderr)) return t.skip(`this npm has no install-scripts command: ${listed.stderr.trim()}`);
+    if (listed.status !== 0 && /Unknown command/i.test(listed.stderr))
+      return t.skip(`this npm has no install-scripts command: ${listed.stderr.trim()}`);
     assert.equal(listed.status, 0, listed.stderr);
-    assert.deepEqual(JSON.parse(listed.stdout), { allowScripts: [] }, "run `npm install-scripts ls` and review what it lists");
+    assert.deepEqual(
+      JSON.parse(listed.stdout),
+      { allowScripts: [] },
+      "run `npm install-scripts ls` and review what it lists",
+    );
   });
 });
 
@@ -143,7 +166,8 @@ describe("tab-relay start", () => {
     dirs.push(parent);
     return join(parent, "data");
   };
-  const start = (args: string[], env: Record<string, string> = {}) => spawnServing(process.execPath, [BIN, "start", ...args], env, groups);
+  const start = (args: string[], env: Record<string, string> = {}) =>
+    spawnServing(process.execPath, [BIN, "start", ...args], env, groups);
   const stop = async (relay: Started) => {
     relay.child.kill("SIGTERM");
     assert.equal((await relay.exited).code, 0, relay.stderr());
@@ -159,10 +183,20 @@ describe("tab-relay start", () => {
     assert.equal(page.status, 200);
     assert.match(page.headers.get("content-type") ?? "", /text\/html/);
 
-    const exportLine = err.split("\n").find((line) => line.trimStart().startsWith("export KEY="))?.trim();
-    const curlLine = err.split("\n").find((line) => line.trimStart().startsWith("curl "))?.trim();
+    const exportLine = err
+      .split("\n")
+      .find((line) => line.trimStart().startsWith("export KEY="))
+      ?.trim();
+    const curlLine = err
+      .split("\n")
+      .find((line) => line.trimStart().startsWith("curl "))
+      ?.trim();
     assert.ok(exportLine && curlLine, err);
-    assert.equal(exportLine.slice("export KEY=".length), /svc_ws_[0-9A-Za-z]{36}/.exec(relay.stdout())?.[0], "the key printed above");
+    assert.equal(
+      exportLine.slice("export KEY=".length),
+      /svc_ws_[0-9A-Za-z]{36}/.exec(relay.stdout())?.[0],
+      "the key printed above",
+    );
     assert.ok(curlLine.includes(`http://127.0.0.1:${port}/api/v1/tab/chat/completions`), curlLine);
 
     let answer: string;
@@ -175,7 +209,10 @@ describe("tab-relay start", () => {
       const body = /-d '(.*)'$/.exec(curlLine)?.[1] ?? "";
       const response = await fetch(`http://127.0.0.1:${port}/api/v1/tab/chat/completions`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${exportLine.slice("export KEY=".length)}`, "Content-Type": "application/json" },
+        headers: {
+          Authorization: `Bearer ${exportLine.slice("export KEY=".length)}`,
+          "Content-Type": "application/json",
+        },
         body,
       });
       answer = await response.text();
@@ -184,13 +221,24 @@ describe("tab-relay start", () => {
     const suggestion = answer
       .split("\n")
       .filter((line) => line.startsWith("data: {"))
-      .map((line) => (JSON.parse(line.slice("data: ".length)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "")
+      .map(
+        (line) =>
+          (JSON.parse(line.slice("data: ".length)) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta
+            .content ?? "",
+      )
       .join("");
     assert.equal(suggestion, "\n  return a + b;\n}");
 
     await stop(relay);
     const again = await start(["--data", data, "--port", "0"]);
-    assert.equal(again.stderr().split("\n").find((line) => line.includes("export KEY=")), undefined, "later starts print no key");
+    assert.equal(
+      again
+        .stderr()
+        .split("\n")
+        .find((line) => line.includes("export KEY=")),
+      undefined,
+      "later starts print no key",
+    );
     assert.equal(lineAfter(again.stderr(), "console"), `${again.url}/`);
     await stop(again);
   });
@@ -201,16 +249,27 @@ describe("tab-relay start", () => {
     const { port } = taken.address() as AddressInfo;
     try {
       const data = freshData();
-      const refused = spawnSync(process.execPath, [BIN, "start", "--data", data], { encoding: "utf8", env: { ...cleanEnv, TAB_RELAY_PORT: String(port) } });
+      const refused = spawnSync(process.execPath, [BIN, "start", "--data", data], {
+        encoding: "utf8",
+        env: { ...cleanEnv, TAB_RELAY_PORT: String(port) },
+      });
       assert.equal(refused.status, 2, refused.stderr);
       const advice = `tab-relay: port ${port} on 127.0.0.1 is already in use; choose another with --port N (npm start -- --port N) or TAB_RELAY_PORT=N\n`;
       assert.equal(refused.stderr, advice);
       assert.doesNotMatch(refused.stdout, /svc_ws_/, "no key printed for a relay that never served");
       assert.equal(existsSync(data), false, "no data folder left behind");
 
-      assert.equal(spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], { env: cleanEnv }).status, 0);
+      assert.equal(
+        spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], {
+          env: cleanEnv,
+        }).status,
+        0,
+      );
       for (const command of ["serve", "start"]) {
-        const busy = spawnSync(process.execPath, [BIN, command, "--data", data, "--port", String(port)], { encoding: "utf8", env: cleanEnv });
+        const busy = spawnSync(process.execPath, [BIN, command, "--data", data, "--port", String(port)], {
+          encoding: "utf8",
+          env: cleanEnv,
+        });
         assert.equal(busy.status, 2, busy.stderr);
         assert.equal(busy.stderr, advice, command);
       }
@@ -221,18 +280,27 @@ describe("tab-relay start", () => {
 
   test("init creates a public #general with the owner in it, where a message can be posted at once", async () => {
     const data = freshData();
-    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], { encoding: "utf8", env: cleanEnv });
+    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], {
+      encoding: "utf8",
+      env: cleanEnv,
+    });
     assert.equal(init.status, 0, init.stderr);
     assert.match(init.stdout, /^ {2}channel {4}#general \(ch_\w+\)$/m);
     const key = /svc_ws_[0-9A-Za-z]{36}/.exec(init.stdout)?.[0] ?? "";
     const relay = await start(["--data", data, "--port", "0"]);
     const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
-    const listed = (await (await fetch(`${relay.url}/api/v1/conversations`, { headers })).json()) as { data: { type: string; id: string; name: string; visibility: string; is_member: boolean }[] };
+    const listed = (await (await fetch(`${relay.url}/api/v1/conversations`, { headers })).json()) as {
+      data: { type: string; id: string; name: string; visibility: string; is_member: boolean }[];
+    };
     assert.deepEqual(
       listed.data.map(({ type, name, visibility, is_member }) => ({ type, name, visibility, is_member })),
       [{ type: "channel", name: "#general", visibility: "public", is_member: true }],
     );
-    const posted = await fetch(`${relay.url}/api/v1/conversations/channel/${listed.data[0]?.id}/messages`, { method: "POST", headers, body: JSON.stringify({ text: "hello" }) });
+    const posted = await fetch(`${relay.url}/api/v1/conversations/channel/${listed.data[0]?.id}/messages`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ text: "hello" }),
+    });
     assert.equal(posted.status, 201, await posted.text());
     await stop(relay);
   });
@@ -248,7 +316,8 @@ describe("tab-relay start", () => {
     assert.doesNotMatch(second.stdout() + second.stderr(), /svc_ws_/);
     const hint = lineAfter(second.stderr(), "owner key");
     assert.ok(hint, second.stderr());
-    const command = /^shown on the first run only; to make a new one: npx tab-relay (keys create --data (\S+) --owner)$/.exec(hint);
+    const command =
+      /^shown on the first run only; to make a new one: npx tab-relay (keys create --data (\S+) --owner)$/.exec(hint);
     assert.ok(command?.[1] && command[2] === data, hint);
     const made = spawnSync(process.execPath, [BIN, ...command[1].split(" ")], { encoding: "utf8", env: cleanEnv });
     assert.equal(made.status, 0, made.stderr);

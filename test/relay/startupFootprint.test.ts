@@ -19,7 +19,11 @@ interface Footprint {
 }
 
 async function footprint(mode: "local" | "upstream"): Promise<Footprint> {
-  const run = await runCommand(process.execPath, ["--import", "tsx", "test/support/startupFootprint.ts", mode], { cwd: root, env: process.env, killAfterMs: 60_000 });
+  const run = await runCommand(process.execPath, ["--import", "tsx", "test/support/startupFootprint.ts", mode], {
+    cwd: root,
+    env: process.env,
+    killAfterMs: 60_000,
+  });
   assert.equal(run.status, 0, run.stderr);
   return JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as Footprint;
 }

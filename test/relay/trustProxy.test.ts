@@ -25,15 +25,23 @@ async function relayWith(trustProxy: string | undefined, env: Record<string, str
   const relay = await startTestRelay({
     clock: fakeClock(NOW),
     logger: createJsonLogger({ level: "info", write, now: () => NOW }),
-    env: { TAB_RELAY_RATE_LIMITS: "reads=5,agent_reads=5", ...(trustProxy === undefined ? {} : { TAB_RELAY_TRUST_PROXY: trustProxy }), ...env },
+    env: {
+      TAB_RELAY_RATE_LIMITS: "reads=5,agent_reads=5",
+      ...(trustProxy === undefined ? {} : { TAB_RELAY_TRUST_PROXY: trustProxy }),
+      ...env,
+    },
   });
-  const requests = () => lines.map((line) => JSON.parse(line) as LoggedRequest).filter((line) => line.msg === "request");
+  const requests = () =>
+    lines.map((line) => JSON.parse(line) as LoggedRequest).filter((line) => line.msg === "request");
   return { relay, requests, written };
 }
 
 /** An unauthenticated main-API read from a client whose proxies sent `forwarded`; answers the bucket's remaining count. */
 async function remainingAfter(relay: TestRelay, forwarded: string | undefined, path = "/api/v1/me"): Promise<number> {
-  const response = await relay.request(path, { key: null, headers: forwarded === undefined ? {} : { "X-Forwarded-For": forwarded } });
+  const response = await relay.request(path, {
+    key: null,
+    headers: forwarded === undefined ? {} : { "X-Forwarded-For": forwarded },
+  });
   assert.equal(response.status, 401);
   return Number(response.headers.get("x-ratelimit-remaining"));
 }
@@ -76,8 +84,18 @@ describe("client addresses behind proxies (TAB_RELAY_TRUST_PROXY)", () => {
     // A client sent `X-Forwarded-For: 6.6.6.6`; its proxy appended the address it saw.
     assert.equal(await remainingAfter(relay, "6.6.6.6, 1.2.3.4"), 3, "counted as 1.2.3.4, not as the made-up 6.6.6.6");
     assert.equal(await remainingAfter(relay, "6.6.6.6"), 4, "6.6.6.6 itself was never charged");
-    assert.equal(await remainingAfter(relay, undefined), 4, "a request without the header counts as the socket's address");
-    assert.deepEqual(await loggedClients(requests, 5, written), ["1.2.3.4", "5.6.7.8", "1.2.3.4", "6.6.6.6", "127.0.0.1"]);
+    assert.equal(
+      await remainingAfter(relay, undefined),
+      4,
+      "a request without the header counts as the socket's address",
+    );
+    assert.deepEqual(await loggedClients(requests, 5, written), [
+      "1.2.3.4",
+      "5.6.7.8",
+      "1.2.3.4",
+      "6.6.6.6",
+      "127.0.0.1",
+    ]);
   });
 
   test("a list of proxy addresses and CIDR ranges that holds the peer is believed the same way", async () => {
@@ -111,7 +129,12 @@ describe("client addresses behind proxies (TAB_RELAY_TRUST_PROXY)", () => {
     const { relay } = await relayWith("1", { TAB_RELAY_RATE_LIMITS: "writes=60" });
     relays.push(relay);
     const signIn = (forwarded: string, apiKey: string) =>
-      relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: apiKey }, headers: { "X-Forwarded-For": forwarded } });
+      relay.request("/api/v1/sessions", {
+        method: "POST",
+        key: null,
+        json: { api_key: apiKey },
+        headers: { "X-Forwarded-For": forwarded },
+      });
     for (let i = 0; i < 60; i++) assert.equal((await signIn("203.0.113.7", "svc_ws_guessing")).status, 401);
     assert.equal((await signIn("203.0.113.7", "svc_ws_guessing")).status, 429, "the guesser is stopped");
     const colleague = await signIn("198.51.100.2", relay.apiKey);

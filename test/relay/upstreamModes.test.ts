@@ -25,10 +25,17 @@ const SNIPPETS = [
   { path: "lib/util.py", text: "def double(x):\n    return 2 * x" },
   { path: "lib/names.py", text: "NAMES = ['a', 'b']" },
 ];
-const CODE = { entity_id: "app/main.py", file_path: "app/main.py", code_language: "python", active_text_before_cursor: BEFORE, active_text_after_cursor: AFTER };
+const CODE = {
+  entity_id: "app/main.py",
+  file_path: "app/main.py",
+  code_language: "python",
+  active_text_before_cursor: BEFORE,
+  active_text_after_cursor: AFTER,
+};
 const WITH_CONTEXT = { ...CODE, surrounding_context: formatSnippets(SNIPPETS) };
 /** DeepSeek-Coder's documented repository-level form, shared by the families that document no other. */
-const PATH_COMMENTS = "# lib/util.py\ndef double(x):\n    return 2 * x\n\n\n# lib/names.py\nNAMES = ['a', 'b']\n\n\n# app/main.py\n";
+const PATH_COMMENTS =
+  "# lib/util.py\ndef double(x):\n    return 2 * x\n\n\n# lib/names.py\nNAMES = ['a', 'b']\n\n\n# app/main.py\n";
 
 type TabParams = OpenAI.Chat.ChatCompletionCreateParams & { tab_context: unknown };
 
@@ -39,7 +46,10 @@ interface LoggedRelay extends TestRelay {
 async function relayFor(env: Record<string, string>): Promise<LoggedRelay> {
   const lines: string[] = [];
   const logger = createJsonLogger({ level: "warn", write: (line) => lines.push(line), now: () => Date.now() });
-  const relay = await startTestRelay({ env: { TAB_RELAY_CACHE_ENTRIES: "0", TAB_RELAY_UPSTREAM_TIMEOUT_MS: "2000", ...env }, logger });
+  const relay = await startTestRelay({
+    env: { TAB_RELAY_CACHE_ENTRIES: "0", TAB_RELAY_UPSTREAM_TIMEOUT_MS: "2000", ...env },
+    logger,
+  });
   return Object.assign(relay, { warnings: () => lines.map((line) => (JSON.parse(line) as { msg: string }).msg) });
 }
 
@@ -48,15 +58,29 @@ function sdk(relay: TestRelay) {
 }
 
 /** The suggestion, asked for as a stream (through the openai SDK) or as one JSON answer (plain fetch). */
-async function suggest(relay: TestRelay, context: Record<string, unknown>, stream: boolean, maxTokens = 64): Promise<string> {
+async function suggest(
+  relay: TestRelay,
+  context: Record<string, unknown>,
+  stream: boolean,
+  maxTokens = 64,
+): Promise<string> {
   const tab_context = completionBody(context).tab_context;
   if (stream) {
-    const chunks = await sdk(relay).chat.completions.create({ model: "tab-v1", messages: [], stream: true, max_completion_tokens: maxTokens, tab_context } as TabParams & { stream: true });
+    const chunks = await sdk(relay).chat.completions.create({
+      model: "tab-v1",
+      messages: [],
+      stream: true,
+      max_completion_tokens: maxTokens,
+      tab_context,
+    } as TabParams & { stream: true });
     let text = "";
     for await (const chunk of chunks) text += chunk.choices[0]?.delta.content ?? "";
     return text;
   }
-  const response = await relay.request(PATH, { method: "POST", json: completionBody(context, { max_completion_tokens: maxTokens }) });
+  const response = await relay.request(PATH, {
+    method: "POST",
+    json: completionBody(context, { max_completion_tokens: maxTokens }),
+  });
   assert.equal(response.status, 200, await response.clone().text());
   return ((await response.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content ?? "";
 }
@@ -72,7 +96,11 @@ describe("chat mode against vLLM's /v1/chat/completions", () => {
   let relay: LoggedRelay;
   before(async () => {
     vllm = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B-Instruct" });
-    relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B-Instruct", TAB_RELAY_UPSTREAM_API: "chat" });
+    relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B-Instruct",
+      TAB_RELAY_UPSTREAM_API: "chat",
+    });
   });
   after(async () => {
     await relay.close();
@@ -105,7 +133,11 @@ describe("suffix mode against Ollama", () => {
   let relay: LoggedRelay;
   before(async () => {
     ollama = await startOllamaStandIn();
-    relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b", TAB_RELAY_UPSTREAM_API: "suffix" });
+    relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
   });
   after(async () => {
     await relay.close();
@@ -118,7 +150,8 @@ describe("suffix mode against Ollama", () => {
       assert.equal(await suggest(relay, WITH_CONTEXT, stream), "a + b");
       assert.equal(ollama.requests.at(-1)?.path, "/v1/completions");
       const body = lastBody(ollama);
-      const header = "# Path: app/main.py\n# Related code from lib/util.py:\n# def double(x):\n#     return 2 * x\n# Related code from lib/names.py:\n# NAMES = ['a', 'b']\n";
+      const header =
+        "# Path: app/main.py\n# Related code from lib/util.py:\n# def double(x):\n#     return 2 * x\n# Related code from lib/names.py:\n# NAMES = ['a', 'b']\n";
       assert.equal(body["prompt"], `${header}${BEFORE}`);
       assert.equal(body["suffix"], AFTER);
       assert.equal(ollama.rendered.at(-1), `<|fim_prefix|>${header}${BEFORE}<|fim_suffix|>${AFTER}<|fim_middle|>`);
@@ -180,7 +213,11 @@ describe("fim mode: every built-in family through vLLM, which takes no suffix", 
       let relay: LoggedRelay;
       before(async () => {
         vllm = await startVllmStandIn({ model });
-        relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: model, TAB_RELAY_UPSTREAM_API: "fim" });
+        relay = await relayFor({
+          TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+          TAB_RELAY_UPSTREAM_MODEL: model,
+          TAB_RELAY_UPSTREAM_API: "fim",
+        });
       });
       after(async () => {
         await relay.close();
@@ -193,7 +230,10 @@ describe("fim mode: every built-in family through vLLM, which takes no suffix", 
         const body = lastBody(vllm);
         assert.equal(vllm.requests.at(-1)?.path, "/v1/completions");
         assert.equal(body["prompt"], withContext);
-        assert.ok(Buffer.from(vllm.requests.at(-1)?.raw ?? "").includes(Buffer.from(JSON.stringify(withContext))), "the prompt's bytes as sent");
+        assert.ok(
+          Buffer.from(vllm.requests.at(-1)?.raw ?? "").includes(Buffer.from(JSON.stringify(withContext))),
+          "the prompt's bytes as sent",
+        );
         assert.deepEqual(body["stop"], stop);
         assert.equal("suffix" in body, false);
         assert.equal(body["model"], model);
@@ -224,10 +264,22 @@ describe("fim mode on other servers and templates", { concurrency: true }, () =>
 
   test("TGI with TAB_RELAY_FIM_TEMPLATE (its model field is unused): at most 4 stops, mid-line a newline first", async () => {
     const tgi = await startTgiStandIn();
-    const relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${tgi.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "tgi", TAB_RELAY_UPSTREAM_API: "fim", TAB_RELAY_FIM_TEMPLATE: "starcoder2" });
+    const relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${tgi.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "tgi",
+      TAB_RELAY_UPSTREAM_API: "fim",
+      TAB_RELAY_FIM_TEMPLATE: "starcoder2",
+    });
     stopped.push(tgi, relay);
     tgi.enqueue("b");
-    assert.equal(await suggest(relay, { ...CODE, active_text_before_cursor: "print(add(a, ", active_text_after_cursor: "))\n" }, true), "b");
+    assert.equal(
+      await suggest(
+        relay,
+        { ...CODE, active_text_before_cursor: "print(add(a, ", active_text_after_cursor: "))\n" },
+        true,
+      ),
+      "b",
+    );
     const body = lastBody(tgi);
     assert.equal(body["prompt"], "<fim_prefix>print(add(a, <fim_suffix>))\n<fim_middle>");
     assert.deepEqual(body["stop"], ["\n", "<|endoftext|>", "<file_sep>", "<fim_prefix>"]);
@@ -237,7 +289,11 @@ describe("fim mode on other servers and templates", { concurrency: true }, () =>
 
   test("llama.cpp's /v1/completions, which refuses any suffix field, takes a fim prompt", async () => {
     const llama = await startLlamaCppStandIn();
-    const relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "/models/qwen2.5-coder-1.5b-q8_0.gguf", TAB_RELAY_UPSTREAM_API: "fim" });
+    const relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "/models/qwen2.5-coder-1.5b-q8_0.gguf",
+      TAB_RELAY_UPSTREAM_API: "fim",
+    });
     stopped.push(llama, relay);
     for (const json of [false, true]) {
       llama.enqueue({ text: "a + b", json });
@@ -266,7 +322,11 @@ describe("fim mode on other servers and templates", { concurrency: true }, () =>
 
   test("a stop sequence the server passed through as text is cut by the relay, whether or not it was sent upstream", async () => {
     const vllm = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B" });
-    const relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B", TAB_RELAY_UPSTREAM_API: "fim" });
+    const relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B",
+      TAB_RELAY_UPSTREAM_API: "fim",
+    });
     stopped.push(vllm, relay);
     // <|repo_name|> is beyond the four stops sent, so the server writes it and what follows; the relay cuts it.
     vllm.enqueue({ text: ["a + b", "<|repo_", "name|>acme\n<|file_sep|>x"] });
@@ -284,7 +344,11 @@ describe("infill mode against llama.cpp's /infill", () => {
     llama = await startLlamaCppStandIn();
     const env = { TAB_RELAY_UPSTREAM_MODEL: "/models/qwen2.5-coder-1.5b-q8_0.gguf", TAB_RELAY_UPSTREAM_API: "infill" };
     relay = await relayFor({ ...env, TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1` });
-    rootRelay = await relayFor({ ...env, TAB_RELAY_UPSTREAM_URL: llama.origin, TAB_RELAY_INFILL_MAX_PREDICT_MS: "1500" });
+    rootRelay = await relayFor({
+      ...env,
+      TAB_RELAY_UPSTREAM_URL: llama.origin,
+      TAB_RELAY_INFILL_MAX_PREDICT_MS: "1500",
+    });
   });
   after(async () => {
     await relay.close();
@@ -333,7 +397,12 @@ describe("mistral-fim mode against Mistral's /v1/fim/completions", () => {
   let relay: LoggedRelay;
   before(async () => {
     mistral = await startMistralStandIn({ apiKey: "mk-test-key-0123" });
-    relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${mistral.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "codestral-latest", TAB_RELAY_UPSTREAM_API: "mistral-fim", TAB_RELAY_UPSTREAM_API_KEY: "mk-test-key-0123" });
+    relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${mistral.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "codestral-latest",
+      TAB_RELAY_UPSTREAM_API: "mistral-fim",
+      TAB_RELAY_UPSTREAM_API_KEY: "mk-test-key-0123",
+    });
   });
   after(async () => {
     await relay.close();
@@ -347,7 +416,10 @@ describe("mistral-fim mode against Mistral's /v1/fim/completions", () => {
       assert.equal(mistral.requests.at(-1)?.path, "/v1/fim/completions");
       const body = lastBody(mistral);
       assert.deepEqual(Object.keys(body).sort(), ["max_tokens", "model", "prompt", "stream", "suffix", "temperature"]);
-      assert.equal(body["prompt"], `# Path: app/main.py\n# Related code from lib/util.py:\n# def double(x):\n#     return 2 * x\n# Related code from lib/names.py:\n# NAMES = ['a', 'b']\n${BEFORE}`);
+      assert.equal(
+        body["prompt"],
+        `# Path: app/main.py\n# Related code from lib/util.py:\n# def double(x):\n#     return 2 * x\n# Related code from lib/names.py:\n# NAMES = ['a', 'b']\n${BEFORE}`,
+      );
       assert.equal(body["suffix"], AFTER);
     });
   }
@@ -382,31 +454,67 @@ describe("a wrong choice fails clearly: 502 with a hint, logged once per relay",
 
   test("suffix → vLLM: its 400 names the suffix; use fim", async () => {
     const vllm = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B" });
-    const relay = await pair(vllm, { TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B", TAB_RELAY_UPSTREAM_API: "suffix" });
-    await expectHint(relay, /^Upstream answered 400: suffix is not currently supported\. /, "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim");
+    const relay = await pair(vllm, {
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "Qwen/Qwen2.5-Coder-7B",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 400: suffix is not currently supported\. /,
+      "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim",
+    );
   });
 
   test("suffix → vLLM of the older flat error shape: the same hint", async () => {
     const vllm = await startVllmStandIn({ model: "m", errorShape: "flat" });
-    const relay = await pair(vllm, { TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "suffix" });
-    await expectHint(relay, /^Upstream answered 400: suffix is not currently supported\. /, "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim");
+    const relay = await pair(vllm, {
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "m",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 400: suffix is not currently supported\. /,
+      "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim",
+    );
   });
 
   test("suffix → TGI: its 422 names the suffix; use fim", async () => {
     const tgi = await startTgiStandIn();
-    const relay = await pair(tgi, { TAB_RELAY_UPSTREAM_URL: `${tgi.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "tgi", TAB_RELAY_UPSTREAM_API: "suffix" });
-    await expectHint(relay, /^Upstream answered 422: Suffix is not supported/, "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim");
+    const relay = await pair(tgi, {
+      TAB_RELAY_UPSTREAM_URL: `${tgi.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "tgi",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 422: Suffix is not supported/,
+      "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim",
+    );
   });
 
   test("suffix → llama.cpp: its 500 'Unsupported param: suffix'; use infill", async () => {
     const llama = await startLlamaCppStandIn();
-    const relay = await pair(llama, { TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "suffix" });
-    await expectHint(relay, /^Upstream answered 500: Unsupported param: suffix\. /, "this server does not take `suffix` (llama.cpp): set TAB_RELAY_UPSTREAM_API=infill (llama.cpp's /infill), or fim");
+    const relay = await pair(llama, {
+      TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "m",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 500: Unsupported param: suffix\. /,
+      "this server does not take `suffix` (llama.cpp): set TAB_RELAY_UPSTREAM_API=infill (llama.cpp's /infill), or fim",
+    );
   });
 
   test("suffix → a newer llama.cpp that ignores suffix: the completion works, and the relay says once to use infill", async () => {
     const llama = await startLlamaCppStandIn({ suffixOnCompletions: "ignore" });
-    const relay = await pair(llama, { TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "suffix" });
+    const relay = await pair(llama, {
+      TAB_RELAY_UPSTREAM_URL: `${llama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "m",
+      TAB_RELAY_UPSTREAM_API: "suffix",
+    });
     for (const json of [false, true]) {
       llama.enqueue({ text: "a + b", json });
       assert.equal(await suggest(relay, CODE, true), "a + b");
@@ -418,43 +526,90 @@ describe("a wrong choice fails clearly: 502 with a hint, logged once per relay",
 
   test("fim → a server with no /v1/completions (Mistral's API): use chat", async () => {
     const mistral = await startMistralStandIn();
-    const relay = await pair(mistral, { TAB_RELAY_UPSTREAM_URL: `${mistral.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "codestral-latest", TAB_RELAY_UPSTREAM_API: "fim" });
-    await expectHint(relay, /^Upstream answered 404: Not Found\. /, "this server has no /completions route (a chat-only API?): set TAB_RELAY_UPSTREAM_API=chat, and check that TAB_RELAY_UPSTREAM_URL ends in /v1");
+    const relay = await pair(mistral, {
+      TAB_RELAY_UPSTREAM_URL: `${mistral.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "codestral-latest",
+      TAB_RELAY_UPSTREAM_API: "fim",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 404: Not Found\. /,
+      "this server has no /completions route (a chat-only API?): set TAB_RELAY_UPSTREAM_API=chat, and check that TAB_RELAY_UPSTREAM_URL ends in /v1",
+    );
   });
 
   test("infill → vLLM: no /infill route", async () => {
     const vllm = await startVllmStandIn({ model: "m" });
-    const relay = await pair(vllm, { TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "infill" });
-    await expectHint(relay, /^Upstream answered 404: Not Found\. /, "this server has no /infill route, which only llama.cpp's llama-server has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix");
+    const relay = await pair(vllm, {
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "m",
+      TAB_RELAY_UPSTREAM_API: "infill",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 404: Not Found\. /,
+      "this server has no /infill route, which only llama.cpp's llama-server has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
+    );
   });
 
   test("infill → llama.cpp with a model that has no FIM tokens: its 501", async () => {
     const llama = await startLlamaCppStandIn({ fim: false });
-    const relay = await pair(llama, { TAB_RELAY_UPSTREAM_URL: llama.origin, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "infill" });
-    await expectHint(relay, /^Upstream answered 501: Infill is not supported by this model/, "the model has no fill-in-the-middle tokens (llama.cpp cannot infill with it): load a FIM model, or set TAB_RELAY_UPSTREAM_API=chat");
+    const relay = await pair(llama, {
+      TAB_RELAY_UPSTREAM_URL: llama.origin,
+      TAB_RELAY_UPSTREAM_MODEL: "m",
+      TAB_RELAY_UPSTREAM_API: "infill",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 501: Infill is not supported by this model/,
+      "the model has no fill-in-the-middle tokens (llama.cpp cannot infill with it): load a FIM model, or set TAB_RELAY_UPSTREAM_API=chat",
+    );
   });
 
   test("mistral-fim → Ollama: no /fim/completions (gin's plain-text 404)", async () => {
     const ollama = await startOllamaStandIn();
-    const relay = await pair(ollama, { TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b", TAB_RELAY_UPSTREAM_API: "mistral-fim" });
-    await expectHint(relay, /^Upstream answered 404: 404 page not found\. /, "this server has no /fim/completions route, which Mistral's API has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix");
+    const relay = await pair(ollama, {
+      TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b",
+      TAB_RELAY_UPSTREAM_API: "mistral-fim",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 404: 404 page not found\. /,
+      "this server has no /fim/completions route, which Mistral's API has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
+    );
   });
 
   test("a model the server does not serve: vLLM's 404 names it before anything else", async () => {
     const vllm = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B" });
-    const relay = await pair(vllm, { TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder-7b", TAB_RELAY_UPSTREAM_API: "fim" });
-    await expectHint(relay, /^Upstream answered 404: The model `qwen2.5-coder-7b` does not exist\. /, 'the server does not serve the model "qwen2.5-coder-7b": check TAB_RELAY_UPSTREAM_MODEL against its GET /v1/models');
+    const relay = await pair(vllm, {
+      TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder-7b",
+      TAB_RELAY_UPSTREAM_API: "fim",
+    });
+    await expectHint(
+      relay,
+      /^Upstream answered 404: The model `qwen2.5-coder-7b` does not exist\. /,
+      'the server does not serve the model "qwen2.5-coder-7b": check TAB_RELAY_UPSTREAM_MODEL against its GET /v1/models',
+    );
   });
 });
 
 describe("configuration of the modes", () => {
   test("completions still works as suffix, with a warning at start naming suffix, fim and infill", async () => {
     const ollama = await startOllamaStandIn();
-    const relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b", TAB_RELAY_UPSTREAM_API: "completions" });
+    const relay = await relayFor({
+      TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`,
+      TAB_RELAY_UPSTREAM_MODEL: "qwen2.5-coder:1.5b",
+      TAB_RELAY_UPSTREAM_API: "completions",
+    });
     try {
       const [warning, ...rest] = relay.warnings();
       assert.deepEqual(rest, []);
-      assert.match(warning ?? "", /^TAB_RELAY_UPSTREAM_API=completions is now called suffix .*use fim; for llama\.cpp's \/infill, infill$/);
+      assert.match(
+        warning ?? "",
+        /^TAB_RELAY_UPSTREAM_API=completions is now called suffix .*use fim; for llama\.cpp's \/infill, infill$/,
+      );
       ollama.enqueue("a + b");
       assert.equal(await suggest(relay, CODE, true), "a + b");
       assert.equal(lastBody(ollama)["suffix"], AFTER);
@@ -466,10 +621,17 @@ describe("configuration of the modes", () => {
 
   test("fim with a model name no family matches stops the relay at start, listing the families", async () => {
     await assert.rejects(
-      relayFor({ TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:9/v1", TAB_RELAY_UPSTREAM_MODEL: "meta-llama/Llama-3.1-8B", TAB_RELAY_UPSTREAM_API: "fim" }),
+      relayFor({
+        TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:9/v1",
+        TAB_RELAY_UPSTREAM_MODEL: "meta-llama/Llama-3.1-8B",
+        TAB_RELAY_UPSTREAM_API: "fim",
+      }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.match(error.message, /TAB_RELAY_FIM_TEMPLATE \(--fim-template\): TAB_RELAY_UPSTREAM_API=fim needs the model's FIM template/);
+        assert.match(
+          error.message,
+          /TAB_RELAY_FIM_TEMPLATE \(--fim-template\): TAB_RELAY_UPSTREAM_API=fim needs the model's FIM template/,
+        );
         assert.match(error.message, /qwen-coder, starcoder2, codellama, deepseek-coder, codestral, codegemma/);
         return true;
       },
@@ -480,14 +642,19 @@ describe("configuration of the modes", () => {
 /** The relay's own stream reader, on a raw stream: fragments arrive in order and end with [DONE]. */
 test("infill's stream without [DONE] still ends the relay's stream with [DONE]", async () => {
   const llama = await startLlamaCppStandIn();
-  const relay = await relayFor({ TAB_RELAY_UPSTREAM_URL: llama.origin, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_UPSTREAM_API: "infill" });
+  const relay = await relayFor({
+    TAB_RELAY_UPSTREAM_URL: llama.origin,
+    TAB_RELAY_UPSTREAM_MODEL: "m",
+    TAB_RELAY_UPSTREAM_API: "infill",
+  });
   try {
     llama.enqueue({ text: ["a", " +", " b"] });
     const response = await relay.request(PATH, { method: "POST", json: completionBody(CODE, { stream: true }) });
     const raw = await response.text();
     assert.ok(raw.trimEnd().endsWith("data: [DONE]"));
     let text = "";
-    for await (const event of readCompletionStream(new Response(raw).body as ReadableStream<Uint8Array>)) if (event.type === "delta") text += event.content;
+    for await (const event of readCompletionStream(new Response(raw).body as ReadableStream<Uint8Array>))
+      if (event.type === "delta") text += event.content;
     assert.equal(text, "a + b");
   } finally {
     await relay.close();

@@ -22,7 +22,10 @@ describe("an agent's webhook URL on this machine", () => {
   after(() => relay.close());
 
   test("is refused naming the loopback address and TAB_RELAY_WEBHOOK_ALLOW_PRIVATE, not https", async () => {
-    const response = await relay.request("/api/v1/agents", { method: "POST", json: { name: "Local", webhook_url: "http://127.0.0.1:8788/webhook" } });
+    const response = await relay.request("/api/v1/agents", {
+      method: "POST",
+      json: { name: "Local", webhook_url: "http://127.0.0.1:8788/webhook" },
+    });
     assert.equal(response.status, 400);
     const { error } = (await response.json()) as { error: { code: string; message: string } };
     assert.equal(error.code, "VALIDATION_ERROR");
@@ -50,7 +53,8 @@ describe("webhook deliveries to a name that resolves to a private address", () =
   before(async () => {
     const name = hostname();
     const resolved = await lookup(name, { all: true }).catch(() => []);
-    if (resolved.length > 0 && resolved.every((entry) => entry.address.startsWith("127.") || entry.address === "::1")) loopbackName = name;
+    if (resolved.length > 0 && resolved.every((entry) => entry.address.startsWith("127.") || entry.address === "::1"))
+      loopbackName = name;
     trap.listen(0, "127.0.0.1");
     await once(trap, "listening");
     relay = await startTestRelay({ env: { TAB_RELAY_WEBHOOK_RETRY_SCHEDULE: "60000" } });

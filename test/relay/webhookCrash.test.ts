@@ -41,12 +41,16 @@ const receivers: WebhookReceiver[] = [];
 function initDataDir(): { dataDir: string; apiKey: string } {
   const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-crash-"));
   dataDirs.push(dataDir);
-  const result = spawnSync(process.execPath, ["--import", "tsx", CLI, "init", "--data", dataDir, "--workspace", "acme", "--owner", "Olive", "--json"], {
-    cwd: ROOT,
-    env: relayEnv,
-    encoding: "utf8",
-    timeout: 20_000,
-  });
+  const result = spawnSync(
+    process.execPath,
+    ["--import", "tsx", CLI, "init", "--data", dataDir, "--workspace", "acme", "--owner", "Olive", "--json"],
+    {
+      cwd: ROOT,
+      env: relayEnv,
+      encoding: "utf8",
+      timeout: 20_000,
+    },
+  );
   assert.equal(result.status, 0, result.stderr);
   return { dataDir, apiKey: (JSON.parse(result.stdout) as { api_key: string }).api_key };
 }
@@ -80,16 +84,24 @@ async function call<T>(relay: RelayProcess, key: string, path: string, method = 
   return (JSON.parse(text) as { data: T }).data;
 }
 
-const deliveryLog = (relay: RelayProcess, key: string, agentId: string) => call<Delivery[]>(relay, key, `/agents/${agentId}/deliveries?limit=100`);
+const deliveryLog = (relay: RelayProcess, key: string, agentId: string) =>
+  call<Delivery[]>(relay, key, `/agents/${agentId}/deliveries?limit=100`);
 
 /** An agent in a fresh channel, and MESSAGES people's messages mentioning it; returns the message ids. */
 async function setUp(relay: RelayProcess, key: string, webhookUrl: string, concurrently: boolean) {
-  const created = await call<{ agent: { id: string }; signing_secret: string }>(relay, key, "/agents", "POST", { name: "Crashbot", webhook_url: webhookUrl });
+  const created = await call<{ agent: { id: string }; signing_secret: string }>(relay, key, "/agents", "POST", {
+    name: "Crashbot",
+    webhook_url: webhookUrl,
+  });
   const channel = await call<{ id: string }>(relay, key, "/channels", "POST", { name: "durability" });
   await call(relay, key, `/channels/${channel.id}/members`, "POST", { agent_id: created.agent.id });
-  const post = (n: number) => call<{ id: string }>(relay, key, `/conversations/channel/${channel.id}/messages`, "POST", { text: `@Crashbot event ${n}` });
+  const post = (n: number) =>
+    call<{ id: string }>(relay, key, `/conversations/channel/${channel.id}/messages`, "POST", {
+      text: `@Crashbot event ${n}`,
+    });
   const messageIds: string[] = [];
-  if (concurrently) messageIds.push(...(await Promise.all(Array.from({ length: MESSAGES }, (_, n) => post(n)))).map((m) => m.id));
+  if (concurrently)
+    messageIds.push(...(await Promise.all(Array.from({ length: MESSAGES }, (_, n) => post(n)))).map((m) => m.id));
   else for (let n = 0; n < MESSAGES; n++) messageIds.push((await post(n)).id);
   return { agentId: created.agent.id, secret: created.signing_secret, messageIds };
 }
@@ -139,7 +151,13 @@ function acknowledging(acked: ReceivedDelivery[]) {
 }
 
 /** After the restart: the log holds exactly the events of the messages posted, and every one of them is acknowledged. */
-async function expectAllDelivered(relay: RelayProcess, key: string, setup: Awaited<ReturnType<typeof setUp>>, receiver: WebhookReceiver, acked: ReceivedDelivery[]) {
+async function expectAllDelivered(
+  relay: RelayProcess,
+  key: string,
+  setup: Awaited<ReturnType<typeof setUp>>,
+  receiver: WebhookReceiver,
+  acked: ReceivedDelivery[],
+) {
   const logged = await deliveryLog(relay, key, setup.agentId);
   assert.equal(logged.length, MESSAGES, "one event per mention message, none lost and none added");
   assert.ok(logged.every((d) => d.event_type === "message.created"));
@@ -151,7 +169,11 @@ async function expectAllDelivered(relay: RelayProcess, key: string, setup: Await
     return [...eventIds].every((id) => seen.has(id)) || undefined;
   });
   const eventOf = checkDeliveries(receiver.deliveries, setup.secret);
-  assert.deepEqual([...eventOf.keys()].sort(), [...setup.messageIds].sort(), "the events are those of the messages posted");
+  assert.deepEqual(
+    [...eventOf.keys()].sort(),
+    [...setup.messageIds].sort(),
+    "the events are those of the messages posted",
+  );
   assert.deepEqual([...eventOf.values()].sort(), [...eventIds].sort(), "the ids sent are the ids in the log");
 
   // The relay records an attempt after the answer, so the log catches up a moment after the receiver.
@@ -206,9 +228,13 @@ describe("webhook deliveries survive SIGKILL", () => {
     const final = await expectAllDelivered(second, apiKey, setup, receiver, acked);
 
     const idsAfter = checkDeliveries(receiver.deliveries, setup.secret);
-    for (const [messageId, eventId] of idsBefore) assert.equal(idsAfter.get(messageId), eventId, `event of ${messageId} kept its id across the crash`);
+    for (const [messageId, eventId] of idsBefore)
+      assert.equal(idsAfter.get(messageId), eventId, `event of ${messageId} kept its id across the crash`);
     const retried = final.filter((d) => d.attempts.some((a) => a.status_code === 500));
-    assert.ok(retried.length > 0 && retried.every((d) => d.attempts.at(-1)?.outcome === "success"), "events that failed before the kill were retried after it");
+    assert.ok(
+      retried.length > 0 && retried.every((d) => d.attempts.at(-1)?.outcome === "success"),
+      "events that failed before the kill were retried after it",
+    );
     await kill(second);
   });
 

@@ -6,7 +6,13 @@ import { type MessageCreatedEvent, type PingEvent, WebhookVerificationError, ver
 import type { Delivery, DeliveryAttempt } from "@tab-relay/shared/api";
 import { Webhook, WebhookVerificationError as OfficialVerificationError } from "standardwebhooks";
 import { errorOf, startTestRelay, type TestRelay } from "../support/relayHarness";
-import { type Answer, type ReceivedDelivery, type WebhookReceiver, answerWith, startWebhookReceiver } from "../support/webhookReceiver";
+import {
+  type Answer,
+  type ReceivedDelivery,
+  type WebhookReceiver,
+  answerWith,
+  startWebhookReceiver,
+} from "../support/webhookReceiver";
 import { addMember, agentRequest, createAgent, createChannel, createDm, postMessage } from "../support/workspace";
 
 /** A delivery is finished once it is neither waiting (pending) nor under way (sending). */
@@ -94,13 +100,20 @@ class Fixture {
    * The agent's delivery log entry for `eventId` once `done` holds: the log is written after the answer, so it is read
    * again each time the relay records an attempt.
    */
-  async delivery(agentId: string, eventId: string, done: (log: Delivery) => boolean, timeoutMs = 3000): Promise<Delivery> {
+  async delivery(
+    agentId: string,
+    eventId: string,
+    done: (log: Delivery) => boolean,
+    timeoutMs = 3000,
+  ): Promise<Delivery> {
     let last: Delivery | undefined;
     const probe = async () => {
       last = (await this.deliveries(agentId)).find((entry) => entry.id === eventId);
       return last && done(last) ? last : undefined;
     };
-    return this.relay.whenHeard(probe, `delivery ${eventId} to settle`, timeoutMs).catch(() => assert.fail(`delivery ${eventId} did not settle: ${JSON.stringify(last)}`));
+    return this.relay
+      .whenHeard(probe, `delivery ${eventId} to settle`, timeoutMs)
+      .catch(() => assert.fail(`delivery ${eventId} did not settle: ${JSON.stringify(last)}`));
   }
 }
 
@@ -139,7 +152,11 @@ async function refusedWith(delivery: ReceivedDelivery, secret: string): Promise<
 async function exactly(receiver: WebhookReceiver, count: number, quietMs = QUIET_MS): Promise<ReceivedDelivery[]> {
   await receiver.waitFor(count, 3000);
   await sleep(quietMs);
-  assert.equal(receiver.deliveries.length, count, `expected exactly ${count} deliveries, got ${receiver.deliveries.length}`);
+  assert.equal(
+    receiver.deliveries.length,
+    count,
+    `expected exactly ${count} deliveries, got ${receiver.deliveries.length}`,
+  );
   return receiver.deliveries.slice();
 }
 
@@ -308,7 +325,10 @@ describe("message.created: what sends nothing", () => {
     const other = await f.agentIn(general, "Otherbot");
     const before = quiet.receiver.deliveries.length;
     for (const text of ["@Quiet hello from a bot", `<@${quiet.id}> and by id`]) {
-      const response = await agentRequest(f.relay, other.token, `/conversations/channel/${general.id}/messages`, { method: "POST", json: { text } });
+      const response = await agentRequest(f.relay, other.token, `/conversations/channel/${general.id}/messages`, {
+        method: "POST",
+        json: { text },
+      });
       assert.equal(response.status, 201);
     }
     await onlyControlArrives(before);
@@ -395,13 +415,19 @@ describe("message.created: payload and signatures", () => {
       direct: false,
       url: `${f.relay.url}/conversations/channel/${general.id}/messages/${message.id}`,
     });
-    assert.deepEqual(event.reply, { url: `${f.relay.url}/api/v1/agent-api/conversations/channel/${general.id}/messages`, thread_id: message.id });
+    assert.deepEqual(event.reply, {
+      url: `${f.relay.url}/api/v1/agent-api/conversations/channel/${general.id}/messages`,
+      thread_id: message.id,
+    });
   });
 
   test("POSTing to reply.url with the agent token and reply.thread_id answers in the thread", async () => {
     const before = shaper.receiver.deliveries.length;
     const message = await postMessage(f.relay, general, "@Shaper reply to me");
-    const event = await verified((await shaper.receiver.waitFor(before + 1))[before] as ReceivedDelivery, shaper.secret);
+    const event = await verified(
+      (await shaper.receiver.waitFor(before + 1))[before] as ReceivedDelivery,
+      shaper.secret,
+    );
     assert.equal(new URL(event.reply.url).protocol, "http:", "reply.url is absolute");
     const posted = await fetch(event.reply.url, {
       method: "POST",
@@ -409,14 +435,18 @@ describe("message.created: payload and signatures", () => {
       body: JSON.stringify({ text: "Here is my answer", thread_id: event.reply.thread_id }),
     });
     assert.equal(posted.status, 201);
-    const thread = await f.relay.request(`/api/v1/conversations/channel/${general.id}/messages?thread_id=${message.id}`);
+    const thread = await f.relay.request(
+      `/api/v1/conversations/channel/${general.id}/messages?thread_id=${message.id}`,
+    );
     const messages = ((await thread.json()) as { data: { text: string; author: { id: string; type: string } }[] }).data;
-    assert.ok(messages.some((m) => m.text === "Here is my answer" && m.author.id === shaper.id && m.author.type === "agent"));
+    assert.ok(
+      messages.some((m) => m.text === "Here is my answer" && m.author.id === shaper.id && m.author.type === "agent"),
+    );
   });
 
   test("each delivery is signed so both verifiers accept it, and a changed byte is refused", async () => {
     const before = shaper.receiver.deliveries.length;
-    await postMessage(f.relay, general, "@Shaper sign this: é ✓ \"quotes\"");
+    await postMessage(f.relay, general, '@Shaper sign this: é ✓ "quotes"');
     const delivery = (await shaper.receiver.waitFor(before + 1))[before] as ReceivedDelivery;
     const event = await verified(delivery, shaper.secret);
     assert.equal(delivery.headers["webhook-id"], event.id);
@@ -472,8 +502,14 @@ describe("message.created: links under TAB_RELAY_PUBLIC_URL", () => {
     const linked = await f.agentIn(general, "Linked");
     const message = await postMessage(f.relay, general, "@Linked where am I?");
     const event = await verified((await linked.receiver.waitFor(1))[0] as ReceivedDelivery, linked.secret);
-    assert.equal(event.message.url, `https://relay.example.com/conversations/channel/${general.id}/messages/${message.id}`);
-    assert.equal(event.reply.url, `https://relay.example.com/api/v1/agent-api/conversations/channel/${general.id}/messages`);
+    assert.equal(
+      event.message.url,
+      `https://relay.example.com/conversations/channel/${general.id}/messages/${message.id}`,
+    );
+    assert.equal(
+      event.reply.url,
+      `https://relay.example.com/api/v1/agent-api/conversations/channel/${general.id}/messages`,
+    );
   });
 });
 
@@ -551,7 +587,9 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     const event = await verified(first as ReceivedDelivery, again.secret);
     await f.delivery(again.id, event.id, (entry) => entry.status === "delivered");
 
-    const response = await f.relay.request(`/api/v1/agents/${again.id}/deliveries/${event.id}/redeliver`, { method: "POST" });
+    const response = await f.relay.request(`/api/v1/agents/${again.id}/deliveries/${event.id}/redeliver`, {
+      method: "POST",
+    });
     assert.equal(response.status, 202);
     const [, second] = await exactly(again.receiver, 2);
     assert.equal(second?.headers["webhook-id"], event.id);
@@ -567,7 +605,9 @@ describe("test events, redelivery and agents without a webhook URL", () => {
       ],
     );
 
-    const unknown = await f.relay.request(`/api/v1/agents/${again.id}/deliveries/evt_nope/redeliver`, { method: "POST" });
+    const unknown = await f.relay.request(`/api/v1/agents/${again.id}/deliveries/evt_nope/redeliver`, {
+      method: "POST",
+    });
     assert.equal(unknown.status, 404);
   });
 
@@ -582,7 +622,9 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     await postMessage(f.relay, general, "@Overlap are you there?");
     const [first] = await overlap.receiver.waitFor(1);
     const event = await verified(first as ReceivedDelivery, overlap.secret);
-    const response = await f.relay.request(`/api/v1/agents/${overlap.id}/deliveries/${event.id}/redeliver`, { method: "POST" });
+    const response = await f.relay.request(`/api/v1/agents/${overlap.id}/deliveries/${event.id}/redeliver`, {
+      method: "POST",
+    });
     assert.equal(response.status, 202);
     await new Promise((resolve) => setTimeout(resolve, 150));
     assert.equal(overlap.receiver.deliveries.length, 1, "nothing more while the first attempt is under way");
@@ -592,7 +634,11 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     const [, second] = await exactly(overlap.receiver, 2);
     assert.ok((second?.at ?? 0) >= answeredAt, "the manual attempt starts after the first one ended");
     assert.equal(second?.headers["webhook-id"], event.id);
-    const log = await f.delivery(overlap.id, event.id, (entry) => entry.attempts.length === 2 && finished(entry.status));
+    const log = await f.delivery(
+      overlap.id,
+      event.id,
+      (entry) => entry.attempts.length === 2 && finished(entry.status),
+    );
     assert.equal(log.status, "delivered");
     assert.deepEqual(
       log.attempts.map((a) => [a.attempt, a.trigger, a.outcome, a.next_attempt_at]),
@@ -613,7 +659,10 @@ describe("test events, redelivery and agents without a webhook URL", () => {
     assert.deepEqual(waiting?.attempts, []);
 
     const receiver = await f.receiver();
-    const patched = await f.relay.request(`/api/v1/agents/${created.agent.id}`, { method: "PATCH", json: { webhook_url: receiver.url } });
+    const patched = await f.relay.request(`/api/v1/agents/${created.agent.id}`, {
+      method: "PATCH",
+      json: { webhook_url: receiver.url },
+    });
     assert.equal(patched.status, 200);
     const [delivery] = await receiver.waitFor(1);
     const event = await verified(delivery as ReceivedDelivery, created.signing_secret);
@@ -646,7 +695,10 @@ describe("delivery retries and failures", () => {
       const current = log.attempts[i] as DeliveryAttempt;
       assert.ok(previous.next_attempt_at !== null, `attempt ${previous.attempt} names no next attempt`);
       const late = Date.parse(current.at) - Date.parse(previous.next_attempt_at);
-      assert.ok(late >= -5 && late <= RETRY_LATENESS_MS, `${log.id} attempt ${current.attempt} started ${late} ms after its next_attempt_at`);
+      assert.ok(
+        late >= -5 && late <= RETRY_LATENESS_MS,
+        `${log.id} attempt ${current.attempt} started ${late} ms after its next_attempt_at`,
+      );
     }
   }
 
@@ -663,7 +715,11 @@ describe("delivery retries and failures", () => {
       await verified(delivery, agent.secret);
       timestamps.push(Number(delivery.headers["webhook-timestamp"]));
     }
-    assert.deepEqual(timestamps, [...timestamps].sort((a, b) => a - b), "webhook-timestamp never goes back");
+    assert.deepEqual(
+      timestamps,
+      [...timestamps].sort((a, b) => a - b),
+      "webhook-timestamp never goes back",
+    );
     const [d1, d2, d3] = deliveries.map((d) => d.at) as [number, number, number];
     // 100 and 200 ms less 20% jitter, less a little for the receiver's clock sampling.
     assert.ok(d2 - d1 >= 75, `first retry after ${d2 - d1} ms`);
@@ -713,7 +769,9 @@ describe("delivery retries and failures", () => {
   });
 
   test("retries of several agents at once each keep their own schedule", async () => {
-    const agents = await Promise.all(["Crowd1", "Crowd2", "Crowd3", "Crowd4"].map((name) => f.agentIn(general, name, answerWith(500))));
+    const agents = await Promise.all(
+      ["Crowd1", "Crowd2", "Crowd3", "Crowd4"].map((name) => f.agentIn(general, name, answerWith(500))),
+    );
     await postMessage(f.relay, general, agents.map((agent) => `@${agent.name}`).join(" ") + " all together");
     // The whole schedule with the most jitter is 720 ms; a retry the worker lost sight of waits for its idle poll.
     await Promise.allSettled(agents.map((agent) => agent.receiver.waitFor(4, 8000)));
@@ -722,7 +780,9 @@ describe("delivery retries and failures", () => {
       const [log] = (await f.deliveries(agent.id)).filter((entry) => entry.id === eventId) as [Delivery];
       const last = log.attempts.at(-1) as DeliveryAttempt;
       if (last.next_attempt_at !== null) {
-        assert.fail(`${agent.name}: attempt ${last.attempt + 1}, due at ${last.next_attempt_at}, had not started ${Date.now() - Date.parse(last.next_attempt_at)} ms later`);
+        assert.fail(
+          `${agent.name}: attempt ${last.attempt + 1}, due at ${last.next_attempt_at}, had not started ${Date.now() - Date.parse(last.next_attempt_at)} ms later`,
+        );
       }
       assert.equal(log.attempts.length, 4);
       assertOnSchedule(log);
@@ -757,7 +817,9 @@ describe("delivery retries and failures", () => {
       ["/webhook", "/webhook"],
       "the Location was never requested",
     );
-    const log = await f.delivery(created.agent.id, String(deliveries[0]?.headers["webhook-id"]), (entry) => finished(entry.status));
+    const log = await f.delivery(created.agent.id, String(deliveries[0]?.headers["webhook-id"]), (entry) =>
+      finished(entry.status),
+    );
     assert.deepEqual(failedStatuses(log), [
       [1, "scheduled", "failed", 302],
       [2, "scheduled", "success", 204],
@@ -786,10 +848,14 @@ describe("delivery retries and failures", () => {
     await addMember(f.relay, general.id, { agent_id: created.agent.id });
     await postMessage(f.relay, general, "@Offline anyone home?");
     const entry = await f.relay
-      .whenHeard(async () => {
-        const [first] = await f.deliveries(created.agent.id);
-        return first?.attempts.length ? first : undefined;
-      }, "an attempt to be recorded", 3000)
+      .whenHeard(
+        async () => {
+          const [first] = await f.deliveries(created.agent.id);
+          return first?.attempts.length ? first : undefined;
+        },
+        "an attempt to be recorded",
+        3000,
+      )
       .catch(() => assert.fail("no attempt was recorded"));
     const [a1] = entry.attempts as [DeliveryAttempt];
     assert.equal(a1.outcome, "failed");
@@ -817,7 +883,10 @@ describe("delivery isolation between agents", () => {
     await postMessage(f.relay, general, "@Stuck @Fast both of you");
     const [both] = await fast.receiver.waitFor(1, 3000);
     // Well under the stuck agent's 2 s timeout, with room for a loaded machine.
-    assert.ok((both as ReceivedDelivery).at - started < 1000, `Fast waited ${(both as ReceivedDelivery).at - started} ms`);
+    assert.ok(
+      (both as ReceivedDelivery).at - started < 1000,
+      `Fast waited ${(both as ReceivedDelivery).at - started} ms`,
+    );
     await stuck.receiver.waitFor(1, 3000);
 
     for (let i = 0; i < 10; i++) await postMessage(f.relay, general, `@Stuck pile-up ${i}`);

@@ -11,8 +11,25 @@ import { Webhook } from "standardwebhooks";
 import { type Clock, systemClock } from "../../relay/src/clock";
 import { createJsonLogger } from "../../relay/src/logger";
 import { completionBody, startTestRelay, type TestRelay } from "./relayHarness";
-import { ProxyClient, directStream, http2Session, http2Stream, plainHttp, type StreamTiming, type TlsAnswer } from "./proxyClient";
-import { SITE, type Certificate, type ProxyKind, type ProxyProcess, ensureProxy, freePort, makeCertificate, startProxy } from "./reverseProxy";
+import {
+  ProxyClient,
+  directStream,
+  http2Session,
+  http2Stream,
+  plainHttp,
+  type StreamTiming,
+  type TlsAnswer,
+} from "./proxyClient";
+import {
+  SITE,
+  type Certificate,
+  type ProxyKind,
+  type ProxyProcess,
+  ensureProxy,
+  freePort,
+  makeCertificate,
+  startProxy,
+} from "./reverseProxy";
 import { type UpstreamStandIn, startUpstreamStandIn } from "./upstreamStandIn";
 
 const COMPLETIONS = "/api/v1/tab/chat/completions";
@@ -137,7 +154,10 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
 
       const plain = await plainHttp(stack.proxy.ports.http, "/api/v1/me?x=1");
       assert.ok([301, 308].includes(plain.status), `plain http answered ${plain.status}`);
-      assert.match(String(plain.headers.location), new RegExp(`^https://${SITE.replace(/\./g, "\\.")}(:${stack.proxy.ports.https})?/api/v1/me\\?x=1$`));
+      assert.match(
+        String(plain.headers.location),
+        new RegExp(`^https://${SITE.replace(/\./g, "\\.")}(:${stack.proxy.ports.https})?/api/v1/me\\?x=1$`),
+      );
       assert.equal(plain.headers["x-request-id"], undefined, "the proxy answered, not the relay");
     });
 
@@ -159,7 +179,11 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
       } finally {
         session.close();
       }
-      for (const [how, timing] of [["directly", direct], ["through the proxy", proxied], ["through the proxy over HTTP/2", overHttp2]] as const) {
+      for (const [how, timing] of [
+        ["directly", direct],
+        ["through the proxy", proxied],
+        ["through the proxy over HTTP/2", overHttp2],
+      ] as const) {
         assert.equal(timing.status, 200, how);
         assert.equal(timing.text, FRAGMENTS.join(""), how);
         assert.equal(timing.data.at(-1), "[DONE]", how);
@@ -169,9 +193,15 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
         // another, so the median gap and the first text's lead hold with room for that.
         const sorted = [...gaps(timing)].sort((a, b) => a - b);
         const median = ((sorted[1] as number) + (sorted[2] as number)) / 2;
-        assert.ok(median >= 0.6 * GAP_MS, `${how}: chunks ${gaps(timing).map(Math.round).join(", ")} ms apart; the upstream paused ${GAP_MS} ms between them`);
+        assert.ok(
+          median >= 0.6 * GAP_MS,
+          `${how}: chunks ${gaps(timing).map(Math.round).join(", ")} ms apart; the upstream paused ${GAP_MS} ms between them`,
+        );
         const first = timing.contentAtMs[0] as number;
-        assert.ok(timing.endMs - first >= 0.6 * GAP_MS * (FRAGMENTS.length - 1), `${how}: the first text came ${Math.round(first)} ms in, the end ${Math.round(timing.endMs)} ms`);
+        assert.ok(
+          timing.endMs - first >= 0.6 * GAP_MS * (FRAGMENTS.length - 1),
+          `${how}: the first text came ${Math.round(first)} ms in, the end ${Math.round(timing.endMs)} ms`,
+        );
       }
     });
 
@@ -200,11 +230,23 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
       const live = await owner.socket("/api/v1/live", { cookie, origin: stack.origin });
       try {
         assert.equal(live.hello.type, "hello");
-        const channel = data<{ id: string }>(await owner.request("/api/v1/channels", { method: "POST", headers: auth(), json: { name: "through-the-proxy", visibility: "public" } }));
-        const posted = await owner.request(`/api/v1/conversations/channel/${channel.id}/messages`, { method: "POST", headers: auth(), json: { text: "hello over wss" } });
+        const channel = data<{ id: string }>(
+          await owner.request("/api/v1/channels", {
+            method: "POST",
+            headers: auth(),
+            json: { name: "through-the-proxy", visibility: "public" },
+          }),
+        );
+        const posted = await owner.request(`/api/v1/conversations/channel/${channel.id}/messages`, {
+          method: "POST",
+          headers: auth(),
+          json: { text: "hello over wss" },
+        });
         assert.equal(posted.status, 201, posted.body);
         const id = data<{ id: string }>(posted).id;
-        const frame = await live.frame((f) => f.type === "message.created" && (f.message as { id?: string } | undefined)?.id === id);
+        const frame = await live.frame(
+          (f) => f.type === "message.created" && (f.message as { id?: string } | undefined)?.id === id,
+        );
         assert.equal((frame.message as { text: string }).text, "hello over wss");
       } finally {
         live.ws.close();
@@ -216,29 +258,57 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
     });
 
     test("a Socket Mode agent connects through the proxy, receives an event signed for it and acknowledges it", async () => {
-      const created = await owner.request("/api/v1/agents", { method: "POST", headers: auth(), json: { name: "Sock" } });
+      const created = await owner.request("/api/v1/agents", {
+        method: "POST",
+        headers: auth(),
+        json: { name: "Sock" },
+      });
       assert.equal(created.status, 201, created.body);
       const agent = data<{ agent: { id: string }; token: string; signing_secret: string }>(created);
       const socket = await owner.socket("/api/v1/agent-api/socket", { authorization: `Bearer ${agent.token}` });
       try {
         assert.equal(socket.hello.type, "hello");
         assert.equal(socket.hello.agent_id, agent.agent.id);
-        const channel = data<{ id: string }>(await owner.request("/api/v1/channels", { method: "POST", headers: auth(), json: { name: "agent-over-wss", visibility: "public" } }));
-        const posted = await owner.request(`/api/v1/conversations/channel/${channel.id}/messages`, { method: "POST", headers: auth(), json: { text: "@Sock are you behind the proxy too?" } });
+        const channel = data<{ id: string }>(
+          await owner.request("/api/v1/channels", {
+            method: "POST",
+            headers: auth(),
+            json: { name: "agent-over-wss", visibility: "public" },
+          }),
+        );
+        const posted = await owner.request(`/api/v1/conversations/channel/${channel.id}/messages`, {
+          method: "POST",
+          headers: auth(),
+          json: { text: "@Sock are you behind the proxy too?" },
+        });
         assert.equal(posted.status, 201, posted.body);
-        const envelope = (await socket.frame((f) => f.type === "event")) as { envelope_id: string; headers: Record<string, string>; body: string };
-        const event = new Webhook(agent.signing_secret).verify(envelope.body, envelope.headers) as { message: { id: string } };
+        const envelope = (await socket.frame((f) => f.type === "event")) as {
+          envelope_id: string;
+          headers: Record<string, string>;
+          body: string;
+        };
+        const event = new Webhook(agent.signing_secret).verify(envelope.body, envelope.headers) as {
+          message: { id: string };
+        };
         assert.equal(event.message.id, data<{ id: string }>(posted).id);
         socket.ws.send(JSON.stringify({ type: "ack", envelope_id: envelope.envelope_id }));
         const deadline = performance.now() + 5_000;
         for (;;) {
-          const log = data<{ id: string; status: string; attempts: { url: string; outcome: string }[] }[]>(await owner.request(`/api/v1/agents/${agent.agent.id}/deliveries`, { headers: auth() }));
+          const log = data<{ id: string; status: string; attempts: { url: string; outcome: string }[] }[]>(
+            await owner.request(`/api/v1/agents/${agent.agent.id}/deliveries`, { headers: auth() }),
+          );
           const delivery = log.find((entry) => entry.id === envelope.envelope_id);
           if (delivery?.status === "delivered") {
-            assert.deepEqual(delivery.attempts.map((a) => [a.url, a.outcome]), [["socket", "success"]]);
+            assert.deepEqual(
+              delivery.attempts.map((a) => [a.url, a.outcome]),
+              [["socket", "success"]],
+            );
             break;
           }
-          assert.ok(performance.now() < deadline, `the delivery is still ${delivery?.status ?? "missing"} 5 s after the ack`);
+          assert.ok(
+            performance.now() < deadline,
+            `the delivery is still ${delivery?.status ?? "missing"} 5 s after the ack`,
+          );
           await sleep(50);
         }
       } finally {
@@ -252,16 +322,25 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
       const colleague = new ProxyClient(stack.origin, certificate.pem, "127.0.0.3");
       try {
         const signIn = (client: ProxyClient, apiKey: string, forwarded: string) =>
-          client.request("/api/v1/sessions", { method: "POST", json: { api_key: apiKey }, headers: { "x-forwarded-for": forwarded } });
+          client.request("/api/v1/sessions", {
+            method: "POST",
+            json: { api_key: apiKey },
+            headers: { "x-forwarded-for": forwarded },
+          });
         const before = requestLines(stack).length;
         // The guesser names a new made-up address each time; none of them is believed.
-        for (let i = 1; i <= WRITES; i++) assert.equal((await signIn(guesser, "svc_ws_guessing", `203.0.113.${i}`)).status, 401);
+        for (let i = 1; i <= WRITES; i++)
+          assert.equal((await signIn(guesser, "svc_ws_guessing", `203.0.113.${i}`)).status, 401);
         const stopped = await signIn(guesser, "svc_ws_guessing", "203.0.113.99");
         assert.equal(stopped.status, 429, "the guesser is stopped after its own budget");
         // The colleague even claims one of the guesser's made-up addresses, and is counted as itself.
         const colleagueIn = await signIn(colleague, stack.relay.apiKey, "203.0.113.1");
         assert.equal(colleagueIn.status, 201, colleagueIn.body);
-        assert.equal(colleagueIn.headers["x-ratelimit-remaining"], String(WRITES - 1), "the colleague's first attempt in its own bucket");
+        assert.equal(
+          colleagueIn.headers["x-ratelimit-remaining"],
+          String(WRITES - 1),
+          "the colleague's first attempt in its own bucket",
+        );
 
         const expected = WRITES + 2;
         const deadline = performance.now() + 2_000;
@@ -269,7 +348,11 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
         const logged = requestLines(stack)
           .slice(before)
           .map((line) => [line.status, line.client]);
-        assert.deepEqual(logged, [...Array.from({ length: WRITES }, () => [401, "127.0.0.2"]), [429, "127.0.0.2"], [201, "127.0.0.3"]]);
+        assert.deepEqual(logged, [
+          ...Array.from({ length: WRITES }, () => [401, "127.0.0.2"]),
+          [429, "127.0.0.2"],
+          [201, "127.0.0.3"],
+        ]);
       } finally {
         guesser.close();
         colleague.close();
@@ -289,7 +372,11 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
       const send = (bytes: number) => {
         const body = sized(bytes);
         assert.equal(Buffer.byteLength(body), bytes);
-        return owner.request(COMPLETIONS, { method: "POST", headers: { ...auth(), "content-type": "application/json" }, body });
+        return owner.request(COMPLETIONS, {
+          method: "POST",
+          headers: { ...auth(), "content-type": "application/json" },
+          body,
+        });
       };
       upstream.enqueue({ kind: "reply", text: "  return a + b;" });
       const fits = await send(500 * 1024);

@@ -65,11 +65,22 @@ const relayEnv = { ...baseEnv, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELA
 function checkOut(revision: string): string {
   if (!/^[\w./^~-]+$/.test(revision)) throw new Error(`--revision: "${revision}" is not a commit or tag name`);
   const dir = mkdtempSync(join(tmpdir(), "tab-relay-release-"));
-  const archive = spawnSync("sh", ["-c", `git archive --format=tar "$1" relay shared tsconfig.base.json package.json | tar -x -C "$2"`, "sh", revision, dir], { cwd: ROOT, encoding: "utf8" });
+  const archive = spawnSync(
+    "sh",
+    [
+      "-c",
+      `git archive --format=tar "$1" relay shared tsconfig.base.json package.json | tar -x -C "$2"`,
+      "sh",
+      revision,
+      dir,
+    ],
+    { cwd: ROOT, encoding: "utf8" },
+  );
   if (archive.status !== 0) throw new Error(`git archive ${revision} failed: ${archive.stderr}`);
   mkdirSync(join(dir, "node_modules", "@tab-relay"), { recursive: true });
   for (const entry of readdirSync(join(ROOT, "node_modules"))) {
-    if (entry !== "@tab-relay" && entry !== ".bin") symlinkSync(join(ROOT, "node_modules", entry), join(dir, "node_modules", entry));
+    if (entry !== "@tab-relay" && entry !== ".bin")
+      symlinkSync(join(ROOT, "node_modules", entry), join(dir, "node_modules", entry));
   }
   // The release's own shared package, not this checkout's.
   symlinkSync(join(dir, "shared"), join(dir, "node_modules", "@tab-relay", "shared"));
@@ -86,15 +97,29 @@ function checkOut(revision: string): string {
 }
 
 function runCli(root: string, args: string[]): string {
-  const result = spawnSync(process.execPath, ["--import", "tsx", join(root, "relay/src/cli.ts"), ...args], { cwd: root, env: relayEnv, encoding: "utf8", timeout: 120_000 });
+  const result = spawnSync(process.execPath, ["--import", "tsx", join(root, "relay/src/cli.ts"), ...args], {
+    cwd: root,
+    env: relayEnv,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   if (result.status !== 0) throw new Error(`tab-relay ${args[0]} failed (${String(result.status)}): ${result.stderr}`);
   return result.stdout;
 }
 
-async function call<T>(relay: RelayProcess, key: string, path: string, init: { method?: string; json?: unknown; headers?: Record<string, string> } = {}): Promise<{ data: T; response: Response }> {
+async function call<T>(
+  relay: RelayProcess,
+  key: string,
+  path: string,
+  init: { method?: string; json?: unknown; headers?: Record<string, string> } = {},
+): Promise<{ data: T; response: Response }> {
   const response = await fetch(`${relay.url}/api/v1${path}`, {
     method: init.method ?? "GET",
-    headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(init.json === undefined ? {} : { "Content-Type": "application/json" }), ...init.headers },
+    headers: {
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...(init.json === undefined ? {} : { "Content-Type": "application/json" }),
+      ...init.headers,
+    },
     ...(init.json === undefined ? {} : { body: JSON.stringify(init.json) }),
   });
   const text = await response.text();
@@ -103,41 +128,113 @@ async function call<T>(relay: RelayProcess, key: string, path: string, init: { m
 }
 
 /** Makes the data through the API of a relay that was just initialised (`ownerKey`), whose agent's receiver answers 503. */
-async function populate(relay: RelayProcess, ownerKey: string, receiver: WebhookReceiver): Promise<Omit<FixtureData, "workspace" | "owner"> & { owner: { id: string; name: string } }> {
+async function populate(
+  relay: RelayProcess,
+  ownerKey: string,
+  receiver: WebhookReceiver,
+): Promise<Omit<FixtureData, "workspace" | "owner"> & { owner: { id: string; name: string } }> {
   const me = (await call<{ user: { id: string; name: string } }>(relay, ownerKey, "/me")).data.user;
-  const member = (await call<{ user: { id: string; name: string }; api_key: { secret: string } }>(relay, ownerKey, "/users", { method: "POST", json: { name: "Mo Member", role: "member" } })).data;
+  const member = (
+    await call<{ user: { id: string; name: string }; api_key: { secret: string } }>(relay, ownerKey, "/users", {
+      method: "POST",
+      json: { name: "Mo Member", role: "member" },
+    })
+  ).data;
   await call(relay, ownerKey, "/users", { method: "POST", json: { name: "Gil Guest", role: "guest" } });
-  const laptop = (await call<{ secret: string }>(relay, member.api_key.secret, "/api-keys", { method: "POST", json: { name: "Mo's laptop", scopes: ["tab.complete"] } })).data;
-  const revoked = (await call<{ id: string; secret: string }>(relay, ownerKey, "/api-keys", { method: "POST", json: { name: "old CI key", scopes: ["tab.complete"] } })).data;
+  const laptop = (
+    await call<{ secret: string }>(relay, member.api_key.secret, "/api-keys", {
+      method: "POST",
+      json: { name: "Mo's laptop", scopes: ["tab.complete"] },
+    })
+  ).data;
+  const revoked = (
+    await call<{ id: string; secret: string }>(relay, ownerKey, "/api-keys", {
+      method: "POST",
+      json: { name: "old CI key", scopes: ["tab.complete"] },
+    })
+  ).data;
   await call(relay, ownerKey, `/api-keys/${revoked.id}`, { method: "DELETE" });
   const signIn = await call(relay, "", "/sessions", { method: "POST", json: { api_key: ownerKey } });
   const sessionToken = /=([^;]+)/.exec(signIn.response.headers.get("set-cookie") ?? "")?.[1];
   assert.ok(sessionToken, "the sign-in set a session cookie");
 
-  const agent = (await call<{ agent: { id: string; name: string }; token: string; signing_secret: string }>(relay, ownerKey, "/agents", { method: "POST", json: { name: "Releasebot", description: "Announces releases", webhook_url: receiver.url } })).data;
-  const channel = (await call<{ id: string; name: string }>(relay, ownerKey, "/channels", { method: "POST", json: { name: "releases" } })).data;
+  const agent = (
+    await call<{ agent: { id: string; name: string }; token: string; signing_secret: string }>(
+      relay,
+      ownerKey,
+      "/agents",
+      { method: "POST", json: { name: "Releasebot", description: "Announces releases", webhook_url: receiver.url } },
+    )
+  ).data;
+  const channel = (
+    await call<{ id: string; name: string }>(relay, ownerKey, "/channels", {
+      method: "POST",
+      json: { name: "releases" },
+    })
+  ).data;
   await call(relay, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { user_id: member.user.id } });
-  await call(relay, ownerKey, `/channels/${channel.id}/members`, { method: "POST", json: { agent_id: agent.agent.id } });
+  await call(relay, ownerKey, `/channels/${channel.id}/members`, {
+    method: "POST",
+    json: { agent_id: agent.agent.id },
+  });
 
   type Posted = { id: string; text: string; thread_id: string | null };
   const post = async (key: string, conversation: string, text: string, threadId?: string) =>
-    (await call<Posted>(relay, key, `/conversations/${conversation}/messages`, { method: "POST", json: { text, ...(threadId ? { thread_id: threadId } : {}) } })).data;
+    (
+      await call<Posted>(relay, key, `/conversations/${conversation}/messages`, {
+        method: "POST",
+        json: { text, ...(threadId ? { thread_id: threadId } : {}) },
+      })
+    ).data;
   const messages: Posted[] = [];
-  messages.push(await post(ownerKey, `channel/${channel.id}`, "Release 0.1 is out: the relay, the extension and the console."));
-  messages.push(await post(member.api_key.secret, `channel/${channel.id}`, `@${me.name} the changelog says "migrations run at start" — do we still need \`tab-relay migrate\`?`));
-  messages.push(await post(ownerKey, `channel/${channel.id}`, "Only when several relays share PostgreSQL.\nThen run it once, before the new relays start.", messages[1]?.id));
+  messages.push(
+    await post(ownerKey, `channel/${channel.id}`, "Release 0.1 is out: the relay, the extension and the console."),
+  );
+  messages.push(
+    await post(
+      member.api_key.secret,
+      `channel/${channel.id}`,
+      `@${me.name} the changelog says "migrations run at start" — do we still need \`tab-relay migrate\`?`,
+    ),
+  );
+  messages.push(
+    await post(
+      ownerKey,
+      `channel/${channel.id}`,
+      "Only when several relays share PostgreSQL.\nThen run it once, before the new relays start.",
+      messages[1]?.id,
+    ),
+  );
   const mention = await post(ownerKey, `channel/${channel.id}`, "@Releasebot please announce 0.1 in #general ✨");
   messages.push(mention);
-  const dm = (await call<{ id: string }>(relay, ownerKey, "/dms", { method: "POST", json: { member_ids: [member.user.id] } })).data;
-  const dmMessages = [await post(ownerKey, `dm/${dm.id}`, "Can you check the backup job tonight?"), await post(member.api_key.secret, `dm/${dm.id}`, "Will do.")];
+  const dm = (
+    await call<{ id: string }>(relay, ownerKey, "/dms", { method: "POST", json: { member_ids: [member.user.id] } })
+  ).data;
+  const dmMessages = [
+    await post(ownerKey, `dm/${dm.id}`, "Can you check the backup job tonight?"),
+    await post(member.api_key.secret, `dm/${dm.id}`, "Will do."),
+  ];
   // The agent writes to the owner first: a DM from an agent notifies the people in it.
-  const agentDm = (await call<{ id: string }>(relay, ownerKey, "/dms", { method: "POST", json: { member_ids: [agent.agent.id] } })).data;
-  const fromAgent = (await call<Posted>(relay, agent.token, `/agent-api/conversations/dm/${agentDm.id}/messages`, { method: "POST", json: { text: "Announced 0.1 in #general." } })).data;
+  const agentDm = (
+    await call<{ id: string }>(relay, ownerKey, "/dms", { method: "POST", json: { member_ids: [agent.agent.id] } })
+  ).data;
+  const fromAgent = (
+    await call<Posted>(relay, agent.token, `/agent-api/conversations/dm/${agentDm.id}/messages`, {
+      method: "POST",
+      json: { text: "Announced 0.1 in #general." },
+    })
+  ).data;
 
   // The receiver is down: the event's first attempt fails and it waits for its retry.
   await receiver.waitFor(1, 30_000);
   const deliveries = await until("the failed attempt in the delivery log", 30_000, async () => {
-    const log = (await call<{ id: string; status: string; attempts: { outcome: string }[] }[]>(relay, ownerKey, `/agents/${agent.agent.id}/deliveries`)).data;
+    const log = (
+      await call<{ id: string; status: string; attempts: { outcome: string }[] }[]>(
+        relay,
+        ownerKey,
+        `/agents/${agent.agent.id}/deliveries`,
+      )
+    ).data;
     return log.length === 1 && log[0]?.status === "pending" && log[0].attempts.length === 1 ? log : undefined;
   });
   return {
@@ -159,11 +256,25 @@ async function makeData(root: string, target: string[]): Promise<FixtureData> {
   const children = new Set<ChildProcess>();
   const receiver = await startWebhookReceiver(answerWith(503, {}, "down"));
   try {
-    const init = JSON.parse(runCli(root, ["init", ...target, "--workspace", "acme", "--owner", "Olive Owner", "--name", "Acme", "--json"])) as { workspace: { id: string; slug: string }; user: { id: string; name: string }; api_key: string };
-    const relay = await spawnRelay({ name: "release relay", args: ["--import", "tsx", join(root, "relay/src/cli.ts"), "serve", ...target, "--port", "0"], cwd: root, env: relayEnv, tracked: children, startTimeoutMs: 120_000, outputChars: 8_000 });
+    const init = JSON.parse(
+      runCli(root, ["init", ...target, "--workspace", "acme", "--owner", "Olive Owner", "--name", "Acme", "--json"]),
+    ) as { workspace: { id: string; slug: string }; user: { id: string; name: string }; api_key: string };
+    const relay = await spawnRelay({
+      name: "release relay",
+      args: ["--import", "tsx", join(root, "relay/src/cli.ts"), "serve", ...target, "--port", "0"],
+      cwd: root,
+      env: relayEnv,
+      tracked: children,
+      startTimeoutMs: 120_000,
+      outputChars: 8_000,
+    });
     try {
       const made = await populate(relay, init.api_key, receiver);
-      return { ...made, workspace: { id: init.workspace.id, slug: init.workspace.slug }, owner: { ...made.owner, key: init.api_key } };
+      return {
+        ...made,
+        workspace: { id: init.workspace.id, slug: init.workspace.slug },
+        owner: { ...made.owner, key: init.api_key },
+      };
     } finally {
       relay.child.kill("SIGTERM");
       await relay.exited;
@@ -185,7 +296,11 @@ export function dumpSqlite(path: string): string {
       return `'${String(value).replaceAll("'", "''")}'`;
     };
     const out = ["PRAGMA foreign_keys=OFF;", "BEGIN TRANSACTION;"];
-    const objects = db.prepare("select type, name, sql from sqlite_master where sql is not null and name not like 'sqlite_%' order by rowid").all() as { type: string; name: string; sql: string }[];
+    const objects = db
+      .prepare(
+        "select type, name, sql from sqlite_master where sql is not null and name not like 'sqlite_%' order by rowid",
+      )
+      .all() as { type: string; name: string; sql: string }[];
     for (const table of objects.filter((o) => o.type === "table")) {
       out.push(`${table.sql};`);
       const rows = db.prepare(`select * from "${table.name}" order by rowid`).raw().all() as unknown[][];
@@ -202,7 +317,9 @@ export function dumpSqlite(path: string): string {
 function migrationsOf(path: string): string[] {
   const db = new SqliteDatabase(path, { readonly: true });
   try {
-    return (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map((row) => row.name);
+    return (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map(
+      (row) => row.name,
+    );
   } finally {
     db.close();
   }
@@ -210,7 +327,10 @@ function migrationsOf(path: string): string[] {
 
 /** pg_dump's plain SQL without its psql meta-commands (`\restrict`), so any PostgreSQL client can run it. */
 function dumpPostgres(url: string): string {
-  const dump = spawnSync("pg_dump", ["--no-owner", "--no-privileges", "--inserts", "--dbname", url], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const dump = spawnSync("pg_dump", ["--no-owner", "--no-privileges", "--inserts", "--dbname", url], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (dump.status !== 0) throw new Error(`pg_dump failed: ${dump.error?.message ?? dump.stderr}`);
   return dump.stdout
     .split("\n")
@@ -221,7 +341,9 @@ function dumpPostgres(url: string): string {
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { revision: { type: "string" }, out: { type: "string" } } });
   const out = values.out ?? FIXTURE_DIR;
-  const revision = values.revision ?? spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
+  const revision =
+    values.revision ??
+    spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
   const root = values.revision ? checkOut(values.revision) : ROOT;
   const scratch = mkdtempSync(join(tmpdir(), "tab-relay-fixture-"));
   const database = await createDatabase("tab_relay_fixture");
@@ -236,7 +358,9 @@ async function main(): Promise<void> {
     writeFileSync(join(out, "postgres.sql"), dumpPostgres(database.url));
     const fixture: Fixture = { revision, made_at: new Date().toISOString(), migrations, sqlite, postgres };
     writeFileSync(join(out, "fixture.json"), `${JSON.stringify(fixture, null, 2)}\n`);
-    process.stdout.write(`Wrote ${out}: sqlite.sql, postgres.sql and fixture.json (migrations ${migrations.join(", ")})\n`);
+    process.stdout.write(
+      `Wrote ${out}: sqlite.sql, postgres.sql and fixture.json (migrations ${migrations.join(", ")})\n`,
+    );
   } finally {
     await dropDatabases([database.name]);
     rmSync(scratch, { recursive: true, force: true });

@@ -8,8 +8,16 @@ import type { Member } from "../../relay/src/store/types";
  */
 export function sharedPrefixDirectory(): Member[] {
   return [
-    ...["Platform", "Platform Team", "Platform Team Member"].map((name, i): Member => ({ id: `usr_p${i}`, type: "user", name })),
-    ...Array.from({ length: 497 }, (_, i): Member => ({ id: `usr_m${i}`, type: "user", name: `Platform Team Member ${i}` })),
+    ...["Platform", "Platform Team", "Platform Team Member"].map((name, i): Member => ({
+      id: `usr_p${i}`,
+      type: "user",
+      name,
+    })),
+    ...Array.from({ length: 497 }, (_, i): Member => ({
+      id: `usr_m${i}`,
+      type: "user",
+      name: `Platform Team Member ${i}`,
+    })),
   ];
 }
 
@@ -61,7 +69,11 @@ export function everyNameAtEveryAt(text: string, directory: readonly Member[]): 
     const member = byLength.find((candidate) => {
       const end = at + 1 + candidate.name.length;
       const after = text[end];
-      return candidate.name !== "" && text.slice(at + 1, end).toLowerCase() === candidate.name.toLowerCase() && !(after !== undefined && word.test(after));
+      return (
+        candidate.name !== "" &&
+        text.slice(at + 1, end).toLowerCase() === candidate.name.toLowerCase() &&
+        !(after !== undefined && word.test(after))
+      );
     });
     if (member) note(member, at);
   }

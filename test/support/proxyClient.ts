@@ -58,7 +58,14 @@ export class ProxyClient {
           const tls = { protocol: socket.getProtocol(), subject: Array.isArray(cn) ? cn.join(",") : cn };
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8"), tls }));
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString("utf8"),
+              tls,
+            }),
+          );
           res.on("error", reject);
         },
       );
@@ -73,7 +80,12 @@ export class ProxyClient {
     return new Promise((resolve, reject) => {
       const req = httpsRequest(
         `${this.origin}${path}`,
-        { method: "POST", headers: { ...headers, "content-type": "application/json" }, agent: this.agent, localAddress: this.localAddress },
+        {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          agent: this.agent,
+          localAddress: this.localAddress,
+        },
         (res) => void timeStream(res, res.statusCode ?? 0, started).then(resolve, reject),
       );
       req.on("error", reject);
@@ -83,13 +95,21 @@ export class ProxyClient {
 
   /** A WebSocket to `path` on the proxy; resolves with the first frame (the relay's hello). */
   async socket(path: string, headers: Record<string, string>): Promise<OpenSocket> {
-    const ws = new WebSocket(`${this.origin.replace(/^https/, "wss")}${path}`, { agent: this.agent, localAddress: this.localAddress, headers });
+    const ws = new WebSocket(`${this.origin.replace(/^https/, "wss")}${path}`, {
+      agent: this.agent,
+      localAddress: this.localAddress,
+      headers,
+    });
     return openSocket(ws);
   }
 
   /** The answer to a WebSocket handshake that is refused; fails if it is accepted. */
   refusedSocket(path: string, headers: Record<string, string>): Promise<Answer> {
-    const ws = new WebSocket(`${this.origin.replace(/^https/, "wss")}${path}`, { agent: this.agent, localAddress: this.localAddress, headers });
+    const ws = new WebSocket(`${this.origin.replace(/^https/, "wss")}${path}`, {
+      agent: this.agent,
+      localAddress: this.localAddress,
+      headers,
+    });
     ws.on("error", () => undefined);
     return new Promise((resolve, reject) => {
       ws.on("open", () => {
@@ -118,7 +138,9 @@ export function plainHttp(port: number, path: string): Promise<Answer> {
     const req = httpRequest({ host: "127.0.0.1", port, path, headers: { host: SITE } }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }),
+      );
     });
     req.on("error", reject);
     req.end();
@@ -126,11 +148,18 @@ export function plainHttp(port: number, path: string): Promise<Answer> {
 }
 
 /** A streamed completion straight from the relay (plain http, no proxy), timed like `ProxyClient.stream`. */
-export function directStream(url: string, headers: Record<string, string>, json: unknown, agent?: HttpAgent): Promise<StreamTiming> {
+export function directStream(
+  url: string,
+  headers: Record<string, string>,
+  json: unknown,
+  agent?: HttpAgent,
+): Promise<StreamTiming> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, ...(agent ? { agent } : {}) }, (res) =>
-      void timeStream(res, res.statusCode ?? 0, started).then(resolve, reject),
+    const req = httpRequest(
+      url,
+      { method: "POST", headers: { ...headers, "content-type": "application/json" }, ...(agent ? { agent } : {}) },
+      (res) => void timeStream(res, res.statusCode ?? 0, started).then(resolve, reject),
     );
     req.on("error", reject);
     req.end(JSON.stringify(json));
@@ -147,11 +176,24 @@ export function http2Session(origin: string, ca: string): Promise<ClientHttp2Ses
 }
 
 /** A streamed completion over an HTTP/2 session, timed like `ProxyClient.stream`. */
-export function http2Stream(session: ClientHttp2Session, path: string, headers: Record<string, string>, json: unknown): Promise<StreamTiming> {
+export function http2Stream(
+  session: ClientHttp2Session,
+  path: string,
+  headers: Record<string, string>,
+  json: unknown,
+): Promise<StreamTiming> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/json", ...headers });
-    stream.once("response", (response) => void timeStream(stream, Number(response[":status"]), started).then(resolve, reject));
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/json",
+      ...headers,
+    });
+    stream.once(
+      "response",
+      (response) => void timeStream(stream, Number(response[":status"]), started).then(resolve, reject),
+    );
     stream.once("error", reject);
     stream.end(JSON.stringify(json));
   });
@@ -237,7 +279,9 @@ function openSocket(ws: WebSocket): Promise<OpenSocket> {
     });
   return new Promise((resolve, reject) => {
     ws.once("error", reject);
-    ws.once("unexpected-response", (_req, res) => reject(new Error(`the upgrade was refused with ${res.statusCode ?? "?"}`)));
+    ws.once("unexpected-response", (_req, res) =>
+      reject(new Error(`the upgrade was refused with ${res.statusCode ?? "?"}`)),
+    );
     void frame(() => true).then((hello) => resolve({ ws, hello, frames, frame }), reject);
   });
 }

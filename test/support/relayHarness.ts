@@ -44,7 +44,12 @@ export async function startTestRelay(
   } = {},
 ): Promise<TestRelay> {
   const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));
-  const config = loadConfig({ TAB_RELAY_DATA: dataDir, TAB_RELAY_PORT: "0", TAB_RELAY_LOG_LEVEL: "silent", ...options.env });
+  const config = loadConfig({
+    TAB_RELAY_DATA: dataDir,
+    TAB_RELAY_PORT: "0",
+    TAB_RELAY_LOG_LEVEL: "silent",
+    ...options.env,
+  });
   const store = await openStore(config);
   const clock = options.clock ?? systemClock;
   // A relay alone on its database talks to itself over a local bus; the test listens in on it.
@@ -71,7 +76,11 @@ export async function startTestRelay(
     const token = key === undefined ? init.apiKey : key;
     if (token !== null) h.set("Authorization", `Bearer ${token}`);
     if (json !== undefined) h.set("Content-Type", "application/json");
-    return fetch(relay.url + path, { ...rest, headers: h, ...(json !== undefined ? { body: JSON.stringify(json) } : {}) });
+    return fetch(relay.url + path, {
+      ...rest,
+      headers: h,
+      ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
+    });
   };
   const nextMessage = (timeoutMs: number, what: string) =>
     new Promise<void>((resolve, reject) => {
@@ -79,10 +88,13 @@ export async function startTestRelay(
         clearTimeout(timer);
         resolve();
       };
-      const timer = setTimeout(() => {
-        hearing.off("message", onMessage);
-        reject(new Error(`timed out waiting for ${what}`));
-      }, Math.max(0, timeoutMs));
+      const timer = setTimeout(
+        () => {
+          hearing.off("message", onMessage);
+          reject(new Error(`timed out waiting for ${what}`));
+        },
+        Math.max(0, timeoutMs),
+      );
       hearing.once("message", onMessage);
     });
   const whenHeard: TestRelay["whenHeard"] = async (probe, what, timeoutMs = 5000) => {

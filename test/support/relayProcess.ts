@@ -26,7 +26,11 @@ export async function spawnRelay(options: {
   outputChars: number;
 }): Promise<RelayProcess> {
   const { name, tracked } = options;
-  const child = spawn(process.execPath, [...options.args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...options.args], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   tracked.add(child);
   let output = "";
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-options.outputChars));
@@ -39,7 +43,10 @@ export async function spawnRelay(options: {
     }),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${options.startTimeoutMs} ms:\n${output}`)), options.startTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not start within ${options.startTimeoutMs} ms:\n${output}`)),
+      options.startTimeoutMs,
+    );
     child.stderr.on("data", () => {
       const match = /serving on (http:\/\/\S+)/.exec(output);
       if (match?.[1]) {
@@ -66,7 +73,11 @@ export interface CommandRun {
  * Runs a command to its end without blocking this process, so that stand-ins, receivers and load in it go on while
  * it runs (spawnSync would stop them); killed after `killAfterMs`.
  */
-export function runCommand(command: string, args: readonly string[], options: { cwd?: string; env: NodeJS.ProcessEnv; killAfterMs: number }): Promise<CommandRun> {
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env: NodeJS.ProcessEnv; killAfterMs: number },
+): Promise<CommandRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, [...args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -83,7 +94,12 @@ export function runCommand(command: string, args: readonly string[], options: { 
 }
 
 /** Polls `probe` until it answers something other than undefined, or fails after `timeoutMs` naming `what`. */
-export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined> | T | undefined,
+  everyMs = 50,
+): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await probe();

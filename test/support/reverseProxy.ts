@@ -38,7 +38,11 @@ export function ensureProxy(kind: ProxyKind): Prerequisites {
   console.log(`[${kind}] ${kind} or openssl missing: running ${SETUP_SCRIPT}`);
   const result = spawnSync("bash", [SETUP_SCRIPT], { stdio: ["ignore", "inherit", "inherit"], timeout: 10 * 60_000 });
   if (result.status === 0 && present(kind)) return { ready: true };
-  if (result.status === 0) return { ready: false, reason: `${SETUP_SCRIPT} ran, but ${kind === "nginx" ? NGINX : CADDY} or ${OPENSSL} is still missing` };
+  if (result.status === 0)
+    return {
+      ready: false,
+      reason: `${SETUP_SCRIPT} ran, but ${kind === "nginx" ? NGINX : CADDY} or ${OPENSSL} is still missing`,
+    };
   const how = result.error ? result.error.message : `exit code ${String(result.status ?? result.signal)}`;
   return { ready: false, reason: `${SETUP_SCRIPT} failed (${how}); see its output above` };
 }
@@ -68,7 +72,25 @@ export function makeCertificate(dir: string): Certificate {
   const keyPath = join(dir, "key.pem");
   const made = spawnSync(
     OPENSSL,
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", `/CN=${SITE}`, "-addext", `subjectAltName=DNS:${SITE}`, "-keyout", keyPath, "-out", certPath],
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      `/CN=${SITE}`,
+      "-addext",
+      `subjectAltName=DNS:${SITE}`,
+      "-keyout",
+      keyPath,
+      "-out",
+      certPath,
+    ],
     { encoding: "utf8", timeout: 30_000 },
   );
   if (made.status !== 0) throw new Error(`openssl req failed (${String(made.status ?? made.error)}):\n${made.stderr}`);
@@ -79,11 +101,18 @@ export function makeCertificate(dir: string): Certificate {
  * Replaces each `from` of a recipe with `to`, checking it occurs exactly `count` times, so that a recipe edited
  * out from under the test fails loudly instead of being run half-rendered.
  */
-export function substitute(text: string, name: string, replacements: readonly { from: string; to: string; count: number }[]): string {
+export function substitute(
+  text: string,
+  name: string,
+  replacements: readonly { from: string; to: string; count: number }[],
+): string {
   let out = text;
   for (const { from, to, count } of replacements) {
     const found = out.split(from).length - 1;
-    if (found !== count) throw new Error(`${name}: expected ${count} × ${JSON.stringify(from)}, found ${found}; update test/support/reverseProxy.ts with the recipe`);
+    if (found !== count)
+      throw new Error(
+        `${name}: expected ${count} × ${JSON.stringify(from)}, found ${found}; update test/support/reverseProxy.ts with the recipe`,
+      );
     out = out.split(from).join(to);
   }
   return out;
@@ -118,7 +147,11 @@ export function renderNginx(values: RenderValues): string {
 /** docs/deploy/Caddyfile with only the relay's port changed and its own-certificate line switched on. */
 export function renderCaddy(values: RenderValues): string {
   return substitute(readFileSync(CADDY_RECIPE, "utf8"), CADDY_RECIPE, [
-    { from: "# tls /etc/ssl/certs/relay.example.com.pem /etc/ssl/private/relay.example.com.key", to: `tls ${values.certificate.certPath} ${values.certificate.keyPath}`, count: 1 },
+    {
+      from: "# tls /etc/ssl/certs/relay.example.com.pem /etc/ssl/private/relay.example.com.key",
+      to: `tls ${values.certificate.certPath} ${values.certificate.keyPath}`,
+      count: 1,
+    },
     { from: "reverse_proxy 127.0.0.1:8787 {", to: `reverse_proxy 127.0.0.1:${values.relayPort} {`, count: 1 },
   ]);
 }
@@ -209,7 +242,8 @@ async function waitForTls(child: ChildProcess, port: number, timeoutMs: number, 
       socket.once("error", () => resolve(false));
     });
     if (ok) return;
-    if (performance.now() > deadline) throw new Error(`the proxy did not listen on ${port} within ${timeoutMs} ms:\n${output()}`);
+    if (performance.now() > deadline)
+      throw new Error(`the proxy did not listen on ${port} within ${timeoutMs} ms:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -233,8 +267,17 @@ export async function startProxy(kind: ProxyKind, values: RenderValues): Promise
     child = spawn(NGINX, ["-p", `${dir}/`, "-c", main], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   } else {
     mkdirSync(join(dir, "home"));
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(dir, "home"), XDG_DATA_HOME: join(dir, "xdg-data"), XDG_CONFIG_HOME: join(dir, "xdg-config") };
-    child = spawn(CADDY, ["run", "--adapter", "caddyfile", "--config", main], { detached: true, env, stdio: ["ignore", "pipe", "pipe"] });
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: join(dir, "home"),
+      XDG_DATA_HOME: join(dir, "xdg-data"),
+      XDG_CONFIG_HOME: join(dir, "xdg-config"),
+    };
+    child = spawn(CADDY, ["run", "--adapter", "caddyfile", "--config", main], {
+      detached: true,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   }
   running.add(child);
   const collect = (chunk: Buffer) => (captured = (captured + chunk.toString()).slice(-20_000));
@@ -268,7 +311,11 @@ export async function startProxy(kind: ProxyKind, values: RenderValues): Promise
  * A `lookup` for clients: `SITE` (and anything else) is 127.0.0.1, so URLs and TLS name the recipe's host as a
  * browser would, with no change to /etc/hosts. Node asks for every address when it races IPv4 and IPv6.
  */
-export function resolveToLoopback(_hostname: string, options: LookupOptions, callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void {
+export function resolveToLoopback(
+  _hostname: string,
+  options: LookupOptions,
+  callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+): void {
   if (options.all === true) callback(null, [{ address: "127.0.0.1", family: 4 }]);
   else callback(null, "127.0.0.1", 4);
 }

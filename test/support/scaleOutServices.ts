@@ -41,9 +41,18 @@ export function redisProblem(): Promise<string | undefined> {
       socket.destroy();
       resolve(problem);
     };
-    const timer = setTimeout(() => done(`Redis not reachable at ${REDIS_HOST}:${REDIS_PORT} (no answer within 1 s)`), 1_000);
+    const timer = setTimeout(
+      () => done(`Redis not reachable at ${REDIS_HOST}:${REDIS_PORT} (no answer within 1 s)`),
+      1_000,
+    );
     socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (data) => done(String(data).startsWith("+PONG") ? undefined : `Redis at ${REDIS_HOST}:${REDIS_PORT} answered ${JSON.stringify(String(data))}`));
+    socket.once("data", (data) =>
+      done(
+        String(data).startsWith("+PONG")
+          ? undefined
+          : `Redis at ${REDIS_HOST}:${REDIS_PORT} answered ${JSON.stringify(String(data))}`,
+      ),
+    );
     socket.once("error", (error) => done(`Redis not reachable at ${REDIS_HOST}:${REDIS_PORT} (${error.message})`));
   });
 }

@@ -24,7 +24,13 @@ try {
     TAB_RELAY_DATA: dataDir,
     TAB_RELAY_PORT: "0",
     TAB_RELAY_LOG_LEVEL: "silent",
-    ...(upstream ? { TAB_RELAY_PROVIDER: "openai", TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:9/v1", TAB_RELAY_UPSTREAM_MODEL: "none" } : {}),
+    ...(upstream
+      ? {
+          TAB_RELAY_PROVIDER: "openai",
+          TAB_RELAY_UPSTREAM_URL: "http://127.0.0.1:9/v1",
+          TAB_RELAY_UPSTREAM_MODEL: "none",
+        }
+      : {}),
   });
   const store = await openStore(config);
   const { apiKey } = await initWorkspace(store, systemClock, { slug: "acme", ownerName: "Olive Owner" });
@@ -37,7 +43,14 @@ try {
   const threadsBefore = threads();
   let promptTokens: number | undefined;
   if (!upstream) {
-    const tab_context = { surface: "code", workspace_slug: "acme", entity_id: "a.ts", document_type: "plaintext", active_text_before_cursor: "const a = ", active_text_after_cursor: "\n" };
+    const tab_context = {
+      surface: "code",
+      workspace_slug: "acme",
+      entity_id: "a.ts",
+      document_type: "plaintext",
+      active_text_before_cursor: "const a = ",
+      active_text_after_cursor: "\n",
+    };
     const response = await fetch(`${relay.url}/api/v1/tab/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },

@@ -34,7 +34,11 @@ function onPath(name: string): string | undefined {
 
 /** The newest installed server's `bin` folder (Debian keeps them in /usr/lib/postgresql/<version>/bin), else PATH's. */
 function postgresBinDir(): string | undefined {
-  const versions = existsSync(POSTGRES_ROOT) ? readdirSync(POSTGRES_ROOT).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(POSTGRES_ROOT)
+    ? readdirSync(POSTGRES_ROOT)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const version of versions) {
     const dir = join(POSTGRES_ROOT, version, "bin");
     if (existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
@@ -54,7 +58,8 @@ function postgresUser(): { uid: number; gid: number } | undefined {
 
 /** Why a throwaway PostgreSQL cannot be started here, or undefined when it can. */
 export function throwawayPostgresProblem(): string | undefined {
-  if (postgresBinDir() === undefined) return `no PostgreSQL server binaries (initdb, pg_ctl) in ${POSTGRES_ROOT}/<version>/bin or on PATH`;
+  if (postgresBinDir() === undefined)
+    return `no PostgreSQL server binaries (initdb, pg_ctl) in ${POSTGRES_ROOT}/<version>/bin or on PATH`;
   // initdb refuses to run as root, so as root the cluster belongs to the `postgres` user.
   if (process.getuid?.() === 0 && (postgresUser() === undefined || onPath("runuser") === undefined)) {
     return "running as root without a `postgres` user and `runuser` to start PostgreSQL as";
@@ -172,7 +177,8 @@ async function waitForPong(port: number, timeoutMs: number): Promise<void> {
       socket.once("error", () => done(false));
     });
     if (pong) return;
-    if (performance.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
+    if (performance.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not answer within ${timeoutMs} ms`);
     await sleep(25);
   }
 }
@@ -187,7 +193,11 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     port,
     async start() {
       output = "";
-      const started = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+      const started = spawn(
+        "redis-server",
+        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
       started.stdout.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
       started.stderr.on("data", (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
       child = started;

@@ -15,7 +15,8 @@ async function post(url: string, body: unknown, signal?: AbortSignal): Promise<R
 async function events(response: Response): Promise<unknown[]> {
   assert.ok(response.body);
   const out: unknown[] = [];
-  for await (const event of readSseEvents(response.body)) out.push(event.data === "[DONE]" ? "[DONE]" : JSON.parse(event.data));
+  for await (const event of readSseEvents(response.body))
+    out.push(event.data === "[DONE]" ? "[DONE]" : JSON.parse(event.data));
   return out;
 }
 
@@ -33,7 +34,11 @@ describe("upstream stand-in", () => {
     assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
     const all = await events(response);
     assert.equal(all.at(-1), "[DONE]");
-    const chunks = all.slice(0, -1) as Array<{ object: string; model: string; choices: Array<{ text: string; finish_reason: string | null }> }>;
+    const chunks = all.slice(0, -1) as Array<{
+      object: string;
+      model: string;
+      choices: Array<{ text: string; finish_reason: string | null }>;
+    }>;
     assert.ok(chunks.every((chunk) => chunk.object === "text_completion" && chunk.model === "m"));
     assert.equal(chunks.map((chunk) => chunk.choices[0]?.text).join(""), "fill the middle");
     assert.equal(chunks.filter((chunk) => chunk.choices[0]?.text !== "").length, 4);
@@ -49,7 +54,11 @@ describe("upstream stand-in", () => {
       stream_options: { include_usage: true },
     });
     const all = await events(response);
-    const chunks = all.slice(0, -1) as Array<{ object: string; choices: Array<{ delta: { role?: string; content?: string } }>; usage?: unknown }>;
+    const chunks = all.slice(0, -1) as Array<{
+      object: string;
+      choices: Array<{ delta: { role?: string; content?: string } }>;
+      usage?: unknown;
+    }>;
     assert.equal(chunks[0]?.choices[0]?.delta.role, "assistant");
     assert.deepEqual(
       chunks.map((chunk) => chunk.choices[0]?.delta.content).filter((content) => content),
@@ -61,10 +70,16 @@ describe("upstream stand-in", () => {
 
   test("answers stream:false with one JSON object in each API's shape", async () => {
     upstream.enqueue({ kind: "reply", text: "whole" }, { kind: "reply", text: "whole" });
-    const completion = (await (await post(`${upstream.url}/completions`, { prompt: "x" })).json()) as { object: string; choices: Array<{ text: string }> };
+    const completion = (await (await post(`${upstream.url}/completions`, { prompt: "x" })).json()) as {
+      object: string;
+      choices: Array<{ text: string }>;
+    };
     assert.equal(completion.object, "text_completion");
     assert.equal(completion.choices[0]?.text, "whole");
-    const chat = (await (await post(`${upstream.url}/chat/completions`, { messages: [] })).json()) as { object: string; choices: Array<{ message: { content: string } }> };
+    const chat = (await (await post(`${upstream.url}/chat/completions`, { messages: [] })).json()) as {
+      object: string;
+      choices: Array<{ message: { content: string } }>;
+    };
     assert.equal(chat.object, "chat.completion");
     assert.equal(chat.choices[0]?.message.content, "whole");
   });
@@ -126,7 +141,11 @@ describe("upstream stand-in", () => {
   });
 
   test("a behaviour function sees the request it answers", async () => {
-    upstream.setBehaviour((request) => ({ kind: "reply", text: `echo:${(request.body as { prompt: string }).prompt}`, chunks: 1 }));
+    upstream.setBehaviour((request) => ({
+      kind: "reply",
+      text: `echo:${(request.body as { prompt: string }).prompt}`,
+      chunks: 1,
+    }));
     const all = await events(await post(`${upstream.url}/completions`, { prompt: "ping", stream: true }));
     assert.equal((all[0] as { choices: Array<{ text: string }> }).choices[0]?.text, "echo:ping");
   });
@@ -145,7 +164,10 @@ test("splitText keeps surrogate pairs whole and never makes more pieces than cha
 });
 
 test("serves many concurrent zero-delay streams, and record: false keeps none of them", async () => {
-  const upstream = await startUpstreamStandIn({ record: false, behaviour: { kind: "reply", text: "x".repeat(64), chunks: 8 } });
+  const upstream = await startUpstreamStandIn({
+    record: false,
+    behaviour: { kind: "reply", text: "x".repeat(64), chunks: 8 },
+  });
   try {
     const start = performance.now();
     let served = 0;
@@ -158,7 +180,9 @@ test("serves many concurrent zero-delay streams, and record: false keeps none of
       }),
     );
     const elapsed = performance.now() - start;
-    console.log(`upstream stand-in: ${served} streams in ${elapsed.toFixed(0)} ms (${((served / elapsed) * 1000).toFixed(0)}/s)`);
+    console.log(
+      `upstream stand-in: ${served} streams in ${elapsed.toFixed(0)} ms (${((served / elapsed) * 1000).toFixed(0)}/s)`,
+    );
     assert.equal(served, 200);
     assert.equal(upstream.requests.length, 0, "record: false keeps nothing");
   } finally {

@@ -133,12 +133,18 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
   function route(request: RecordedRequest, exchange: Exchange): void {
     const { res } = exchange;
     if (request.method === "GET" && request.path === "/v1/models") {
-      sendJson(res, 200, { object: "list", data: [{ id: defaultModel, object: "model", created: 0, owned_by: "stand-in" }] });
+      sendJson(res, 200, {
+        object: "list",
+        data: [{ id: defaultModel, object: "model", created: 0, owned_by: "stand-in" }],
+      });
       return;
     }
-    const api = request.path === "/v1/completions" ? "completions" : request.path === "/v1/chat/completions" ? "chat" : undefined;
+    const api =
+      request.path === "/v1/completions" ? "completions" : request.path === "/v1/chat/completions" ? "chat" : undefined;
     if (request.method !== "POST" || api === undefined) {
-      sendJson(res, 404, { error: { message: `No route for ${request.method} ${request.path}`, type: "invalid_request_error" } });
+      sendJson(res, 404, {
+        error: { message: `No route for ${request.method} ${request.path}`, type: "invalid_request_error" },
+      });
       return;
     }
     const next = queue.shift() ?? (typeof behaviour === "function" ? behaviour(request) : behaviour);
@@ -168,7 +174,11 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
             res.writeHead(b.status, { "content-type": "text/plain; charset=utf-8" });
             res.end(b.body);
           } else {
-            sendJson(res, b.status, b.body ?? { error: { message: "The stand-in was told to fail", type: "server_error" } });
+            sendJson(
+              res,
+              b.status,
+              b.body ?? { error: { message: "The stand-in was told to fail", type: "server_error" } },
+            );
           }
         });
         return;
@@ -183,7 +193,9 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
         }
         startStream(res);
         // Destroying at once would discard writes still buffered in the socket; wait until they are flushed.
-        res.write(b.sent.map((fragment) => encodeChunk(wire, fragment, null)).join(""), () => later(exchange, b.delayMs, destroy));
+        res.write(b.sent.map((fragment) => encodeChunk(wire, fragment, null)).join(""), () =>
+          later(exchange, b.delayMs, destroy),
+        );
         return;
       }
       case "reply":
@@ -203,7 +215,8 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
     startStream(res);
     const tail = () => {
       let out = encodeChunk(wire, "", finishReason);
-      if (wire.includeUsage) out += `data: ${JSON.stringify({ ...envelope(wire), choices: [], usage: usage(fragments.join("")) })}\n\n`;
+      if (wire.includeUsage)
+        out += `data: ${JSON.stringify({ ...envelope(wire), choices: [], usage: usage(fragments.join("")) })}\n\n`;
       if (!b.omitDone) out += "data: [DONE]\n\n";
       res.end(out);
     };
@@ -257,7 +270,11 @@ export async function startUpstreamStandIn(options: StandInOptions = {}): Promis
       if (!request) return Promise.reject(new Error(`upstream stand-in: no request #${index} recorded`));
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`upstream stand-in: client of request #${index} still connected after ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(new Error(`upstream stand-in: client of request #${index} still connected after ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       return Promise.race([request.clientGone, timeout]).finally(() => clearTimeout(timer));
     },
@@ -314,7 +331,11 @@ function later(exchange: Exchange, delayMs: number | undefined, run: () => void)
 }
 
 function startStream(res: ServerResponse): void {
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
   res.flushHeaders();
 }
 
@@ -336,7 +357,12 @@ function envelope(wire: Wire) {
 function encodeChunk(wire: Wire, text: string, finishReason: string | null, roleOnly = false): string {
   const choice =
     wire.api === "chat"
-      ? { index: 0, delta: roleOnly ? { role: "assistant", content: "" } : finishReason ? {} : { content: text }, logprobs: null, finish_reason: finishReason }
+      ? {
+          index: 0,
+          delta: roleOnly ? { role: "assistant", content: "" } : finishReason ? {} : { content: text },
+          logprobs: null,
+          finish_reason: finishReason,
+        }
       : { index: 0, text, logprobs: null, finish_reason: finishReason };
   return `data: ${JSON.stringify({ ...envelope(wire), choices: [choice] })}\n\n`;
 }
@@ -344,8 +370,18 @@ function encodeChunk(wire: Wire, text: string, finishReason: string | null, role
 function wholeAnswer(wire: Wire, text: string, finishReason: string) {
   const base = { id: wire.id, created: 1_700_000_000, model: wire.model, usage: usage(text) };
   return wire.api === "chat"
-    ? { ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finishReason }] }
-    : { ...base, object: "text_completion", choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }] };
+    ? {
+        ...base,
+        object: "chat.completion",
+        choices: [
+          { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finishReason },
+        ],
+      }
+    : {
+        ...base,
+        object: "text_completion",
+        choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
+      };
 }
 
 function usage(text: string) {
@@ -359,7 +395,9 @@ export function splitText(text: string, count: number): string[] {
   const pieces = Math.max(1, Math.min(count, chars.length));
   const out: string[] = [];
   for (let i = 0; i < pieces; i++) {
-    out.push(chars.slice(Math.floor((i * chars.length) / pieces), Math.floor(((i + 1) * chars.length) / pieces)).join(""));
+    out.push(
+      chars.slice(Math.floor((i * chars.length) / pieces), Math.floor(((i + 1) * chars.length) / pieces)).join(""),
+    );
   }
   return out;
 }

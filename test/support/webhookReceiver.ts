@@ -39,7 +39,12 @@ export async function startWebhookReceiver(answer: Answer = answerWith(204)): Pr
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const delivery = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: performance.now(), path: req.url ?? "/" };
+      const delivery = {
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: performance.now(),
+        path: req.url ?? "/",
+      };
       deliveries.push(delivery);
       current(delivery, res, deliveries.length - 1);
       for (const wake of waiters.splice(0)) wake();

@@ -5,20 +5,46 @@
  * (an index signature, a field made optional, a copy that lets anything through) is caught here.
  */
 import { type Api, ERROR_CODES } from "@tab-relay/shared";
-import type { Agent, AgentApiMessage, AgentFields, Conversation, Delivery, LiveEvent, Message, Scope, Session } from "@tab-relay/shared/api";
-import { presentAgentApiConversation, presentConversation, presentMember, presentMessage, presentNotification } from "../../relay/src/conversations/present";
+import type {
+  Agent,
+  AgentApiMessage,
+  AgentFields,
+  Conversation,
+  Delivery,
+  LiveEvent,
+  Message,
+  Scope,
+  Session,
+} from "@tab-relay/shared/api";
+import {
+  presentAgentApiConversation,
+  presentConversation,
+  presentMember,
+  presentMessage,
+  presentNotification,
+} from "../../relay/src/conversations/present";
 import type { Links } from "../../relay/src/links";
 import type * as Rows from "../../relay/src/store/types";
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 type Assert<T extends true> = T;
 
-export function presentersAnswerInTheApiTypes(row: { message: Rows.Message; conversation: Rows.Conversation; member: Rows.Member; notification: Rows.Notification }, links: Links) {
+export function presentersAnswerInTheApiTypes(
+  row: { message: Rows.Message; conversation: Rows.Conversation; member: Rows.Member; notification: Rows.Notification },
+  links: Links,
+) {
   const forPeople = presentMessage(row.message, row.conversation, links, { kind: "person" });
   const forAgents = presentMessage(row.message, row.conversation, links, { kind: "agent" });
   const conversation = presentConversation(row.conversation, { is_member: true });
   const agentConversation = presentAgentApiConversation(row.conversation);
-  return [forPeople, forAgents, conversation, agentConversation, presentMember(row.member), presentNotification(row.notification, forPeople)] as const;
+  return [
+    forPeople,
+    forAgents,
+    conversation,
+    agentConversation,
+    presentMember(row.member),
+    presentNotification(row.notification, forPeople),
+  ] as const;
 }
 
 type Presented = ReturnType<typeof presentersAnswerInTheApiTypes>;
@@ -31,18 +57,35 @@ export type PresenterChecks = [
   Assert<Equal<Presented[5], Api.Notification>>,
 ];
 
-export function answersRefuseWhatTheRelayDoesNotSend(fields: AgentFields, message: AgentApiMessage, agent: Agent, session: Session) {
+export function answersRefuseWhatTheRelayDoesNotSend(
+  fields: AgentFields,
+  message: AgentApiMessage,
+  agent: Agent,
+  session: Session,
+) {
   const refused = [
     // @ts-expect-error a viewer who cannot manage the agent is never sent its token hint
     ((): Agent => ({ ...fields, can_manage: false, token_hint: "svc_agent_AbCd…wXyZ" }))(),
     // @ts-expect-error a manager's view carries every management field, the connection included
-    ((): Agent => ({ ...fields, can_manage: true, webhook_url: null, token_hint: "svc_agent_AbCd…wXyZ", last_delivery: null }))(),
+    ((): Agent => ({
+      ...fields,
+      can_manage: true,
+      webhook_url: null,
+      token_hint: "svc_agent_AbCd…wXyZ",
+      last_delivery: null,
+    }))(),
     // @ts-expect-error agents never see asides, so the Agent API's message has no `aside`
     ((): AgentApiMessage => ({ ...message, aside: false }))(),
     // @ts-expect-error a person's message always says whether it is an aside
     ((): Message => ({ ...message }))(),
     // @ts-expect-error a person's conversation always says whether they are in it
-    ((): Conversation => ({ type: "dm", id: "dm_1", name: null, visibility: null, created_at: "2026-01-01T00:00:00.000Z" }))(),
+    ((): Conversation => ({
+      type: "dm",
+      id: "dm_1",
+      name: null,
+      visibility: null,
+      created_at: "2026-01-01T00:00:00.000Z",
+    }))(),
     // @ts-expect-error the relay has no delivery status `sent`
     ((): Delivery["status"] => "sent")(),
     // @ts-expect-error not a scope of the catalogue (`messages.read` is)

@@ -26,7 +26,11 @@ function harness(
   const session = new CompletionSession({
     clock,
     fetch: fake.fetch,
-    logger: { info: (m) => logs.push(`info ${m}`), warn: (m) => logs.push(`warn ${m}`), error: (m) => logs.push(`error ${m}`) },
+    logger: {
+      info: (m) => logs.push(`info ${m}`),
+      warn: (m) => logs.push(`warn ${m}`),
+      error: (m) => logs.push(`error ${m}`),
+    },
     getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme", ...settings }),
     getApiKey,
     status,
@@ -99,7 +103,12 @@ test("typing along a visible suggestion is served from the cache with no request
   const { fake, session, provide } = harness([sse("items.length;")]);
   const start = inputAt("const n = █\n");
   assert.equal((await provide(start))?.insertText, "items.length;");
-  assert.deepEqual(await provide(typeAt(start, "i"), 0), { insertText: "tems.length;", start: 11, end: 11, fromCache: true });
+  assert.deepEqual(await provide(typeAt(start, "i"), 0), {
+    insertText: "tems.length;",
+    start: 11,
+    end: 11,
+    fromCache: true,
+  });
   assert.equal((await provide(typeAt(start, "ite"), 0))?.insertText, "ms.length;");
   assert.equal((await provide(typeAt(start, "ite\b"), 0))?.insertText, "ems.length;");
   assert.equal((await provide(typeAt(start, "ite\b\b\bi"), 0))?.insertText, "tems.length;");
@@ -124,7 +133,14 @@ test("the suggestion is postprocessed before it is shown", async () => {
 
 test("a single-line context shows the first line without waiting for the stream to end", async () => {
   const { clock, session } = harness([
-    { kind: "sse", chunks: [{ content: "a, b", delayMs: 10 }, { content: ")\nmore", delayMs: 10 }, { content: "x", delayMs: 5_000 }] },
+    {
+      kind: "sse",
+      chunks: [
+        { content: "a, b", delayMs: 10 },
+        { content: ")\nmore", delayMs: 10 },
+        { content: "x", delayMs: 5_000 },
+      ],
+    },
   ]);
   let shownAt = 0;
   const pending = session.provide(inputAt("call(█)\n")).then((value) => ((shownAt = clock.now()), value));
@@ -137,7 +153,11 @@ test("with an IntelliSense item selected, the ghost text extends it over the sam
   const { fake, provide } = harness([sse("(message);")]);
   const shown = await provide(inputAt("console.l█", { selected: { start: 8, end: 9, text: "log" } }));
   assert.deepEqual(shown, { insertText: "log(message);", start: 8, end: 9, fromCache: false });
-  assert.equal((fake.calls[0]?.body as { tab_context: { active_text_before_cursor: string } }).tab_context.active_text_before_cursor, "console.log");
+  assert.equal(
+    (fake.calls[0]?.body as { tab_context: { active_text_before_cursor: string } }).tab_context
+      .active_text_before_cursor,
+    "console.log",
+  );
 });
 
 test("a 429 stops requests for Retry-After, then they resume by themselves", async () => {
@@ -156,7 +176,9 @@ test("a 429 stops requests for Retry-After, then they resume by themselves", asy
 });
 
 test("a rejected key is reported once and stops further requests", async () => {
-  const { fake, status, notices, logs, provide } = harness([{ kind: "error", status: 401, code: "UNAUTHORIZED", message: "Invalid API key" }]);
+  const { fake, status, notices, logs, provide } = harness([
+    { kind: "error", status: 401, code: "UNAUTHORIZED", message: "Invalid API key" },
+  ]);
   await provide(inputAt("a = █"));
   await provide(inputAt("a = b█"));
   await provide(inputAt("a = bc█"));
@@ -168,7 +190,10 @@ test("a rejected key is reported once and stops further requests", async () => {
 });
 
 test("an unreachable relay is retried after a back-off, not on every keystroke", async () => {
-  const { clock, fake, status, notices, provide } = harness([{ kind: "network", message: "ECONNREFUSED" }, sse("fine now")]);
+  const { clock, fake, status, notices, provide } = harness([
+    { kind: "network", message: "ECONNREFUSED" },
+    sse("fine now"),
+  ]);
   await provide(inputAt("a = █"), 200);
   assert.equal(status.kind, "unreachable");
   await provide(inputAt("a = 1█"), 200);
@@ -185,14 +210,21 @@ test("each request is logged with its timing and outcome, never with the key", a
   await provide(inputAt("x = █"));
   assert.equal(logs.length, 1);
   assert.match(logs[0] ?? "", /^info code src\/app\.ts: 200 in 50 ms, first chunk 50 ms, 5 chars; showing 5 chars$/);
-  assert.equal(logs.some((line) => line.includes(KEY)), false);
+  assert.equal(
+    logs.some((line) => line.includes(KEY)),
+    false,
+  );
 });
 
 test("code from the files the user worked in goes out as surrounding context, and the log names those files", async () => {
   const files = new RecentFiles(new FakeClock());
-  const helper = "export function formatPrice(amount: number, currency: string) {\n  return `${currency} ${amount.toFixed(2)}`;\n}";
+  const helper =
+    "export function formatPrice(amount: number, currency: string) {\n  return `${currency} ${amount.toFixed(2)}`;\n}";
   files.open({ uri: "file:///work/project/src/price.ts", path: "src/price.ts", scheme: "file" }, helper);
-  files.open({ uri: "file:///work/project/.env", path: ".env", scheme: "file" }, "PRICE_API_KEY=formatPrice amount currency");
+  files.open(
+    { uri: "file:///work/project/.env", path: ".env", scheme: "file" },
+    "PRICE_API_KEY=formatPrice amount currency",
+  );
   const { fake, logs, provide } = harness([sse("amount, currency);")], {}, undefined, files);
   await provide(inputAt("const label = formatPrice(█"));
   const body = fake.calls[0]?.body as { tab_context: { surrounding_context?: string } };
@@ -223,7 +255,17 @@ test("while rate limited, typing through a visible suggestion still works from t
   const start = inputAt("n = █\n");
   await provide(start);
   status.dispatch({ type: "requestStarted" });
-  status.dispatch({ type: "requestEnded", outcome: { kind: "failed", status: 429, code: "RATE_LIMIT_EXCEEDED", message: "", retryAfterMs: 60_000, durationMs: 1 } });
+  status.dispatch({
+    type: "requestEnded",
+    outcome: {
+      kind: "failed",
+      status: 429,
+      code: "RATE_LIMIT_EXCEEDED",
+      message: "",
+      retryAfterMs: 60_000,
+      durationMs: 1,
+    },
+  });
   assert.equal((await provide(typeAt(start, "it"), 0))?.insertText, "ems.length;");
   assert.ok(clock.pendingTimers > 0);
 });

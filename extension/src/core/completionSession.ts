@@ -148,7 +148,12 @@ export class CompletionSession {
 
     const text =
       outcome.kind === "ok"
-        ? postprocess(outcome.text, { before: cursor.before, after: cursor.after, singleLine, minVisibleChars: TAB_DEFAULTS.minVisibleSuggestionLength })
+        ? postprocess(outcome.text, {
+            before: cursor.before,
+            after: cursor.after,
+            singleLine,
+            minVisibleChars: TAB_DEFAULTS.minVisibleSuggestionLength,
+          })
         : undefined;
     this.log(input, body.tab_context.surface, outcome, text, body.tab_context.surrounding_context);
     if (text === undefined) return undefined;
@@ -181,11 +186,18 @@ export class CompletionSession {
     else this.counters.requestsFailed++;
   }
 
-  private log(input: CompletionInput, surface: string, outcome: RequestOutcome, shown: string | undefined, context: string | undefined): void {
+  private log(
+    input: CompletionInput,
+    surface: string,
+    outcome: RequestOutcome,
+    shown: string | undefined,
+    context: string | undefined,
+  ): void {
     const where = `${surface} ${input.relativePath ?? input.uri}`;
     const line = `${where}: ${describeOutcome(outcome)}${this.deps.relatedContext ? describeContext(context) : ""}`;
     if (outcome.kind === "failed" || outcome.kind === "unreachable") this.deps.logger.warn(line);
-    else if (outcome.kind === "ok") this.deps.logger.info(`${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars`}`);
+    else if (outcome.kind === "ok")
+      this.deps.logger.info(`${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars`}`);
     else this.deps.logger.info(line);
   }
 }

@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { TabContext, parseSnippets } from "@tab-relay/shared";
-import { allocate, buildTabContext, cursorText, head, isSingleLineContext, lastLines, surfaceFor, tail } from "./context";
+import {
+  allocate,
+  buildTabContext,
+  cursorText,
+  head,
+  isSingleLineContext,
+  lastLines,
+  surfaceFor,
+  tail,
+} from "./context";
 import { RecentFiles } from "./recentFiles";
 import { DEFAULT_SETTINGS } from "./settings";
 import { FakeClock, inputAt } from "./testing";
@@ -18,7 +27,11 @@ test("sends about 600 characters before and 80 after the cursor by default", () 
 });
 
 test("window sizes come from the settings", () => {
-  const context = buildTabContext(inputAt("0123456789█abcdef"), { ...settings, contextCharsBefore: 4, contextCharsAfter: 2 });
+  const context = buildTabContext(inputAt("0123456789█abcdef"), {
+    ...settings,
+    contextCharsBefore: 4,
+    contextCharsAfter: 2,
+  });
   assert.equal(context.active_text_before_cursor, "6789");
   assert.equal(context.active_text_after_cursor, "ab");
 });
@@ -37,7 +50,13 @@ test("fills the editor fields: entity, path, title, language, workspace", () => 
 
 test("an untitled document is identified by its URI and has no file path", () => {
   const context = buildTabContext(
-    inputAt("hello █", { uri: "untitled:Untitled-1", relativePath: undefined, scheme: "untitled", languageId: "plaintext", title: "Untitled-1" }),
+    inputAt("hello █", {
+      uri: "untitled:Untitled-1",
+      relativePath: undefined,
+      scheme: "untitled",
+      languageId: "plaintext",
+      title: "Untitled-1",
+    }),
     settings,
   );
   assert.equal(context.entity_id, "untitled:Untitled-1");
@@ -68,11 +87,19 @@ test("without files to draw on, surrounding context is the rest of this document
   const top = `import { helper } from "./helper";\n${"// filler\n".repeat(100)}`;
   const bottom = `${"\n".repeat(5)}${"// more\n".repeat(20)}export function last() {}\n`;
   const input = inputAt(`${top}function f() {\n  return █\n}${bottom}`);
-  const context = buildTabContext(input, { ...settings, contextCharsBefore: 100, contextCharsAfter: 10, surroundingContextChars: 500 });
+  const context = buildTabContext(input, {
+    ...settings,
+    contextCharsBefore: 100,
+    contextCharsAfter: 10,
+    surroundingContextChars: 500,
+  });
   const surrounding = context.surrounding_context ?? "";
   assert.ok(surrounding.length <= 500, `${surrounding.length} chars`);
   const snippets = parseSnippets(surrounding);
-  assert.deepEqual(snippets.map((snippet) => snippet.path), ["src/app.ts", "src/app.ts"]);
+  assert.deepEqual(
+    snippets.map((snippet) => snippet.path),
+    ["src/app.ts", "src/app.ts"],
+  );
   assert.match(snippets[0]?.text ?? "", /^import \{ helper \} from/);
   assert.match(snippets[1]?.text ?? "", /\/\/ more/);
   assert.equal(surrounding.includes("return █"), false);
@@ -84,12 +111,18 @@ test("with the files the user worked in, surrounding context is their related co
     { uri: "file:///work/project/src/helper.ts", path: "src/helper.ts", scheme: "file" },
     "export function helperTotal(items: Item[]): number {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}",
   );
-  files.open({ uri: "file:///work/project/src/colors.ts", path: "src/colors.ts", scheme: "file" }, "export const palette = ['red', 'green'];");
+  files.open(
+    { uri: "file:///work/project/src/colors.ts", path: "src/colors.ts", scheme: "file" },
+    "export const palette = ['red', 'green'];",
+  );
   const doc = `import { helperTotal } from "./helper";\n${"// filler\n".repeat(100)}const total = helperTotal(items█);\n`;
   const context = buildTabContext(inputAt(doc), { ...settings, surroundingContextChars: 900 }, files);
   const snippets = parseSnippets(context.surrounding_context ?? "");
   assert.deepEqual(snippets[0], { path: "src/helper.ts", text: files.heldText("file:///work/project/src/helper.ts") });
-  assert.equal(snippets.some((snippet) => snippet.path === "src/colors.ts"), false);
+  assert.equal(
+    snippets.some((snippet) => snippet.path === "src/colors.ts"),
+    false,
+  );
   // This document is not held, so its own start still comes along, after the related code.
   assert.equal(snippets[1]?.path, "src/app.ts");
   assert.match(snippets[1]?.text ?? "", /^import \{ helperTotal \}/);
@@ -115,9 +148,15 @@ test("a held document's far parts compete like any other code, and its lines nea
 test("no surrounding context when its budget is zero or there is nothing else", () => {
   assert.equal(buildTabContext(inputAt("a█b"), settings).surrounding_context, undefined);
   const files = new RecentFiles(new FakeClock());
-  files.open({ uri: "file:///work/project/src/b.ts", path: "src/b.ts", scheme: "file" }, "export const other = compute(other);");
+  files.open(
+    { uri: "file:///work/project/src/b.ts", path: "src/b.ts", scheme: "file" },
+    "export const other = compute(other);",
+  );
   const input = inputAt(`${"x".repeat(2000)} other = █`);
-  assert.equal(buildTabContext(input, { ...settings, surroundingContextChars: 0 }, files).surrounding_context, undefined);
+  assert.equal(
+    buildTabContext(input, { ...settings, surroundingContextChars: 0 }, files).surrounding_context,
+    undefined,
+  );
   assert.notEqual(buildTabContext(input, settings, files).surrounding_context, undefined);
 });
 

@@ -41,7 +41,11 @@ export function surfaceFor(input: Pick<CompletionInput, "scheme" | "languageId">
  * The request's `tab_context`. With a source of related code (the files the user worked in), `surrounding_context`
  * is filled from it; without one, from the far parts of this document only.
  */
-export function buildTabContext(input: CompletionInput, settings: Settings, related?: RelatedContextSource): TabContext {
+export function buildTabContext(
+  input: CompletionInput,
+  settings: Settings,
+  related?: RelatedContextSource,
+): TabContext {
   const cursor = cursorText(input);
   const beforeChars = Math.min(settings.contextCharsBefore, TAB_LIMITS.activeTextBeforeCursor);
   const afterChars = Math.min(settings.contextCharsAfter, TAB_LIMITS.activeTextAfterCursor);
@@ -86,7 +90,9 @@ function relatedSurroundingContext(
   source: RelatedContextSource,
 ): string {
   if (budget <= 0) return "";
-  const own = source.holds(input.uri) ? "" : surroundingContext(input, parts.farBefore, parts.farAfter, Math.floor(budget / 3));
+  const own = source.holds(input.uri)
+    ? ""
+    : surroundingContext(input, parts.farBefore, parts.farAfter, Math.floor(budget / 3));
   const query = lastLines(parts.cursor.before, QUERY_LINES);
   const related = source.relatedContext({
     uri: input.uri,
@@ -105,7 +111,12 @@ function relatedSurroundingContext(
  * what follows the suffix window, each a snippet of this document. Each gets an equal share; one that needs less
  * leaves its share to the other.
  */
-export function surroundingContext(input: CompletionInput, farBefore: string, farAfter: string, budget: number): string {
+export function surroundingContext(
+  input: CompletionInput,
+  farBefore: string,
+  farAfter: string,
+  budget: number,
+): string {
   if (budget <= 0) return "";
   const path = input.relativePath ?? input.title;
   const texts = [farBefore, farAfter].filter((text) => text.trim() !== "");

@@ -52,20 +52,29 @@ describe("TypingRhythm", () => {
 
   test("waits a little longer than nearly every gap of a fast typist", () => {
     const rhythm = new TypingRhythm();
-    keystrokes(rhythm, Array.from({ length: 40 }, (_, i) => 85 + ((i * 37) % 81)));
+    keystrokes(
+      rhythm,
+      Array.from({ length: 40 }, (_, i) => 85 + ((i * 37) % 81)),
+    );
     const wait = rhythm.waitMs(120);
     assert.ok(wait > 165 && wait <= 210, `wait ${wait}`);
   });
 
   test("never goes below the configured debounce for a very fast typist", () => {
     const rhythm = new TypingRhythm();
-    keystrokes(rhythm, Array.from({ length: 20 }, () => 40));
+    keystrokes(
+      rhythm,
+      Array.from({ length: 20 }, () => 40),
+    );
     assert.equal(rhythm.waitMs(120), 120);
   });
 
   test("is capped for a slow typist", () => {
     const rhythm = new TypingRhythm();
-    keystrokes(rhythm, Array.from({ length: 20 }, () => 900));
+    keystrokes(
+      rhythm,
+      Array.from({ length: 20 }, () => 900),
+    );
     assert.equal(rhythm.waitMs(120), 400);
   });
 
@@ -77,7 +86,10 @@ describe("TypingRhythm", () => {
 
   test("starts from gaps learned in an earlier session, dropping values that are not typing", () => {
     const earlier = new TypingRhythm();
-    keystrokes(earlier, Array.from({ length: 10 }, () => 160));
+    keystrokes(
+      earlier,
+      Array.from({ length: 10 }, () => 160),
+    );
     const restarted = new TypingRhythm([...earlier.learned(), Number.NaN, 5, 4000]);
     assert.deepEqual(restarted.learned(), earlier.learned());
     assert.equal(restarted.waitMs(120), 200);

@@ -35,7 +35,14 @@ export interface TypingRhythmOptions {
   readonly maxMs: number;
 }
 
-export const DEFAULT_TYPING_RHYTHM: TypingRhythmOptions = { window: 40, minSamples: 4, minGapMs: 20, pauseMs: 1_000, factor: 1.25, maxMs: 400 };
+export const DEFAULT_TYPING_RHYTHM: TypingRhythmOptions = {
+  window: 40,
+  minSamples: 4,
+  minGapMs: 20,
+  pauseMs: 1_000,
+  factor: 1.25,
+  maxMs: 400,
+};
 
 /**
  * Learns how fast the user types, so a request waits for a pause rather than for the gap between two
@@ -52,7 +59,9 @@ export class TypingRhythm {
     learned: readonly number[] = [],
     private readonly options: TypingRhythmOptions = DEFAULT_TYPING_RHYTHM,
   ) {
-    this.gaps = learned.filter((gap) => Number.isFinite(gap) && gap >= options.minGapMs && gap < options.pauseMs).slice(-options.window);
+    this.gaps = learned
+      .filter((gap) => Number.isFinite(gap) && gap >= options.minGapMs && gap < options.pauseMs)
+      .slice(-options.window);
   }
 
   /** The recent gaps, to be remembered across sessions. */

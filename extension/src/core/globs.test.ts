@@ -6,7 +6,16 @@ import { DEFAULT_EXCLUDE_GLOBS } from "./settings";
 const secrets = new PathMatcher(DEFAULT_EXCLUDE_GLOBS, { matchNames: true });
 
 test("the default exclusions cover env files, keys and certificates anywhere in the workspace", () => {
-  for (const path of [".env", ".env.local", "config/.env.production", "certs/server.pem", "tls/private.key", "id_rsa", "home/.ssh/id_ed25519.pub", "deploy\\keys\\site.KEY"]) {
+  for (const path of [
+    ".env",
+    ".env.local",
+    "config/.env.production",
+    "certs/server.pem",
+    "tls/private.key",
+    "id_rsa",
+    "home/.ssh/id_ed25519.pub",
+    "deploy\\keys\\site.KEY",
+  ]) {
     assert.notEqual(secrets.match(path), undefined, path);
   }
   for (const path of ["src/env.ts", "src/environment.ts", "docs/keys.md", "src/pem.ts", "src/ids.ts", "src/app.ts"]) {
@@ -20,7 +29,11 @@ test("a pattern that covers a folder covers everything in it", () => {
   assert.equal(matcher.match("secrets/db.json"), "secrets");
   assert.equal(matcher.match("packages/a/node_modules/x/index.js"), "**/node_modules");
   assert.equal(matcher.match("build/out/app.js"), "build/**");
-  assert.equal(matcher.match("src/secrets/db.json"), undefined, "without name matching, a bare name is anchored at the root");
+  assert.equal(
+    matcher.match("src/secrets/db.json"),
+    undefined,
+    "without name matching, a bare name is anchored at the root",
+  );
   assert.equal(matcher.match("src/build.ts"), undefined);
 });
 
@@ -53,7 +66,8 @@ test("glob syntax: stars, double stars, ?, classes, negated classes and braces",
     ["README", "readme", true],
     ["{unclosed", "{unclosed", false],
   ];
-  for (const [glob, path, expected] of cases) assert.equal(globToRegExp(glob).test(path), expected, `${glob} on ${path}`);
+  for (const [glob, path, expected] of cases)
+    assert.equal(globToRegExp(glob).test(path), expected, `${glob} on ${path}`);
 });
 
 test("leading ./ and /, trailing / and empty patterns are tolerated", () => {

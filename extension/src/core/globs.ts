@@ -33,7 +33,9 @@ export class PathMatcher {
   ) {
     this.compiled = patterns.flatMap((pattern) => {
       const normalized = normalizeGlob(pattern);
-      return normalized === "" ? [] : [{ pattern, regex: globToRegExp(normalized), hasSlash: normalized.includes("/") }];
+      return normalized === ""
+        ? []
+        : [{ pattern, regex: globToRegExp(normalized), hasSlash: normalized.includes("/") }];
     });
   }
 
@@ -47,7 +49,10 @@ export class PathMatcher {
    */
   match(path: string): string | undefined {
     if (this.compiled.length === 0) return undefined;
-    const names = path.replace(/\\/g, "/").split("/").filter((name) => name !== "" && name !== ".");
+    const names = path
+      .replace(/\\/g, "/")
+      .split("/")
+      .filter((name) => name !== "" && name !== ".");
     let prefix = "";
     for (const name of names) {
       prefix = prefix === "" ? name : `${prefix}/${name}`;

@@ -18,7 +18,10 @@ test("skips when the user disabled or snoozed completions", () => {
 });
 
 test("skips languages that are not enabled", () => {
-  assert.equal(prefilter(inputAt("x█"), { ...settings, disabledLanguages: ["typescript"] }, undefined), "language disabled");
+  assert.equal(
+    prefilter(inputAt("x█"), { ...settings, disabledLanguages: ["typescript"] }, undefined),
+    "language disabled",
+  );
 });
 
 test("skips the middle of a word, where ghost text cannot fit", () => {
@@ -37,9 +40,33 @@ test("skips an empty document", () => {
 });
 
 test("skips a document that tabRelay.excludeGlobs covers, by workspace path or, outside the workspace, by name", () => {
-  assert.equal(prefilter(inputAt("API_KEY=█", { relativePath: "config/.env.local", title: ".env.local" }), settings, undefined), "excluded file");
-  assert.equal(prefilter(inputAt("-----BEGIN █", { relativePath: undefined, title: "id_rsa", uri: "file:///home/me/.ssh/id_rsa" }), settings, undefined), "excluded file");
-  assert.equal(prefilter(inputAt("x = █", { relativePath: "secrets/a.ts" }), { ...settings, excludeGlobs: ["secrets"] }, undefined), "excluded file");
+  assert.equal(
+    prefilter(inputAt("API_KEY=█", { relativePath: "config/.env.local", title: ".env.local" }), settings, undefined),
+    "excluded file",
+  );
+  assert.equal(
+    prefilter(
+      inputAt("-----BEGIN █", { relativePath: undefined, title: "id_rsa", uri: "file:///home/me/.ssh/id_rsa" }),
+      settings,
+      undefined,
+    ),
+    "excluded file",
+  );
+  assert.equal(
+    prefilter(
+      inputAt("x = █", { relativePath: "secrets/a.ts" }),
+      { ...settings, excludeGlobs: ["secrets"] },
+      undefined,
+    ),
+    "excluded file",
+  );
   assert.equal(prefilter(inputAt("x = █", { relativePath: "src/env.ts" }), settings, undefined), undefined);
-  assert.equal(prefilter(inputAt("API_KEY=█", { relativePath: "config/.env.local" }), { ...settings, excludeGlobs: [] }, undefined), undefined);
+  assert.equal(
+    prefilter(
+      inputAt("API_KEY=█", { relativePath: "config/.env.local" }),
+      { ...settings, excludeGlobs: [] },
+      undefined,
+    ),
+    undefined,
+  );
 });

@@ -3,13 +3,18 @@ import { PathMatcher } from "./globs";
 import { isLanguageEnabled, type Settings } from "./settings";
 import type { CompletionInput } from "./types";
 
-export type SkipReason = "disabled" | "snoozed" | "language disabled" | "excluded file" | "inside a word" | "empty document";
+export type SkipReason =
+  "disabled" | "snoozed" | "language disabled" | "excluded file" | "inside a word" | "empty document";
 
 /**
  * Decides, before any waiting or network, whether this cursor position should get a suggestion at all.
  * `pause` is the user's own switch (disabled or snoozed), which also silences cached suggestions.
  */
-export function prefilter(input: CompletionInput, settings: Settings, pause: "disabled" | "snoozed" | undefined): SkipReason | undefined {
+export function prefilter(
+  input: CompletionInput,
+  settings: Settings,
+  pause: "disabled" | "snoozed" | undefined,
+): SkipReason | undefined {
   if (!settings.enabled || pause === "disabled") return "disabled";
   if (pause === "snoozed") return "snoozed";
   if (!isLanguageEnabled(settings, input.languageId)) return "language disabled";
@@ -25,7 +30,10 @@ export function prefilter(input: CompletionInput, settings: Settings, pause: "di
 const matchers = new WeakMap<readonly string[], PathMatcher>();
 
 /** Whether `tabRelay.excludeGlobs` covers the document: its workspace path, or its name when it has none. */
-export function isExcludedDocument(input: Pick<CompletionInput, "relativePath" | "title">, settings: Settings): boolean {
+export function isExcludedDocument(
+  input: Pick<CompletionInput, "relativePath" | "title">,
+  settings: Settings,
+): boolean {
   let matcher = matchers.get(settings.excludeGlobs);
   if (matcher === undefined) {
     matcher = new PathMatcher(settings.excludeGlobs, { matchNames: true });

@@ -4,32 +4,59 @@ import { RecentFiles, WINDOW_LINES, WINDOW_STEP, changeAt, type FileDescriptor }
 import { FakeClock } from "./testing";
 import { tokenSetOfLines, lineTokens } from "./tokens";
 
-const file = (path: string, extra: Partial<FileDescriptor> = {}): FileDescriptor => ({ uri: `file:///work/${path}`, path, scheme: "file", ...extra });
+const file = (path: string, extra: Partial<FileDescriptor> = {}): FileDescriptor => ({
+  uri: `file:///work/${path}`,
+  path,
+  scheme: "file",
+  ...extra,
+});
 const uri = (path: string) => `file:///work/${path}`;
-const code = (name: string, lines = 5) => Array.from({ length: lines }, (_, i) => `export const ${name}${i} = compute${name}(${i});`).join("\n");
+const code = (name: string, lines = 5) =>
+  Array.from({ length: lines }, (_, i) => `export const ${name}${i} = compute${name}(${i});`).join("\n");
 
 test("holds workspace files, and never untitled buffers or files outside the workspace", () => {
   const files = new RecentFiles(new FakeClock());
   assert.equal(files.open(file("src/a.ts"), code("a")), undefined);
-  assert.equal(files.open({ uri: "untitled:Untitled-1", path: "Untitled-1", scheme: "untitled" }, "scratch notes"), "untitled");
-  assert.equal(files.open({ uri: "file:///etc/hosts", path: undefined, scheme: "file" }, "127.0.0.1 localhost"), "outside the workspace");
+  assert.equal(
+    files.open({ uri: "untitled:Untitled-1", path: "Untitled-1", scheme: "untitled" }, "scratch notes"),
+    "untitled",
+  );
+  assert.equal(
+    files.open({ uri: "file:///etc/hosts", path: undefined, scheme: "file" }, "127.0.0.1 localhost"),
+    "outside the workspace",
+  );
   assert.deepEqual(files.paths(), ["src/a.ts"]);
   assert.equal(files.heldText(uri("src/a.ts")), code("a"));
 });
 
 test("never holds a file that tabRelay.excludeGlobs or its folder's files.exclude covers, one over 1 MB, or a binary one", () => {
   const files = new RecentFiles(new FakeClock());
-  files.setExcludes({ excludeGlobs: [".env*", "*.pem"], filesExclude: { "file:///work": { "**/generated": true, "**/*.js": { when: "$(basename).ts" }, "docs/**": false } } });
+  files.setExcludes({
+    excludeGlobs: [".env*", "*.pem"],
+    filesExclude: { "file:///work": { "**/generated": true, "**/*.js": { when: "$(basename).ts" }, "docs/**": false } },
+  });
   const folder = "file:///work";
   assert.equal(files.open(file("config/.env.local", { folder }), "TOKEN=abc"), "tabRelay.excludeGlobs");
   assert.equal(files.open(file("certs/ca.pem", { folder }), "-----BEGIN CERTIFICATE-----"), "tabRelay.excludeGlobs");
   assert.equal(files.open(file("src/generated/api.ts", { folder }), code("api")), "files.exclude");
   assert.equal(files.open(file("src/app.js", { folder }), code("app")), "files.exclude");
-  assert.equal(files.open(file("docs/guide.md", { folder }), "# Guide"), undefined, "a pattern set to false hides nothing");
-  assert.equal(files.open(file("src/generated/api.ts", { folder: "file:///other" }), code("api")), undefined, "files.exclude is per folder");
+  assert.equal(
+    files.open(file("docs/guide.md", { folder }), "# Guide"),
+    undefined,
+    "a pattern set to false hides nothing",
+  );
+  assert.equal(
+    files.open(file("src/generated/api.ts", { folder: "file:///other" }), code("api")),
+    undefined,
+    "files.exclude is per folder",
+  );
   assert.equal(files.open(file("big.ts", { folder }), "x".repeat(1_048_577)), "over 1 MB");
   assert.equal(files.open(file("image.ts", { folder }), "GIF89a\u0000\u0001"), "binary");
-  assert.equal(files.check(file("big.ts", { folder }), 2_000_000), "over 1 MB", "the size is checked before a file is read");
+  assert.equal(
+    files.check(file("big.ts", { folder }), 2_000_000),
+    "over 1 MB",
+    "the size is checked before a file is read",
+  );
   assert.equal(files.check(file("small.ts", { folder }), 1_048_576), undefined);
   assert.deepEqual(files.paths().sort(), ["docs/guide.md", "src/generated/api.ts"]);
 });
@@ -44,7 +71,8 @@ test("new exclusions drop the files already held that they cover", () => {
 
 test("deleting or moving a folder forgets the files held inside it, and only those", () => {
   const files = new RecentFiles(new FakeClock());
-  for (const path of ["src/old/a.ts", "src/old/deep/b.ts", "src/older.ts", "src/c.ts"]) files.open(file(path), code("x"));
+  for (const path of ["src/old/a.ts", "src/old/deep/b.ts", "src/older.ts", "src/c.ts"])
+    files.open(file(path), code("x"));
   files.forgetFolder(uri("src/old"));
   assert.deepEqual(files.paths().sort(), ["src/c.ts", "src/older.ts"]);
 });
@@ -102,7 +130,9 @@ test("applies changes one after another as VS Code's mirror does, and the window
       const offset = Math.floor(next() * (text.length + 1));
       const deleted = Math.floor(next() * Math.min(12, text.length - offset + 1));
       // Fresh names make every insertion visible in the token sets, so a stale window cannot pass for a rebuilt one.
-      const inserted = Array.from({ length: Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)]).join("").replace(/value/g, () => `value${round}x${k}`);
+      const inserted = Array.from({ length: Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
+        .join("")
+        .replace(/value/g, () => `value${round}x${k}`);
       changes.push(changeAt(text, offset, deleted, inserted));
       text = text.slice(0, offset) + inserted + text.slice(offset + deleted);
     }
@@ -123,9 +153,16 @@ function assertWindowsMatch(files: RecentFiles, at: string, text: string, when: 
   const lines = text.split("\n").map(lineTokens);
   const covered = new Array<boolean>(lines.length).fill(false);
   for (const window of files.heldWindows(at)) {
-    assert.ok(window.start >= 0 && window.end <= lines.length && window.end - window.start >= 1, `[${window.start}, ${window.end}) ${when}`);
+    assert.ok(
+      window.start >= 0 && window.end <= lines.length && window.end - window.start >= 1,
+      `[${window.start}, ${window.end}) ${when}`,
+    );
     assert.ok(window.end - window.start <= WINDOW_LINES, `[${window.start}, ${window.end}) is too long ${when}`);
-    assert.deepEqual(window.tokens, tokenSetOfLines(lines, window.start, window.end), `tokens of [${window.start}, ${window.end}) ${when}`);
+    assert.deepEqual(
+      window.tokens,
+      tokenSetOfLines(lines, window.start, window.end),
+      `tokens of [${window.start}, ${window.end}) ${when}`,
+    );
     covered.fill(true, window.start, window.end);
   }
   assert.equal(covered.indexOf(false), -1, `line ${covered.indexOf(false)} is in no window ${when}`);
@@ -141,7 +178,8 @@ function freshWindows(text: string) {
   }
 }
 
-const bounds = (windows: readonly { start: number; end: number; tokens: Int32Array }[]) => windows.map(({ start, end, tokens }) => ({ start, end, tokens }));
+const bounds = (windows: readonly { start: number; end: number; tokens: Int32Array }[]) =>
+  windows.map(({ start, end, tokens }) => ({ start, end, tokens }));
 
 test("typing within one line rebuilds the two windows over it and keeps the others", () => {
   const text = Array.from({ length: 100 }, (_, i) => `const name${i} = ${i};`).join("\n");
@@ -167,7 +205,15 @@ test("a file taken in has its windows cut at once, off the request path; an edit
   assertWindowsMatch(files, uri("a.ts"), text, "as opened");
   files.edit(uri("a.ts"), [changeAt(text, 0, 0, "x")]);
   assert.equal(files.hasPendingWindows(uri("a.ts")), true, "edited");
-  files.relatedContext({ uri: uri("b.ts"), path: "b.ts", cursorLine: 0, linesBefore: 0, linesAfter: 0, query: "name1", budget: 500 });
+  files.relatedContext({
+    uri: uri("b.ts"),
+    path: "b.ts",
+    cursorLine: 0,
+    linesBefore: 0,
+    linesAfter: 0,
+    query: "name1",
+    budget: 500,
+  });
   assert.equal(files.hasPendingWindows(uri("a.ts")), false, "after a request");
   files.open(file("a.ts"), `${text}\nconst more = 1;`);
   assert.equal(files.hasPendingWindows(uri("a.ts")), false, "opened again with other text");
@@ -177,7 +223,9 @@ test("pressing Enter near the top of a long file rebuilds the windows there and 
   const text = Array.from({ length: 400 }, (_, i) => `const name${i} = ${i};`).join("\n");
   const files = new RecentFiles(new FakeClock());
   files.open(file("a.ts"), text);
-  const before = files.heldWindows(uri("a.ts")).map((window) => ({ window, start: window.start, tokens: window.tokens }));
+  const before = files
+    .heldWindows(uri("a.ts"))
+    .map((window) => ({ window, start: window.start, tokens: window.tokens }));
   files.edit(uri("a.ts"), [changeAt(text, text.indexOf("const name5 "), 0, "\n")]);
   const after = files.heldWindows(uri("a.ts"));
   const kept = before.filter(({ window }) => after.includes(window));
@@ -205,7 +253,9 @@ test("lines inserted at the very top or bottom by a resync are covered by a wind
 test("CRLF documents are held as lines, whatever line ends a change carries", () => {
   const files = new RecentFiles(new FakeClock());
   files.open(file("win.ts"), "one\r\ntwo\r\nthree");
-  files.edit(uri("win.ts"), [{ range: { start: { line: 1, character: 3 }, end: { line: 2, character: 0 } }, text: "\r\ninserted\r\n" }]);
+  files.edit(uri("win.ts"), [
+    { range: { start: { line: 1, character: 3 }, end: { line: 2, character: 0 } }, text: "\r\ninserted\r\n" },
+  ]);
   assert.equal(files.heldText(uri("win.ts")), "one\ntwo\ninserted\nthree");
 });
 
@@ -213,7 +263,10 @@ test("a change that does not fit the held text resyncs from the document, or let
   const files = new RecentFiles(new FakeClock());
   files.open(file("a.ts"), "one\ntwo");
   const missed = { range: { start: { line: 5, character: 0 }, end: { line: 5, character: 0 } }, text: "x" };
-  assert.equal(files.edit(uri("a.ts"), [missed], () => "one\ntwo\nthree"), true);
+  assert.equal(
+    files.edit(uri("a.ts"), [missed], () => "one\ntwo\nthree"),
+    true,
+  );
   assert.equal(files.heldText(uri("a.ts")), "one\ntwo\nthree");
   assert.equal(files.edit(uri("a.ts"), [missed]), false);
   assert.equal(files.holds(uri("a.ts")), false);

@@ -2,7 +2,12 @@ import { snippetCost } from "@tab-relay/shared";
 import { PathMatcher } from "./globs";
 import { languageFamily } from "./languageFamily";
 import { DEFAULT_EXCLUDE_GLOBS } from "./settings";
-import { type RelatedContext, type RelatedContextRequest, type RelatedContextSource, selectRelatedContext } from "./relatedContext";
+import {
+  type RelatedContext,
+  type RelatedContextRequest,
+  type RelatedContextSource,
+  selectRelatedContext,
+} from "./relatedContext";
 import { EMPTY_TOKENS, type TokenSet, lineTokens, tokenSetOfLines } from "./tokens";
 
 /**
@@ -59,7 +64,8 @@ export interface FileDescriptor {
 }
 
 /** Why a file is not held, for the log and tests. */
-export type Rejection = "untitled" | "outside the workspace" | "tabRelay.excludeGlobs" | "files.exclude" | "over 1 MB" | "binary";
+export type Rejection =
+  "untitled" | "outside the workspace" | "tabRelay.excludeGlobs" | "files.exclude" | "over 1 MB" | "binary";
 
 export interface Position {
   readonly line: number;
@@ -224,7 +230,10 @@ export class RecentFiles implements RelatedContextSource {
   setExcludes(settings: ExcludeSettings): void {
     this.excludeGlobs = new PathMatcher(settings.excludeGlobs, { matchNames: true });
     this.filesExclude = new Map(
-      Object.entries(settings.filesExclude ?? {}).map(([folder, patterns]) => [folder, new PathMatcher(hidingPatterns(patterns), { matchNames: false })]),
+      Object.entries(settings.filesExclude ?? {}).map(([folder, patterns]) => [
+        folder,
+        new PathMatcher(hidingPatterns(patterns), { matchNames: false }),
+      ]),
     );
     for (const file of [...this.files.values()]) {
       if (this.excludedBy(file.path, file.folder) !== undefined) this.remove(file.uri);
@@ -297,7 +306,12 @@ export class RecentFiles implements RelatedContextSource {
       const { start, end } = change.range;
       const first = held.lines[start.line];
       const last = held.lines[end.line];
-      if (first === undefined || last === undefined || start.line > end.line || (start.line === end.line && start.character > end.character)) {
+      if (
+        first === undefined ||
+        last === undefined ||
+        start.line > end.line ||
+        (start.line === end.line && start.character > end.character)
+      ) {
         // Held text that no longer matches the document must not be sent: resync, or let the file go.
         if (currentText === undefined) {
           this.remove(uri);
@@ -430,7 +444,12 @@ export class RecentFiles implements RelatedContextSource {
     let head = 0;
     while (head < lines.length && head < old.length && lines[head] === old[head]) head++;
     let tail = 0;
-    while (tail < lines.length - head && tail < old.length - head && lines[lines.length - 1 - tail] === old[old.length - 1 - tail]) tail++;
+    while (
+      tail < lines.length - head &&
+      tail < old.length - head &&
+      lines[lines.length - 1 - tail] === old[old.length - 1 - tail]
+    )
+      tail++;
     if (head === lines.length && head === old.length) return;
     this.replaceLines(file, head, old.length - tail, lines.slice(head, lines.length - tail));
   }
@@ -487,7 +506,9 @@ export class RecentFiles implements RelatedContextSource {
       last.at = at;
       return;
     }
-    const same = this.edits.findIndex((edit) => edit.file === file && start <= edit.end + EDIT_MERGE_LINES && end >= edit.start - EDIT_MERGE_LINES);
+    const same = this.edits.findIndex(
+      (edit) => edit.file === file && start <= edit.end + EDIT_MERGE_LINES && end >= edit.start - EDIT_MERGE_LINES,
+    );
     if (same !== -1) {
       const [edit] = this.edits.splice(same, 1);
       if (edit) {
@@ -513,7 +534,11 @@ const EDIT_MERGE_LINES = 3;
  */
 function hidingPatterns(patterns: Readonly<Record<string, unknown>>): string[] {
   return Object.entries(patterns)
-    .filter(([, value]) => value === true || (typeof value === "object" && value !== null && typeof (value as { when?: unknown }).when === "string"))
+    .filter(
+      ([, value]) =>
+        value === true ||
+        (typeof value === "object" && value !== null && typeof (value as { when?: unknown }).when === "string"),
+    )
     .map(([pattern]) => pattern);
 }
 
@@ -549,7 +574,7 @@ function refreshWindows(file: HeldFile, index: WindowIndex): void {
   if (!file.stale) return;
   const windows: HeldWindow[] = [];
   if (file.windows.length === 0) cutWindows(file, 0, file.lines.length, windows, index);
-  for (let i = 0; i < file.windows.length; ) {
+  for (let i = 0; i < file.windows.length;) {
     const window = file.windows[i] as HeldWindow;
     if (!window.dirty) {
       windows.push(window);
@@ -580,7 +605,18 @@ function cutWindows(file: HeldFile, from: number, to: number, out: HeldWindow[],
     while (last > first && BLANK.test(file.lines[last - 1] ?? "")) last--;
     let chars = Math.max(0, last - first - 1);
     for (let i = first; i < last; i++) chars += (file.lines[i] ?? "").length;
-    const window: HeldWindow = { start, end, tokens: tokenSetOfLines(file.lineTokens, start, end), lead: first - start, trail: end - last, chars, file, dirty: false, shared: 0, stamp: 0 };
+    const window: HeldWindow = {
+      start,
+      end,
+      tokens: tokenSetOfLines(file.lineTokens, start, end),
+      lead: first - start,
+      trail: end - last,
+      chars,
+      file,
+      dirty: false,
+      shared: 0,
+      stamp: 0,
+    };
     index.add(window);
     out.push(window);
     if (end >= to) return;

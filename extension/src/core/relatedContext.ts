@@ -94,7 +94,10 @@ export interface SelectionInput {
   readonly active: TrackedFile | undefined;
   readonly now: number;
   /** Calls `visit` for every window that shares at least one token with `query`, with how many it shares. */
-  readonly forEachSharing: (query: TokenSet, visit: (file: TrackedFile, window: Window, shared: number) => void) => void;
+  readonly forEachSharing: (
+    query: TokenSet,
+    visit: (file: TrackedFile, window: Window, shared: number) => void,
+  ) => void;
 }
 
 /**
@@ -109,7 +112,8 @@ export function selectRelatedContext(input: SelectionInput, request: RelatedCont
   const query = tokenSetOfText(request.query);
   const lookup = new TokenLookup(query);
   const zone = { from: request.cursorLine - request.linesBefore, to: request.cursorLine + request.linesAfter + 1 };
-  const inZone = (file: TrackedFile, start: number, end: number) => file === input.active && start < zone.to && end > zone.from;
+  const inZone = (file: TrackedFile, start: number, end: number) =>
+    file === input.active && start < zone.to && end > zone.from;
   const picked: Picked[] = [];
   let used = 0;
 
@@ -120,9 +124,14 @@ export function selectRelatedContext(input: SelectionInput, request: RelatedCont
     // Exactly snippetCost of the snippet below, without building its text.
     const cost = file.headerChars + candidate.chars;
     if (cost < MIN_SNIPPET_CHARS || used + cost > limit) return false;
-    if (picked.some((other) => other.file === file && other.start < candidate.end && other.end > candidate.start)) return false;
+    if (picked.some((other) => other.file === file && other.start < candidate.end && other.end > candidate.start))
+      return false;
     if (picked.some((other) => jaccard(other.tokens, candidate.tokens) >= NEAR_DUPLICATE)) return false;
-    picked.push({ ...candidate, snippet: { path: file.path, text: file.lines.slice(candidate.from, candidate.to).join("\n") }, cost });
+    picked.push({
+      ...candidate,
+      snippet: { path: file.path, text: file.lines.slice(candidate.from, candidate.to).join("\n") },
+      cost,
+    });
     used += cost;
     return true;
   };
@@ -137,7 +146,13 @@ export function selectRelatedContext(input: SelectionInput, request: RelatedCont
     if (inZone(edit.file, start, end)) continue;
     const tokens = tokenSetOfLines(edit.file.lineTokens, start, end);
     const sent = trimmedLines(edit.file, start, end);
-    if (take({ file: edit.file, start, end, ...sent, tokens, score: lookup.jaccard(tokens), kind: "edit" }, Math.min(request.budget, editLimit))) edits++;
+    if (
+      take(
+        { file: edit.file, start, end, ...sent, tokens, score: lookup.jaccard(tokens), kind: "edit" },
+        Math.min(request.budget, editLimit),
+      )
+    )
+      edits++;
   }
 
   // Only windows sharing a token are visited. Each gets one key (score, then how recently its file was used, then
@@ -171,7 +186,9 @@ export function selectRelatedContext(input: SelectionInput, request: RelatedCont
 
   // Edits go last (the newest last of all), after windows in rising order of similarity.
   const order = (p: Picked) => (p.kind === "edit" ? 2 : 1);
-  const sent = [...picked].sort((a, b) => order(a) - order(b) || (a.kind === "edit" ? picked.indexOf(b) - picked.indexOf(a) : a.score - b.score));
+  const sent = [...picked].sort(
+    (a, b) => order(a) - order(b) || (a.kind === "edit" ? picked.indexOf(b) - picked.indexOf(a) : a.score - b.score),
+  );
   let text = formatSnippets(sent.map((p) => p.snippet));
   // formatSnippets puts a space before a line that reads like a header; in the rare text with such lines that can
   // go past what snippetCost counted, so the least relevant snippets go until it fits.
@@ -181,7 +198,14 @@ export function selectRelatedContext(input: SelectionInput, request: RelatedCont
   }
   return {
     text,
-    snippets: sent.map((p) => ({ path: p.file.path, start: p.start, end: p.end, kind: p.kind, score: p.score, chars: p.cost })),
+    snippets: sent.map((p) => ({
+      path: p.file.path,
+      start: p.start,
+      end: p.end,
+      kind: p.kind,
+      score: p.score,
+      chars: p.cost,
+    })),
   };
 }
 

@@ -6,7 +6,13 @@ import { FakeClock, FakeFetch, type FetchStep } from "./testing";
 
 const body = buildRequestBody(
   { ...DEFAULT_SETTINGS, workspaceSlug: "acme", maxCompletionTokens: 64 },
-  { surface: "code", workspace_slug: "acme", entity_id: "a.ts", document_type: "plaintext", active_text_before_cursor: "x = " },
+  {
+    surface: "code",
+    workspace_slug: "acme",
+    entity_id: "a.ts",
+    document_type: "plaintext",
+    active_text_before_cursor: "x = ",
+  },
 );
 
 function setup(steps: FetchStep[], overrides: Partial<RelayRequest> = {}) {
@@ -40,27 +46,63 @@ test("POSTs a streaming request with the key as a bearer token", async () => {
     model: "tab-v1",
     stream: true,
     max_completion_tokens: 64,
-    tab_context: { surface: "code", workspace_slug: "acme", entity_id: "a.ts", document_type: "plaintext", active_text_before_cursor: "x = " },
+    tab_context: {
+      surface: "code",
+      workspace_slug: "acme",
+      entity_id: "a.ts",
+      document_type: "plaintext",
+      active_text_before_cursor: "x = ",
+    },
   });
   fake.assertDone();
 });
 
 test("joins the streamed deltas and reports time to the first chunk", async () => {
   const { clock, done, result } = setup([
-    { kind: "sse", latencyMs: 30, chunks: [{ content: "foo", delayMs: 20 }, { content: "\nbar", delayMs: 50 }] },
+    {
+      kind: "sse",
+      latencyMs: 30,
+      chunks: [
+        { content: "foo", delayMs: 20 },
+        { content: "\nbar", delayMs: 50 },
+      ],
+    },
   ]);
   await clock.advance(1_000);
   await done;
-  assert.deepEqual(result(), { kind: "ok", text: "foo\nbar", ended: "done", status: 200, firstChunkMs: 50, durationMs: 100 });
+  assert.deepEqual(result(), {
+    kind: "ok",
+    text: "foo\nbar",
+    ended: "done",
+    status: 200,
+    firstChunkMs: 50,
+    durationMs: 100,
+  });
 });
 
 test("a single-line context shows the first line as soon as it is complete and stops the stream", async () => {
   const { clock, fake, result } = setup(
-    [{ kind: "sse", chunks: [{ content: "first", delayMs: 10 }, { content: " line\nsecond", delayMs: 10 }, { content: " more", delayMs: 500 }] }],
+    [
+      {
+        kind: "sse",
+        chunks: [
+          { content: "first", delayMs: 10 },
+          { content: " line\nsecond", delayMs: 10 },
+          { content: " more", delayMs: 500 },
+        ],
+      },
+    ],
     { singleLine: true },
   );
   await clock.advance(20);
-  assert.deepEqual(result(), { kind: "ok", text: "first line", ended: "first line", status: 200, firstChunkMs: 10, durationMs: 20 });
+  assert.deepEqual(result(), {
+    kind: "ok",
+    text: "first line",
+    ended: "first line",
+    status: 200,
+    firstChunkMs: 10,
+    durationMs: 20,
+  });
   assert.equal(fake.calls[0]?.signal.aborted, true);
   assert.equal(clock.pendingTimers, 0);
 });
@@ -76,17 +118,54 @@ test("gives up after the timeout when the relay does not answer", async () => {
 
 test("at the timeout, shows the whole lines that arrived but not a half line", async () => {
   const slow = (singleLine: boolean) =>
-    setup([{ kind: "sse", chunks: [{ content: "one\ntwo\nthr", delayMs: 10 }, { content: "ee", delayMs: 1_000 }] }], { timeoutMs: 200, singleLine });
+    setup(
+      [
+        {
+          kind: "sse",
+          chunks: [
+            { content: "one\ntwo\nthr", delayMs: 10 },
+            { content: "ee", delayMs: 1_000 },
+          ],
+        },
+      ],
+      { timeoutMs: 200, singleLine },
+    );
   const multi = slow(false);
   await multi.clock.advance(200);
-  assert.deepEqual(multi.result(), { kind: "ok", text: "one\ntwo", ended: "timeout", status: 200, firstChunkMs: 10, durationMs: 200 });
-  const single = setup([{ kind: "sse", chunks: [{ content: "thr", delayMs: 10 }, { content: "ee", delayMs: 1_000 }] }], { timeoutMs: 200, singleLine: true });
+  assert.deepEqual(multi.result(), {
+    kind: "ok",
+    text: "one\ntwo",
+    ended: "timeout",
+    status: 200,
+    firstChunkMs: 10,
+    durationMs: 200,
+  });
+  const single = setup(
+    [
+      {
+        kind: "sse",
+        chunks: [
+          { content: "thr", delayMs: 10 },
+          { content: "ee", delayMs: 1_000 },
+        ],
+      },
+    ],
+    { timeoutMs: 200, singleLine: true },
+  );
   await single.clock.advance(200);
   assert.deepEqual(single.result(), { kind: "timeout", durationMs: 200 });
 });
 
 test("aborting the signal aborts the HTTP request mid-stream", async () => {
-  const { clock, fake, controller, result } = setup([{ kind: "sse", chunks: [{ content: "par", delayMs: 10 }, { content: "tial", delayMs: 100 }] }]);
+  const { clock, fake, controller, result } = setup([
+    {
+      kind: "sse",
+      chunks: [
+        { content: "par", delayMs: 10 },
+        { content: "tial", delayMs: 100 },
+      ],
+    },
+  ]);
   await clock.advance(50);
   controller.abort();
   await clock.advance(0);
@@ -105,7 +184,13 @@ test("an abort before the response arrives ends the request too", async () => {
 
 test("reads the relay's error envelope and Retry-After", async () => {
   const { clock, result } = setup([
-    { kind: "error", status: 429, code: "RATE_LIMIT_EXCEEDED", message: "Too many requests", headers: { "Retry-After": "7" } },
+    {
+      kind: "error",
+      status: 429,
+      code: "RATE_LIMIT_EXCEEDED",
+      message: "Too many requests",
+      headers: { "Retry-After": "7" },
+    },
   ]);
   await clock.advance(0);
   assert.deepEqual(result(), {
@@ -121,12 +206,22 @@ test("reads the relay's error envelope and Retry-After", async () => {
 test("a 401 is a failure with the relay's code", async () => {
   const { clock, result } = setup([{ kind: "error", status: 401, code: "UNAUTHORIZED", message: "Invalid API key" }]);
   await clock.advance(0);
-  assert.deepEqual(result(), { kind: "failed", status: 401, code: "UNAUTHORIZED", message: "Invalid API key", retryAfterMs: undefined, durationMs: 0 });
+  assert.deepEqual(result(), {
+    kind: "failed",
+    status: 401,
+    code: "UNAUTHORIZED",
+    message: "Invalid API key",
+    retryAfterMs: undefined,
+    durationMs: 0,
+  });
 });
 
 test("a connection failure means the relay is unreachable", async () => {
   const { clock, result } = setup([{ kind: "network", message: "connect ECONNREFUSED 127.0.0.1:8787" }]);
   await clock.advance(0);
-  assert.deepEqual(result(), { kind: "unreachable", message: "fetch failed: connect ECONNREFUSED 127.0.0.1:8787", durationMs: 0 });
+  assert.deepEqual(result(), {
+    kind: "unreachable",
+    message: "fetch failed: connect ECONNREFUSED 127.0.0.1:8787",
+    durationMs: 0,
+  });
 });
-

@@ -57,7 +57,10 @@ export function buildRequestBody(settings: Settings, tabContext: TabContext): Co
  * POSTs one streaming completion request and reads the SSE answer until it is complete enough to show.
  * Never throws: every way a request can end is a RequestOutcome.
  */
-export async function requestCompletion(deps: { fetch: FetchLike; clock: Clock }, request: RelayRequest): Promise<RequestOutcome> {
+export async function requestCompletion(
+  deps: { fetch: FetchLike; clock: Clock },
+  request: RelayRequest,
+): Promise<RequestOutcome> {
   const { clock } = deps;
   const started = clock.now();
   const elapsed = () => clock.now() - started;
@@ -102,7 +105,8 @@ export async function requestCompletion(deps: { fetch: FetchLike; clock: Clock }
         signal: controller.signal,
       });
     } catch (error) {
-      if (stopped !== undefined) return { kind: stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
+      if (stopped !== undefined)
+        return { kind: stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
       return { kind: "unreachable", message: describe(error), durationMs: elapsed() };
     }
     status = response.status;
@@ -129,7 +133,9 @@ export async function requestCompletion(deps: { fetch: FetchLike; clock: Clock }
     if (stopped === "timeout") {
       // Whole lines that arrived in time are worth showing; a half line is not.
       const lastNewline = request.singleLine ? -1 : text.lastIndexOf("\n");
-      return lastNewline > 0 ? ok(text.slice(0, lastNewline), "timeout", status) : { kind: "timeout", durationMs: elapsed() };
+      return lastNewline > 0
+        ? ok(text.slice(0, lastNewline), "timeout", status)
+        : { kind: "timeout", durationMs: elapsed() };
     }
     if (error instanceof RelayError) return failed(status, error.code, error.message, elapsed());
     return failed(status, "UPSTREAM_ERROR", describe(error), elapsed());
@@ -162,7 +168,14 @@ async function failure(response: Response, clock: Clock, elapsed: () => number):
 }
 
 function failed(status: number, code: string, message: string, durationMs: number): RequestOutcome {
-  return { kind: "failed", status: status === 0 ? undefined : status, code, message, retryAfterMs: undefined, durationMs };
+  return {
+    kind: "failed",
+    status: status === 0 ? undefined : status,
+    code,
+    message,
+    retryAfterMs: undefined,
+    durationMs,
+  };
 }
 
 function describe(error: unknown): string {

@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
-import { DEFAULT_SETTINGS, apiKeyFormatWarning, isLanguageEnabled, missingConfiguration, parseSettings } from "./settings";
+import {
+  DEFAULT_SETTINGS,
+  apiKeyFormatWarning,
+  isLanguageEnabled,
+  missingConfiguration,
+  parseSettings,
+} from "./settings";
 
 test("missing values take the documented defaults", () => {
   const { settings, problems } = parseSettings({});
@@ -17,7 +23,10 @@ test("missing values take the documented defaults", () => {
 });
 
 test("exclude globs are a list of non-empty patterns; a bad list keeps the default one", () => {
-  assert.deepEqual(parseSettings({ excludeGlobs: ["secrets/**", " *.p12 "] }).settings.excludeGlobs, ["secrets/**", "*.p12"]);
+  assert.deepEqual(parseSettings({ excludeGlobs: ["secrets/**", " *.p12 "] }).settings.excludeGlobs, [
+    "secrets/**",
+    "*.p12",
+  ]);
   const bad = parseSettings({ excludeGlobs: ["ok", ""] });
   assert.deepEqual(bad.settings.excludeGlobs, DEFAULT_SETTINGS.excludeGlobs);
   assert.match(bad.problems[0] ?? "", /^tabRelay\.excludeGlobs: /);
@@ -25,7 +34,12 @@ test("exclude globs are a list of non-empty patterns; a bad list keeps the defau
 });
 
 test("an invalid value falls back to its default and is reported by setting name, the rest still applies", () => {
-  const { settings, problems } = parseSettings({ debounceMs: -5, relayUrl: "ftp://x", workspaceSlug: "acme", model: "tab-v2" });
+  const { settings, problems } = parseSettings({
+    debounceMs: -5,
+    relayUrl: "ftp://x",
+    workspaceSlug: "acme",
+    model: "tab-v2",
+  });
   assert.equal(settings.debounceMs, DEFAULT_SETTINGS.debounceMs);
   assert.equal(settings.relayUrl, DEFAULT_SETTINGS.relayUrl);
   assert.equal(settings.workspaceSlug, "acme");
@@ -36,7 +50,10 @@ test("an invalid value falls back to its default and is reported by setting name
 });
 
 test("a trailing slash on the relay URL is dropped so paths join cleanly", () => {
-  assert.equal(parseSettings({ relayUrl: "https://relay.example.com/ " }).settings.relayUrl, "https://relay.example.com");
+  assert.equal(
+    parseSettings({ relayUrl: "https://relay.example.com/ " }).settings.relayUrl,
+    "https://relay.example.com",
+  );
 });
 
 test("a null max tokens means the relay's default", () => {
@@ -64,7 +81,12 @@ test("every default VS Code shows in package.json is the one the pipeline applie
     contributes: { configuration: { properties: Record<string, { default?: unknown }> } };
   };
   const properties = manifest.contributes.configuration.properties;
-  assert.deepEqual(Object.keys(properties).sort(), Object.keys(DEFAULT_SETTINGS).map((key) => `tabRelay.${key}`).sort());
+  assert.deepEqual(
+    Object.keys(properties).sort(),
+    Object.keys(DEFAULT_SETTINGS)
+      .map((key) => `tabRelay.${key}`)
+      .sort(),
+  );
   for (const [name, property] of Object.entries(properties)) {
     const { settings, problems } = parseSettings({ [name.slice("tabRelay.".length)]: property.default });
     assert.deepEqual(problems, [], name);

@@ -85,7 +85,9 @@ const FIELDS = {
   debounceMs: int(0, 5_000),
   adaptiveDebounce: z.boolean(),
   requestTimeoutMs: int(100, 120_000),
-  maxCompletionTokens: int(1, TAB_LIMITS.maxCompletionTokens).nullable().transform((value) => value ?? undefined),
+  maxCompletionTokens: int(1, TAB_LIMITS.maxCompletionTokens)
+    .nullable()
+    .transform((value) => value ?? undefined),
   contextCharsBefore: int(1, TAB_LIMITS.activeTextBeforeCursor),
   contextCharsAfter: int(0, TAB_LIMITS.activeTextAfterCursor),
   surroundingContextChars: int(0, TAB_LIMITS.surroundingContext),

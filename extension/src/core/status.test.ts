@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { RequestOutcome } from "./request";
-import { StatusController, deriveStatus, initialStatus, reduceStatus, type Notice, type StatusKind, type StatusModel } from "./status";
+import {
+  StatusController,
+  deriveStatus,
+  initialStatus,
+  reduceStatus,
+  type Notice,
+  type StatusKind,
+  type StatusModel,
+} from "./status";
 import { STATUS_TEXT, describeNotice, describeStatus } from "./statusView";
 import { FakeClock } from "./testing";
 
@@ -33,7 +41,10 @@ test("disabled and enabled again by configuration", () => {
 test("not configured until the missing settings and key are there", () => {
   const missing = reduceStatus(ready, { type: "configured", enabled: true, missing: ["API key"] }, NOW);
   assert.equal(deriveStatus(missing, NOW), "notConfigured");
-  assert.equal(deriveStatus(reduceStatus(missing, { type: "configured", enabled: true, missing: [] }, NOW), NOW), "ready");
+  assert.equal(
+    deriveStatus(reduceStatus(missing, { type: "configured", enabled: true, missing: [] }, NOW), NOW),
+    "ready",
+  );
 });
 
 test("snoozed until the given time, or until resumed", () => {
@@ -46,7 +57,10 @@ test("snoozed until the given time, or until resumed", () => {
 test("401 → unauthorized until the key changes", () => {
   const rejected = after(ready, failed(401));
   assert.equal(deriveStatus(rejected, NOW), "unauthorized");
-  assert.equal(deriveStatus(reduceStatus(rejected, { type: "tick" }, NOW + 3_600_000), NOW + 3_600_000), "unauthorized");
+  assert.equal(
+    deriveStatus(reduceStatus(rejected, { type: "tick" }, NOW + 3_600_000), NOW + 3_600_000),
+    "unauthorized",
+  );
   assert.equal(deriveStatus(reduceStatus(rejected, { type: "credentialsChanged" }, NOW), NOW), "ready");
 });
 

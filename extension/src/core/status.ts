@@ -83,7 +83,11 @@ function afterRequest(model: StatusModel, outcome: RequestOutcome, now: number):
       return model;
     case "unreachable": {
       const retryAt = now + backoffMs(model.failureStreak, UNREACHABLE_BACKOFF);
-      return { ...model, problem: { kind: "unreachable", retryAt, message: outcome.message }, failureStreak: model.failureStreak + 1 };
+      return {
+        ...model,
+        problem: { kind: "unreachable", retryAt, message: outcome.message },
+        failureStreak: model.failureStreak + 1,
+      };
     }
     case "failed":
       if (outcome.status === 401) return { ...model, problem: { kind: "unauthorized", message: outcome.message } };
@@ -91,7 +95,11 @@ function afterRequest(model: StatusModel, outcome: RequestOutcome, now: number):
       if (outcome.status === 429) {
         const wait = outcome.retryAfterMs ?? backoffMs(model.failureStreak, RATE_LIMIT_BACKOFF);
         const until = now + Math.min(wait, MAX_RETRY_AFTER_MS);
-        return { ...model, problem: { kind: "rateLimited", until, message: outcome.message }, failureStreak: model.failureStreak + 1 };
+        return {
+          ...model,
+          problem: { kind: "rateLimited", until, message: outcome.message },
+          failureStreak: model.failureStreak + 1,
+        };
       }
       // Other failures (a bad gateway, a malformed stream) are logged but do not stop the next request.
       return model;
@@ -131,7 +139,8 @@ export function gateOf(model: StatusModel, now: number): Gate {
   if (kind === "notConfigured" || kind === "unauthorized" || kind === "forbidden" || kind === "rateLimited") {
     return { pause: undefined, blocked: kind };
   }
-  if (model.problem?.kind === "unreachable" && model.problem.retryAt > now) return { pause: undefined, blocked: "unreachable" };
+  if (model.problem?.kind === "unreachable" && model.problem.retryAt > now)
+    return { pause: undefined, blocked: "unreachable" };
   return { pause: undefined, blocked: undefined };
 }
 
@@ -214,12 +223,17 @@ export class StatusController {
   private armTimer(now: number): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    const deadlines = [this.state.snoozedUntil, this.state.problem?.kind === "rateLimited" ? this.state.problem.until : undefined]
-      .filter((at): at is number => at !== undefined && at > now);
+    const deadlines = [
+      this.state.snoozedUntil,
+      this.state.problem?.kind === "rateLimited" ? this.state.problem.until : undefined,
+    ].filter((at): at is number => at !== undefined && at > now);
     if (deadlines.length === 0) return;
-    this.timer = this.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.dispatch({ type: "tick" });
-    }, Math.min(...deadlines) - now);
+    this.timer = this.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        this.dispatch({ type: "tick" });
+      },
+      Math.min(...deadlines) - now,
+    );
   }
 }

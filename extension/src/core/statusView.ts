@@ -1,6 +1,7 @@
 import type { NoticeKind, StatusKind, StatusModel } from "./status";
 
-export type StatusActionId = "enable" | "disable" | "snooze" | "resume" | "setApiKey" | "clearApiKey" | "openSettings" | "showLog" | "retry";
+export type StatusActionId =
+  "enable" | "disable" | "snooze" | "resume" | "setApiKey" | "clearApiKey" | "openSettings" | "showLog" | "retry";
 
 export interface StatusView {
   /** Status bar text with a codicon; distinct per state so people (and the e2e test) can tell them apart. */
@@ -35,15 +36,30 @@ export const ACTION_LABELS: Readonly<Record<StatusActionId, string>> = {
   retry: "Retry now",
 };
 
-export function describeStatus(kind: StatusKind, model: StatusModel, now: number, formatTime: (at: number) => string): StatusView {
+export function describeStatus(
+  kind: StatusKind,
+  model: StatusModel,
+  now: number,
+  formatTime: (at: number) => string,
+): StatusView {
   const text = STATUS_TEXT[kind];
   const problem = model.problem;
   switch (kind) {
     case "ready":
     case "requesting":
-      return { text, tooltip: kind === "ready" ? "Tab: inline completions are on" : "Tab: asking the relay…", severity: "normal", actions: ["snooze", "disable", "setApiKey", "openSettings", "showLog"] };
+      return {
+        text,
+        tooltip: kind === "ready" ? "Tab: inline completions are on" : "Tab: asking the relay…",
+        severity: "normal",
+        actions: ["snooze", "disable", "setApiKey", "openSettings", "showLog"],
+      };
     case "disabled":
-      return { text, tooltip: "Tab: inline completions are off", severity: "normal", actions: ["enable", "openSettings", "showLog"] };
+      return {
+        text,
+        tooltip: "Tab: inline completions are off",
+        severity: "normal",
+        actions: ["enable", "openSettings", "showLog"],
+      };
     case "snoozed":
       return {
         text,
@@ -57,7 +73,9 @@ export function describeStatus(kind: StatusKind, model: StatusModel, now: number
         text,
         tooltip: `Tab: missing ${model.missing.join(", ")}`,
         severity: "warning",
-        actions: needsKey ? ["setApiKey", "openSettings", "disable", "showLog"] : ["openSettings", "setApiKey", "disable", "showLog"],
+        actions: needsKey
+          ? ["setApiKey", "openSettings", "disable", "showLog"]
+          : ["openSettings", "setApiKey", "disable", "showLog"],
       };
     }
     case "unauthorized":
@@ -102,10 +120,19 @@ export interface NoticeView {
 export function describeNotice(kind: NoticeKind, detail: string, relayUrl: string): NoticeView {
   switch (kind) {
     case "unauthorized":
-      return { message: `Tab: the relay rejected the API key (${detail}). Set a valid key to get completions again.`, actions: ["setApiKey", "showLog"] };
+      return {
+        message: `Tab: the relay rejected the API key (${detail}). Set a valid key to get completions again.`,
+        actions: ["setApiKey", "showLog"],
+      };
     case "forbidden":
-      return { message: `Tab: the API key may not be used here (${detail}). Check tabRelay.workspaceSlug and the key's scope.`, actions: ["openSettings", "showLog"] };
+      return {
+        message: `Tab: the API key may not be used here (${detail}). Check tabRelay.workspaceSlug and the key's scope.`,
+        actions: ["openSettings", "showLog"],
+      };
     case "unreachable":
-      return { message: `Tab: cannot reach the relay at ${relayUrl} (${detail}). Retrying in the background.`, actions: ["openSettings", "showLog"] };
+      return {
+        message: `Tab: cannot reach the relay at ${relayUrl} (${detail}). Retrying in the background.`,
+        actions: ["openSettings", "showLog"],
+      };
   }
 }

@@ -20,8 +20,14 @@ test("identifiers are compared whole and case-sensitively", () => {
 test("a set has each token once, sorted, whatever the lines repeat", () => {
   const set = tokenSetOfText("alpha beta\nbeta gamma\nalpha");
   assert.equal(set.length, 3);
-  assert.deepEqual([...set], [...set].sort((a, b) => a - b));
-  assert.deepEqual(tokenSetOfLines([lineTokens("alpha beta"), lineTokens("beta gamma"), lineTokens("delta")], 0, 2), tokenSetOfText("gamma alpha beta"));
+  assert.deepEqual(
+    [...set],
+    [...set].sort((a, b) => a - b),
+  );
+  assert.deepEqual(
+    tokenSetOfLines([lineTokens("alpha beta"), lineTokens("beta gamma"), lineTokens("delta")], 0, 2),
+    tokenSetOfText("gamma alpha beta"),
+  );
 });
 
 test("jaccard is shared over all: 1 for the same set, 0 for disjoint or empty ones", () => {

@@ -8,7 +8,10 @@ export interface Logger {
 }
 
 /** The subset of `fetch` the pipeline uses, so tests can script responses. */
-export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal },
+) => Promise<Response>;
 
 /** The IntelliSense item selected in the suggest widget, as offsets into the document. */
 export interface SelectedCompletion {

@@ -46,7 +46,9 @@ export function registerCommands({ clock, status, apiKeys, log, statusBar }: Com
         ignoreFocusOut: true,
         validateInput: (value) => {
           const warning = apiKeyFormatWarning(value);
-          return warning === undefined ? undefined : { message: warning, severity: vscode.InputBoxValidationSeverity.Warning };
+          return warning === undefined
+            ? undefined
+            : { message: warning, severity: vscode.InputBoxValidationSeverity.Warning };
         },
       });
       if (key === undefined || key.trim() === "") return;

@@ -2,7 +2,15 @@
 // pipeline to VS Code.
 import { systemClock } from "@tab-relay/shared";
 import * as vscode from "vscode";
-import { CompletionSession, RecentFiles, StatusController, TypingRhythm, initialStatus, missingConfiguration, type Settings } from "../core";
+import {
+  CompletionSession,
+  RecentFiles,
+  StatusController,
+  TypingRhythm,
+  initialStatus,
+  missingConfiguration,
+  type Settings,
+} from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
 import { registerCommands } from "./commands";
 import { createInlineCompletionProvider } from "./inlineCompletionProvider";
@@ -49,7 +57,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       status.dispatch({ type: "credentialsChanged" });
       session.clearCache();
     }
-    log.info(`relay ${settings.relayUrl}, workspace "${settings.workspaceSlug}", model ${settings.model}, key from ${await apiKeys.source()}`);
+    log.info(
+      `relay ${settings.relayUrl}, workspace "${settings.workspaceSlug}", model ${settings.model}, key from ${await apiKeys.source()}`,
+    );
   };
   await sync(false);
 

@@ -19,7 +19,10 @@ export function createInlineCompletionProvider(session: CompletionSession): vsco
         const { input, base } = toInput(document, position, context);
         const suggestion = await session.provide(input, controller.signal);
         if (suggestion === undefined || token.isCancellationRequested) return undefined;
-        const range = new vscode.Range(document.positionAt(base + suggestion.start), document.positionAt(base + suggestion.end));
+        const range = new vscode.Range(
+          document.positionAt(base + suggestion.start),
+          document.positionAt(base + suggestion.end),
+        );
         return [new vscode.InlineCompletionItem(suggestion.insertText, range)];
       } finally {
         subscription.dispose();

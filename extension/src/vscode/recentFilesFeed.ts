@@ -11,19 +11,31 @@ export interface RecentFilesFeed extends vscode.Disposable {
  * that gets focus, every edit with its ranges, renames and deletions, and the exclusion settings. Which files are
  * held, and how much of them, is decided in core; this only reads files and forwards events.
  */
-export function feedRecentFiles(files: RecentFiles, getSettings: () => Settings, log: vscode.LogOutputChannel): RecentFilesFeed {
+export function feedRecentFiles(
+  files: RecentFiles,
+  getSettings: () => Settings,
+  log: vscode.LogOutputChannel,
+): RecentFilesFeed {
   const decoder = new TextDecoder("utf-8");
   // Reads run one after another, so files become recent in the order the user met them.
   let queue = Promise.resolve();
   const enqueue = (work: () => Promise<void> | void) => {
-    queue = queue.then(work).catch((error: unknown) => log.debug(`recent files: ${error instanceof Error ? error.message : String(error)}`));
+    queue = queue
+      .then(work)
+      .catch((error: unknown) => log.debug(`recent files: ${error instanceof Error ? error.message : String(error)}`));
   };
 
   const describe = (uri: vscode.Uri): FileDescriptor => {
     const folder = vscode.workspace.getWorkspaceFolder(uri);
-    return { uri: uri.toString(), path: folder ? vscode.workspace.asRelativePath(uri, false) : undefined, scheme: uri.scheme, folder: folder?.uri.toString() };
+    return {
+      uri: uri.toString(),
+      path: folder ? vscode.workspace.asRelativePath(uri, false) : undefined,
+      scheme: uri.scheme,
+      folder: folder?.uri.toString(),
+    };
   };
-  const loaded = (uri: vscode.Uri) => vscode.workspace.textDocuments.find((document) => document.uri.toString() === uri.toString());
+  const loaded = (uri: vscode.Uri) =>
+    vscode.workspace.textDocuments.find((document) => document.uri.toString() === uri.toString());
   const report = (file: FileDescriptor, rejection: string | undefined) => {
     if (rejection !== undefined) log.debug(`recent files: not holding ${file.path ?? file.uri} (${rejection})`);
   };
@@ -89,7 +101,8 @@ export function feedRecentFiles(files: RecentFiles, getSettings: () => Settings,
     }),
     vscode.workspace.onDidChangeTextDocument((event) => {
       // VS Code's ranges and positions have the shape core expects; an event without changes is a dirty-flag update.
-      if (event.contentChanges.length > 0) files.edit(event.document.uri.toString(), event.contentChanges, () => event.document.getText());
+      if (event.contentChanges.length > 0)
+        files.edit(event.document.uri.toString(), event.contentChanges, () => event.document.getText());
     }),
     vscode.workspace.onDidRenameFiles((event) => {
       for (const { oldUri, newUri } of event.files) {

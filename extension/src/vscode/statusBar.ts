@@ -1,5 +1,12 @@
 import * as vscode from "vscode";
-import { ACTION_LABELS, describeNotice, describeStatus, type Notice, type StatusActionId, type StatusController } from "../core";
+import {
+  ACTION_LABELS,
+  describeNotice,
+  describeStatus,
+  type Notice,
+  type StatusActionId,
+  type StatusController,
+} from "../core";
 
 /** Command ids behind the status actions (contributed in package.json). */
 export const COMMANDS: Readonly<Record<StatusActionId | "showMenu", string>> = {
@@ -38,7 +45,11 @@ export class StatusBar implements vscode.Disposable {
     this.item.text = view.text;
     this.item.tooltip = view.tooltip;
     this.item.backgroundColor =
-      view.severity === "normal" ? undefined : new vscode.ThemeColor(view.severity === "error" ? "statusBarItem.errorBackground" : "statusBarItem.warningBackground");
+      view.severity === "normal"
+        ? undefined
+        : new vscode.ThemeColor(
+            view.severity === "error" ? "statusBarItem.errorBackground" : "statusBarItem.warningBackground",
+          );
   }
 
   async showMenu(): Promise<void> {

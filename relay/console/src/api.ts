@@ -38,9 +38,14 @@ export interface RequestOptions {
   expect401?: boolean;
 }
 
-export async function api<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, options: RequestOptions = {}): Promise<T> {
+export async function api<T>(
+  method: "GET" | "POST" | "PATCH" | "DELETE",
+  path: string,
+  options: RequestOptions = {},
+): Promise<T> {
   const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) params.set(name, String(value));
+  for (const [name, value] of Object.entries(options.query ?? {}))
+    if (value !== undefined) params.set(name, String(value));
   const search = params.toString();
   const headers: Record<string, string> = { Accept: "application/json" };
   if (options.body !== undefined) headers["Content-Type"] = "application/json";
@@ -88,12 +93,23 @@ export interface StreamEvent {
  * POSTs a JSON body to a route that answers with server-sent events and hands each event over as it arrives; an error
  * before the stream is thrown as an ApiError like api()'s.
  */
-export async function postForEvents(path: string, body: unknown, onEvent: (event: StreamEvent) => void, signal?: AbortSignal): Promise<void> {
+export async function postForEvents(
+  path: string,
+  body: unknown,
+  onEvent: (event: StreamEvent) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   const headers: Record<string, string> = { Accept: "text/event-stream", "Content-Type": "application/json" };
   if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
   let response: Response;
   try {
-    response = await fetch(`/api/v1${path}`, { method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin", signal: signal ?? null });
+    response = await fetch(`/api/v1${path}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+      signal: signal ?? null,
+    });
   } catch (error) {
     if (signal?.aborted) throw error;
     throw new ApiError(0, "NETWORK_ERROR", "Could not reach the relay. Check the connection and try again.");
@@ -109,7 +125,10 @@ export async function postForEvents(path: string, body: unknown, onEvent: (event
   }
 }
 
-async function readEvents(reader: ReadableStreamDefaultReader<string>, onEvent: (event: StreamEvent) => void): Promise<void> {
+async function readEvents(
+  reader: ReadableStreamDefaultReader<string>,
+  onEvent: (event: StreamEvent) => void,
+): Promise<void> {
   let buffered = "";
   for (;;) {
     const { value, done } = await reader.read();

@@ -17,6 +17,9 @@ export class ApiError extends Error {
 export function errorOfAnswer(response: Pick<Response, "status" | "statusText">, payload: unknown): ApiError {
   const envelope = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   const code = typeof envelope?.code === "string" ? envelope.code : `HTTP_${response.status}`;
-  const message = typeof envelope?.message === "string" && envelope.message ? envelope.message : `The relay answered ${response.status} ${response.statusText}`.trim();
+  const message =
+    typeof envelope?.message === "string" && envelope.message
+      ? envelope.message
+      : `The relay answered ${response.status} ${response.statusText}`.trim();
   return new ApiError(response.status, code, message);
 }

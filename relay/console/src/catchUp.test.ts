@@ -20,7 +20,10 @@ describe("catching up after a live reconnection", () => {
     const { ids, reads, fetchPage } = conversation(50, 10);
     const shown = new Set(ids.slice(0, 46));
     const result = await catchUp(fetchPage, (id) => shown.has(id), 20);
-    assert.deepEqual(result, { messages: [{ id: "m0047" }, { id: "m0048" }, { id: "m0049" }, { id: "m0050" }], closed: true });
+    assert.deepEqual(result, {
+      messages: [{ id: "m0047" }, { id: "m0048" }, { id: "m0049" }, { id: "m0050" }],
+      closed: true,
+    });
     assert.deepEqual(reads, [null]);
   });
 
@@ -29,14 +32,20 @@ describe("catching up after a live reconnection", () => {
     const shown = new Set(ids.slice(0, 30));
     const result = await catchUp(fetchPage, (id) => shown.has(id), 20);
     assert.equal(result.closed, true);
-    assert.deepEqual(result.messages.map((m) => m.id), ids.slice(30));
+    assert.deepEqual(
+      result.messages.map((m) => m.id),
+      ids.slice(30),
+    );
     assert.deepEqual(reads, [null, "m0201", "m0101"]);
   });
 
   test("a conversation that had nothing shown is read to its beginning", async () => {
     const { ids, fetchPage } = conversation(25, 10);
     const result = await catchUp(fetchPage, () => false, 20);
-    assert.deepEqual(result.messages.map((m) => m.id), ids);
+    assert.deepEqual(
+      result.messages.map((m) => m.id),
+      ids,
+    );
     assert.equal(result.closed, true);
   });
 
@@ -45,7 +54,10 @@ describe("catching up after a live reconnection", () => {
     const shown = new Set(ids.slice(0, 10));
     const result = await catchUp(fetchPage, (id) => shown.has(id), 3);
     assert.equal(result.closed, false);
-    assert.deepEqual(result.messages.map((m) => m.id), ids.slice(700));
+    assert.deepEqual(
+      result.messages.map((m) => m.id),
+      ids.slice(700),
+    );
     assert.equal(reads.length, 3);
   });
 });

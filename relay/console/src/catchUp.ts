@@ -21,7 +21,8 @@ export async function catchUp<M extends { id: string }>(
     const page = await fetchPage(before);
     pages.unshift(page.messages.filter((message) => !isShown(message.id)));
     const first = page.messages[0];
-    if (!page.full || first === undefined || page.messages.some((message) => isShown(message.id))) return { messages: pages.flat(), closed: true };
+    if (!page.full || first === undefined || page.messages.some((message) => isShown(message.id)))
+      return { messages: pages.flat(), closed: true };
     before = first.id;
   }
   return { messages: pages.flat(), closed: false };

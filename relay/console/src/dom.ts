@@ -16,7 +16,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     if (typeof value === "function") element.addEventListener(name.slice(2), value as unknown as EventListener);
     else element.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) element.append(child);
+  for (const child of children.flat())
+    if (child !== null && child !== undefined && child !== false) element.append(child);
   return element;
 }
 
@@ -101,7 +102,11 @@ export function timeEl(iso: string, short = false): HTMLTimeElement {
   return h("time", { datetime: iso, title: new Date(iso).toString() }, formatTime(iso, short));
 }
 
-export function field(label: string, control: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, hint?: string): HTMLDivElement {
+export function field(
+  label: string,
+  control: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement,
+  hint?: string,
+): HTMLDivElement {
   control.id ||= uid("field");
   const hintEl = hint ? h("p", { class: "hint", id: uid("hint") }, hint) : null;
   if (hintEl) control.setAttribute("aria-describedby", hintEl.id);
@@ -112,7 +117,11 @@ export function field(label: string, control: HTMLInputElement | HTMLTextAreaEle
 export function confirmDialog(options: { title: string; body: string; confirm: string }): Promise<boolean> {
   const titleId = uid("dialog-title");
   const bodyId = uid("dialog-body");
-  const cancel = h("button", { type: "submit", value: "cancel", "data-testid": "confirm-cancel", autofocus: true }, "Cancel");
+  const cancel = h(
+    "button",
+    { type: "submit", value: "cancel", "data-testid": "confirm-cancel", autofocus: true },
+    "Cancel",
+  );
   const dialog = h(
     "dialog",
     { class: "dialog", "data-testid": "confirm-dialog", "aria-labelledby": titleId, "aria-describedby": bodyId },
@@ -121,7 +130,16 @@ export function confirmDialog(options: { title: string; body: string; confirm: s
       { method: "dialog" },
       h("h2", { id: titleId }, options.title),
       h("p", { id: bodyId }, options.body),
-      h("div", { class: "row end" }, cancel, h("button", { type: "submit", value: "confirm", class: "danger", "data-testid": "confirm-ok" }, options.confirm)),
+      h(
+        "div",
+        { class: "row end" },
+        cancel,
+        h(
+          "button",
+          { type: "submit", value: "confirm", class: "danger", "data-testid": "confirm-ok" },
+          options.confirm,
+        ),
+      ),
     ),
   );
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
@@ -156,16 +174,33 @@ export function secretsPanel(title: string, items: SecretItem[], extra?: Node): 
     "section",
     { class: "secrets", "aria-labelledby": titleId, "data-testid": "secrets-panel" },
     heading,
-    h("p", { class: "warning", "data-testid": "secrets-warning" }, h("strong", null, "You will not see this again."), " Copy it now and keep it somewhere safe: the relay cannot show it a second time."),
+    h(
+      "p",
+      { class: "warning", "data-testid": "secrets-warning" },
+      h("strong", null, "You will not see this again."),
+      " Copy it now and keep it somewhere safe: the relay cannot show it a second time.",
+    ),
     items.map((item) => {
       const labelId = uid("secret-label");
-      const value = h("code", { class: "secret-value", "data-testid": `secret-${item.key}`, "aria-labelledby": labelId }, item.value);
+      const value = h(
+        "code",
+        { class: "secret-value", "data-testid": `secret-${item.key}`, "aria-labelledby": labelId },
+        item.value,
+      );
       const copy = h("button", { type: "button", "data-testid": `copy-${item.key}` }, `Copy ${inline(item.label)}`);
       copy.addEventListener("click", () => void copyText(item.value, item.label, copy, value));
       return h("div", { class: "secret" }, h("span", { class: "secret-label", id: labelId }, item.label), value, copy);
     }),
     extra ?? null,
-    h("div", { class: "row" }, h("button", { type: "button", "data-testid": "secrets-done", onclick: () => panel.remove() }, "I have saved it, hide")),
+    h(
+      "div",
+      { class: "row" },
+      h(
+        "button",
+        { type: "button", "data-testid": "secrets-done", onclick: () => panel.remove() },
+        "I have saved it, hide",
+      ),
+    ),
   );
   requestAnimationFrame(() => heading.focus());
   return panel;
@@ -213,7 +248,12 @@ export function byId<T extends HTMLElement>(id: string): T {
 }
 
 /** Submits through the API with the button busy; any error (the API's, or a thrown check) appears in place. */
-export function onSubmit(form: HTMLFormElement, submit: HTMLButtonElement, error: HTMLElement, action: () => Promise<void>): void {
+export function onSubmit(
+  form: HTMLFormElement,
+  submit: HTMLButtonElement,
+  error: HTMLElement,
+  action: () => Promise<void>,
+): void {
   form.noValidate = true;
   form.addEventListener("submit", (event) => {
     event.preventDefault();

@@ -26,39 +26,46 @@ let signinNotice: string | null = null;
 let booted = false;
 let firstRender = true;
 
-const LIVE_TEXT: Record<LiveState, string> = { connected: "Live", connecting: "Connecting…", disconnected: "Offline, reconnecting…" };
+const LIVE_TEXT: Record<LiveState, string> = {
+  connected: "Live",
+  connecting: "Connecting…",
+  disconnected: "Offline, reconnecting…",
+};
 
-const live = createLive({
-  event: onLive,
-  state(state) {
-    app.live = state;
-    const indicator = byId("live-status");
-    indicator.dataset.state = state;
-    indicator.textContent = LIVE_TEXT[state];
+const live = createLive(
+  {
+    event: onLive,
+    state(state) {
+      app.live = state;
+      const indicator = byId("live-status");
+      indicator.dataset.state = state;
+      indicator.textContent = LIVE_TEXT[state];
+    },
+    reopened() {
+      void loadConversations();
+      view?.reconnected?.();
+    },
+    async shouldReconnect() {
+      if (!app.session) return false;
+      try {
+        const session = await api<Session>("GET", "/sessions/current");
+        setCsrfToken(session.csrf_token);
+        return mayListen(session);
+      } catch (error) {
+        // A 401 has already signed the console out; anything else (relay restarting) is worth another try.
+        return !(error instanceof ApiError && error.status === 401);
+      }
+    },
   },
-  reopened() {
-    void loadConversations();
-    view?.reconnected?.();
+  {
+    open: () => new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/v1/live`),
+    later(run, ms) {
+      const timer = setTimeout(run, ms);
+      return () => clearTimeout(timer);
+    },
+    random: Math.random,
   },
-  async shouldReconnect() {
-    if (!app.session) return false;
-    try {
-      const session = await api<Session>("GET", "/sessions/current");
-      setCsrfToken(session.csrf_token);
-      return mayListen(session);
-    } catch (error) {
-      // A 401 has already signed the console out; anything else (relay restarting) is worth another try.
-      return !(error instanceof ApiError && error.status === 401);
-    }
-  },
-}, {
-  open: () => new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/v1/live`),
-  later(run, ms) {
-    const timer = setTimeout(run, ms);
-    return () => clearTimeout(timer);
-  },
-  random: Math.random,
-});
+);
 
 /** The relay opens the live connection only to a session holding messages.read or agents.read. */
 function mayListen(session: Session): boolean {
@@ -81,7 +88,11 @@ function onLive(event: LiveEvent): void {
 
 function notFoundView(): View {
   const heading = h("h1", { tabindex: "-1" }, "Page not found");
-  return { title: "Not found", element: h("div", { class: "page" }, heading, h("p", null, h("a", { href: "/" }, "Go to the conversations"))), focusTarget: heading };
+  return {
+    title: "Not found",
+    element: h("div", { class: "page" }, heading, h("p", null, h("a", { href: "/" }, "Go to the conversations"))),
+    focusTarget: heading,
+  };
 }
 
 function viewFor(route: Route): View {
@@ -206,7 +217,15 @@ async function boot(): Promise<void> {
     if (!(error instanceof ApiError && error.status === 401)) {
       const heading = h("h1", { tabindex: "-1" }, "The relay could not be reached");
       const retry = h("button", { type: "button", class: "primary", onclick: () => location.reload() }, "Try again");
-      main.replaceChildren(h("div", { class: "page" }, heading, h("p", { class: "error", role: "alert", "data-testid": "error" }, describeError(error)), retry));
+      main.replaceChildren(
+        h(
+          "div",
+          { class: "page" },
+          heading,
+          h("p", { class: "error", role: "alert", "data-testid": "error" }, describeError(error)),
+          retry,
+        ),
+      );
       return;
     }
   }

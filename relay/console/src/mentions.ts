@@ -25,7 +25,14 @@ export function matchCandidates(candidates: Member[], query: string): Member[] {
   const q = query.toLowerCase();
   if (q.trim() === "" && q !== "") return [];
   const starts = candidates.filter((c) => c.name.toLowerCase().startsWith(q));
-  const words = candidates.filter((c) => !starts.includes(c) && c.name.toLowerCase().split(/\s+/).some((w) => w.startsWith(q)));
+  const words = candidates.filter(
+    (c) =>
+      !starts.includes(c) &&
+      c.name
+        .toLowerCase()
+        .split(/\s+/)
+        .some((w) => w.startsWith(q)),
+  );
   return [...starts, ...words].slice(0, MAX_OPTIONS);
 }
 
@@ -37,7 +44,14 @@ export interface MentionBox {
 }
 
 export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => Member[]): MentionBox {
-  const listbox = h("ul", { class: "mention-list", role: "listbox", id: `${textarea.id}-mentions`, "aria-label": "Mention suggestions", "data-testid": "mention-listbox", hidden: true });
+  const listbox = h("ul", {
+    class: "mention-list",
+    role: "listbox",
+    id: `${textarea.id}-mentions`,
+    "aria-label": "Mention suggestions",
+    "data-testid": "mention-listbox",
+    hidden: true,
+  });
   textarea.setAttribute("aria-autocomplete", "list");
   textarea.setAttribute("aria-controls", listbox.id);
   let options: Member[] = [];
@@ -76,7 +90,11 @@ export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => 
             onclick: () => pick(index),
           },
           h("span", null, option.name),
-          h("span", { class: option.type === "agent" ? "badge agent" : "tag" }, option.type === "agent" ? "agent" : "person"),
+          h(
+            "span",
+            { class: option.type === "agent" ? "badge agent" : "tag" },
+            option.type === "agent" ? "agent" : "person",
+          ),
         ),
       ),
     );
@@ -95,9 +113,16 @@ export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => 
     }
     const previous = options[active]?.id;
     options = found;
-    active = Math.max(0, options.findIndex((o) => o.id === previous));
+    active = Math.max(
+      0,
+      options.findIndex((o) => o.id === previous),
+    );
     render();
-    if (!wasOpen) announce(`${options.length} ${options.length === 1 ? "suggestion" : "suggestions"}; Up and Down to choose, Enter or Tab to insert, Escape to close`, { quiet: true });
+    if (!wasOpen)
+      announce(
+        `${options.length} ${options.length === 1 ? "suggestion" : "suggestions"}; Up and Down to choose, Enter or Tab to insert, Escape to close`,
+        { quiet: true },
+      );
     wasOpen = true;
   }
 
@@ -115,7 +140,8 @@ export function attachMentions(textarea: HTMLTextAreaElement, candidates: () => 
   textarea.addEventListener("input", update);
   textarea.addEventListener("click", update);
   textarea.addEventListener("keyup", (event) => {
-    if (event.key === "ArrowLeft" || event.key === "ArrowRight" || event.key === "Home" || event.key === "End") update();
+    if (event.key === "ArrowLeft" || event.key === "ArrowRight" || event.key === "Home" || event.key === "End")
+      update();
   });
   textarea.addEventListener("blur", () => setTimeout(close, 0));
 

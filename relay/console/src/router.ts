@@ -17,19 +17,22 @@ export function parseRoute(pathname: string, search: string): Route {
   if (parts.length === 0) return { name: "home" };
   if (first === "conversations" && (second === "channel" || second === "dm") && third) {
     if (parts.length === 3) return { name: "conversation", type: second, id: third, messageId: null };
-    if (parts.length === 5 && fourth === "messages" && fifth) return { name: "conversation", type: second, id: third, messageId: fifth };
+    if (parts.length === 5 && fourth === "messages" && fifth)
+      return { name: "conversation", type: second, id: third, messageId: fifth };
   }
   if (first === "agents" && parts.length === 1) return { name: "agents" };
   if (first === "agents" && second && parts.length === 2) return { name: "agent", id: second };
   if (first === "keys" && parts.length === 1) return { name: "keys" };
   if (first === "playground" && parts.length === 1) return { name: "playground" };
-  if (first === "signin" && parts.length === 1) return { name: "signin", next: safeNext(new URLSearchParams(search).get("next")) };
+  if (first === "signin" && parts.length === 1)
+    return { name: "signin", next: safeNext(new URLSearchParams(search).get("next")) };
   return { name: "notfound" };
 }
 
 /** Only a same-origin path may follow sign-in, so a crafted link cannot send someone elsewhere. */
 export function safeNext(next: string | null): string {
-  if (!next || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\") || next.startsWith("/signin")) return "/";
+  if (!next || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\") || next.startsWith("/signin"))
+    return "/";
   return next;
 }
 
@@ -61,7 +64,15 @@ export function startRouter(onRoute: (route: Route) => void): void {
   listener = onRoute;
   addEventListener("popstate", () => onRoute(currentRoute()));
   document.addEventListener("click", (event) => {
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    if (
+      event.defaultPrevented ||
+      event.button !== 0 ||
+      event.metaKey ||
+      event.ctrlKey ||
+      event.shiftKey ||
+      event.altKey
+    )
+      return;
     const link = (event.target as Element | null)?.closest?.("a");
     if (!link || link.target || link.hasAttribute("download") || link.origin !== location.origin) return;
     if (link.pathname.startsWith("/api/") || (link.hash && link.pathname === location.pathname)) return;

@@ -25,7 +25,9 @@ export function loadDirectory(fresh = false): Promise<Directory> {
   if (!directory || fresh) {
     directory = Promise.all([
       api<User[]>("GET", "/users").catch(() => [] as User[]),
-      hasScope("agents.read") ? api<Agent[]>("GET", "/agents").catch(() => [] as Agent[]) : Promise.resolve([] as Agent[]),
+      hasScope("agents.read")
+        ? api<Agent[]>("GET", "/agents").catch(() => [] as Agent[])
+        : Promise.resolve([] as Agent[]),
     ]).then(([users, agents]) => ({ users, agents }));
   }
   return directory;

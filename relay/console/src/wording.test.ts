@@ -12,12 +12,18 @@ describe("the console's wording of relay errors", () => {
   test("a field followed by a sentence of its own loses the field name", () => {
     assert.equal(humanMessage("name: an agent named Echo already exists"), "An agent named Echo already exists.");
     assert.equal(humanMessage("path.id: no channel ch_1 in this workspace"), "No channel ch_1 in this workspace.");
-    assert.equal(humanMessage("api_key: this key is not recognised, or it was revoked."), "This key is not recognised, or it was revoked.");
+    assert.equal(
+      humanMessage("api_key: this key is not recognised, or it was revoked."),
+      "This key is not recognised, or it was revoked.",
+    );
   });
 
   test("a message without a field first is kept as the relay wrote it", () => {
     assert.equal(humanMessage("You are not in this channel"), "You are not in this channel");
-    assert.equal(humanMessage("Could not reach the relay. Check the connection and try again."), "Could not reach the relay. Check the connection and try again.");
+    assert.equal(
+      humanMessage("Could not reach the relay. Check the connection and try again."),
+      "Could not reach the relay. Check the connection and try again.",
+    );
   });
 });
 

@@ -21,7 +21,11 @@ const FIELD_FIRST = /^((?:path|query|body)\.)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+|\[
 const PREDICATE = /^(is|are|was|must|should|cannot|can't|can|needs?|has|have|may|expected|too)\b/i;
 
 function label(field: string): string {
-  const last = field.replace(/\[\d+\]/g, "").split(".").pop() ?? field;
+  const last =
+    field
+      .replace(/\[\d+\]/g, "")
+      .split(".")
+      .pop() ?? field;
   return LABELS[last] ?? `The ${last.replace(/_/g, " ")}`;
 }
 

@@ -42,7 +42,10 @@ export interface Delivery {
 export function createAgentService(deps: AgentServiceDeps) {
   const iso = () => new Date(deps.clock.now()).toISOString();
 
-  async function create(input: { workspace: Workspace; owner: User; name: string; description: string; webhookUrl: string | null }, audit?: AuditHook) {
+  async function create(
+    input: { workspace: Workspace; owner: User; name: string; description: string; webhookUrl: string | null },
+    audit?: AuditHook,
+  ) {
     const token = newAgentToken();
     const signingSecret = newSigningSecret();
     const agent = await deps.store.transaction(async (tx) => {
@@ -74,7 +77,10 @@ export function createAgentService(deps: AgentServiceDeps) {
     });
     // Events held while the agent had no URL or was paused may now go.
     if (patch.state === "active" || patch.webhook_url) deps.eventsQueued();
-    deps.agentChanged(updated, patch.state === "paused" ? "paused" : patch.token_hash !== undefined ? "token" : "updated");
+    deps.agentChanged(
+      updated,
+      patch.state === "paused" ? "paused" : patch.token_hash !== undefined ? "token" : "updated",
+    );
     return updated;
   }
 
@@ -106,14 +112,24 @@ export function createAgentService(deps: AgentServiceDeps) {
    * they own: nobody would be left answering for them. The pauses reach the rest of the relay as any pause does (their Socket Mode
    * sockets close with 4003, consoles refresh); an owner or admin may resume them later.
    */
-  async function removeUser(user: User, audit?: (tx: Store, paused: Agent[]) => Promise<void>): Promise<{ removed: boolean; paused: Agent[] }> {
+  async function removeUser(
+    user: User,
+    audit?: (tx: Store, paused: Agent[]) => Promise<void>,
+  ): Promise<{ removed: boolean; paused: Agent[] }> {
     const result = await deps.store.transaction(async (tx) => {
       const at = iso();
       const paused: Agent[] = [];
       // Read again in the transaction: the role may have changed since the caller looked.
       const current = await tx.users.get(user.workspace_id, user.id);
-      if (current?.role === "owner" && current.removed_at === null && (await tx.users.countOwners(user.workspace_id)) <= 1) {
-        throw new RelayError("CONFLICT", `path.id: ${user.id} is the workspace's last owner and cannot be removed; make someone else an owner first`);
+      if (
+        current?.role === "owner" &&
+        current.removed_at === null &&
+        (await tx.users.countOwners(user.workspace_id)) <= 1
+      ) {
+        throw new RelayError(
+          "CONFLICT",
+          `path.id: ${user.id} is the workspace's last owner and cannot be removed; make someone else an owner first`,
+        );
       }
       if (!(await tx.users.remove(user.workspace_id, user.id, at))) return { removed: false, paused };
       for (const agent of await tx.agents.list(user.workspace_id)) {
@@ -131,7 +147,10 @@ export function createAgentService(deps: AgentServiceDeps) {
   /** Queues a `ping` through the normal delivery path; it is tried once, since someone is watching for it. */
   async function sendTestEvent(workspace: Workspace, agent: Agent): Promise<StoredEvent> {
     if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
-      throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to send a test event to");
+      throw new RelayError(
+        "VALIDATION_ERROR",
+        "webhook_url: the agent has no webhook URL and no Socket Mode connection to send a test event to",
+      );
     }
     const now = iso();
     const payload: PingEvent = {
@@ -161,7 +180,10 @@ export function createAgentService(deps: AgentServiceDeps) {
     const event = await deps.store.events.get(agent.id, eventId);
     if (!event) throw new RelayError("NOT_FOUND", `path.delivery_id: no delivery ${eventId} for this agent`);
     if (agent.webhook_url === null && !(await deps.socketConnected(agent.id))) {
-      throw new RelayError("VALIDATION_ERROR", "webhook_url: the agent has no webhook URL and no Socket Mode connection to deliver to");
+      throw new RelayError(
+        "VALIDATION_ERROR",
+        "webhook_url: the agent has no webhook URL and no Socket Mode connection to deliver to",
+      );
     }
     const retries = event.status === "pending" ? event.retries : 0;
     const update = { status: "pending" as const, next_attempt_at: iso(), next_trigger: "manual" as const, retries };

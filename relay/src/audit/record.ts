@@ -50,7 +50,10 @@ export function createAudit(deps: { clock: Clock; ids: SortableIds; clientAddres
     async record(store, req, change, actor = actorOf(req)) {
       const at = new Date(deps.clock.now()).toISOString();
       const address = deps.clientAddress(req);
-      const workspaces = actor.workspaceId !== null ? [actor.workspaceId] : (await store.workspaces.list()).map((workspace) => workspace.id);
+      const workspaces =
+        actor.workspaceId !== null
+          ? [actor.workspaceId]
+          : (await store.workspaces.list()).map((workspace) => workspace.id);
       for (const workspaceId of workspaces) {
         await store.audit.create({
           id: deps.ids("aud"),

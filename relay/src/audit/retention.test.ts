@@ -14,8 +14,17 @@ const START = Date.UTC(2026, 5, 1);
 
 function record(id: string, at: number): AuditRecord {
   return {
-    id, workspace_id: "ws_acme", at: new Date(at).toISOString(), action: "api_key.created", actor_user_id: "usr_olive", via: "api_key",
-    via_id: "key_1", address: "127.0.0.1", target_type: "api_key", target_id: "key_2", details: "{}",
+    id,
+    workspace_id: "ws_acme",
+    at: new Date(at).toISOString(),
+    action: "api_key.created",
+    actor_user_id: "usr_olive",
+    via: "api_key",
+    via_id: "key_1",
+    address: "127.0.0.1",
+    target_type: "api_key",
+    target_id: "key_2",
+    details: "{}",
   };
 }
 

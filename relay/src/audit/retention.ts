@@ -17,7 +17,13 @@ export interface AuditRetention {
  * Deletes audit records older than `retentionDays`, at start and then every hour, on a timer of its own: requests
  * never wait for it. Relays sharing a database each prune; deleting what another already deleted is harmless.
  */
-export function startAuditRetention(deps: { store: Pick<Store, "audit">; clock: Clock; logger: Logger; retentionDays: number; everyMs?: number }): AuditRetention {
+export function startAuditRetention(deps: {
+  store: Pick<Store, "audit">;
+  clock: Clock;
+  logger: Logger;
+  retentionDays: number;
+  everyMs?: number;
+}): AuditRetention {
   const everyMs = deps.everyMs ?? AUDIT_PRUNE_EVERY_MS;
   let stopped = false;
   let timer: unknown;

@@ -35,7 +35,11 @@ export class RecoveryKeyError extends Error {
  * only keys it has already looked up (relay/src/store/sqlite.ts), so the new key is read from the file on its first
  * use, and on PostgreSQL every request reads its key anyway.
  */
-export async function createRecoveryKey(store: Store, clock: WallClock, request: RecoveryKeyRequest): Promise<RecoveryKey> {
+export async function createRecoveryKey(
+  store: Store,
+  clock: WallClock,
+  request: RecoveryKeyRequest,
+): Promise<RecoveryKey> {
   const name = (request.name ?? DEFAULT_RECOVERY_KEY_NAME).trim();
   if (name === "" || name.length > 100) throw new RecoveryKeyError("--name: must be 1-100 characters");
   const named = request.scopes && parseScopes(request.scopes);
@@ -44,7 +48,10 @@ export async function createRecoveryKey(store: Store, clock: WallClock, request:
     const user = await pickUser(tx, workspace, request.user);
     const allowed = ROLE_SCOPES[user.role];
     const beyond = named?.filter((scope) => !allowed.includes(scope)) ?? [];
-    if (beyond.length > 0) throw new RecoveryKeyError(`--scopes: ${user.name} is ${article(user.role)} ${user.role}, who cannot hold ${beyond.join(", ")}`);
+    if (beyond.length > 0)
+      throw new RecoveryKeyError(
+        `--scopes: ${user.name} is ${article(user.role)} ${user.role}, who cannot hold ${beyond.join(", ")}`,
+      );
     const scopes = named ?? allowed;
     const { key, secret } = await createApiKey(tx, clock, { workspaceId: workspace.id, user, name, scopes });
     // Made at the machine, by whoever can open the database: no person or address of the workspace to name.
@@ -69,7 +76,10 @@ function parseScopes(typed: readonly string[]): Scope[] {
   const names = typed.map((scope) => scope.trim()).filter((scope) => scope !== "");
   if (names.length === 0) throw new RecoveryKeyError(`--scopes: name at least one of ${SCOPES.join(", ")}`);
   const unknown = names.filter((scope) => !isScope(scope));
-  if (unknown.length > 0) throw new RecoveryKeyError(`--scopes: unknown scope ${unknown.map((s) => JSON.stringify(s)).join(", ")}; the scopes are ${SCOPES.join(", ")}`);
+  if (unknown.length > 0)
+    throw new RecoveryKeyError(
+      `--scopes: unknown scope ${unknown.map((s) => JSON.stringify(s)).join(", ")}; the scopes are ${SCOPES.join(", ")}`,
+    );
   // In the catalogue's order, each once, as the API shows them.
   return SCOPES.filter((scope) => names.includes(scope));
 }
@@ -83,20 +93,25 @@ async function pickWorkspace(store: Store, slug: string | undefined): Promise<Wo
   const workspaces = await store.workspaces.list();
   if (workspaces.length === 1) return workspaces[0] as Workspace;
   if (workspaces.length === 0) throw new RecoveryKeyError("no workspace in the database: run `tab-relay init` first");
-  throw new RecoveryKeyError(`--workspace: the database holds ${workspaces.length} workspaces (${workspaces.map((w) => w.slug).join(", ")}); name one with --workspace SLUG`);
+  throw new RecoveryKeyError(
+    `--workspace: the database holds ${workspaces.length} workspaces (${workspaces.map((w) => w.slug).join(", ")}); name one with --workspace SLUG`,
+  );
 }
 
 async function pickUser(store: Store, workspace: Workspace, wanted: RecoveryKeyRequest["user"]): Promise<User> {
   if (wanted === "owner") {
     // Users are listed as added, without those removed.
     const owner = (await store.users.list(workspace.id)).find((user) => user.role === "owner");
-    if (!owner) throw new RecoveryKeyError(`--owner: workspace ${workspace.slug} has no owner left; name someone with --user ID`);
+    if (!owner)
+      throw new RecoveryKeyError(`--owner: workspace ${workspace.slug} has no owner left; name someone with --user ID`);
     return owner;
   }
   const user = await store.users.get(workspace.id, wanted.id);
   if (!user) throw new RecoveryKeyError(`--user: no user ${wanted.id} in workspace ${workspace.slug}`);
   if (user.removed_at !== null) {
-    throw new RecoveryKeyError(`--user: ${user.id} (${user.name}) was removed from workspace ${workspace.slug} at ${user.removed_at}; a removed person's keys are refused`);
+    throw new RecoveryKeyError(
+      `--user: ${user.id} (${user.name}) was removed from workspace ${workspace.slug} at ${user.removed_at}; a removed person's keys are refused`,
+    );
   }
   return user;
 }

@@ -85,7 +85,9 @@ export async function resolveSession(
     return { error: new RelayError("UNAUTHORIZED", "Not signed in, or the session has ended; sign in again") };
   }
   if (found.owner.key.revoked_at !== null) {
-    return { error: new RelayError("UNAUTHORIZED", "The API key this session was made from has been revoked; sign in again") };
+    return {
+      error: new RelayError("UNAUTHORIZED", "The API key this session was made from has been revoked; sign in again"),
+    };
   }
   const resolved = { ...found, token };
   if (found.owner.user.removed_at !== null) {

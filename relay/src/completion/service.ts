@@ -51,7 +51,12 @@ export function createCompletionService(deps: {
         return hit.finishReason;
       }
 
-      const post = createPostprocessor({ context: request.tab_context, maxTokens, countTokens, ...(provider.stopSequences ? { stops: provider.stopSequences } : {}) });
+      const post = createPostprocessor({
+        context: request.tab_context,
+        maxTokens,
+        countTokens,
+        ...(provider.stopSequences ? { stops: provider.stopSequences } : {}),
+      });
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;
@@ -91,7 +96,10 @@ export function createCompletionService(deps: {
           metrics.upstreamRequests.inc({ ...labels, outcome: "aborted" });
           throw signal.reason;
         }
-        const failure = error instanceof RelayError ? error : new RelayError("UPSTREAM_ERROR", "The model provider failed", { cause: error });
+        const failure =
+          error instanceof RelayError
+            ? error
+            : new RelayError("UPSTREAM_ERROR", "The model provider failed", { cause: error });
         metrics.upstreamRequests.inc({ ...labels, outcome: "error" });
         metrics.upstreamErrors.inc({ ...labels, code: failure.code });
         deps.logger.warn("provider failed", { provider: provider.name, code: failure.code, error: failure.message });

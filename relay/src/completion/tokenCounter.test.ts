@@ -43,7 +43,12 @@ test("yields once a slice has run its time, and not before", async () => {
       yields++;
     },
   });
-  const small: TabContext = { ...context(0), active_text_before_cursor: "const a = 1;", active_text_after_cursor: "", surrounding_context: "" };
+  const small: TabContext = {
+    ...context(0),
+    active_text_before_cursor: "const a = 1;",
+    active_text_after_cursor: "",
+    surrounding_context: "",
+  };
   await stepping.countPrompt(small);
   assert.equal(yields, 0, "one piece, one reading after the start: no slice ended");
   await stepping.countPrompt(context(0));

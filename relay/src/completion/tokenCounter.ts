@@ -27,7 +27,10 @@ export const inlineTokenCounter: TokenCounter = {
  * tokenizer's tables (about 70 MB of resident memory) and took some 250 ms to start on the first request that
  * asked for usage, for work the event loop does in slices at no extra memory.
  */
-export function createSlicedTokenCounter(options: { now: () => number; yieldToLoop?: () => Promise<void> }): TokenCounter {
+export function createSlicedTokenCounter(options: {
+  now: () => number;
+  yieldToLoop?: () => Promise<void>;
+}): TokenCounter {
   const yieldToLoop = options.yieldToLoop ?? (() => new Promise<void>((resolve) => setImmediate(resolve)));
   return {
     async countPrompt(context) {

@@ -11,7 +11,10 @@ test("counts short texts exactly as the tokenizer does", () => {
 });
 
 test("counts long source code within two per cent of counting it whole", () => {
-  const source = readFileSync(new URL("../../../node_modules/typescript/lib/lib.es5.d.ts", import.meta.url), "utf8").slice(0, 32_768);
+  const source = readFileSync(
+    new URL("../../../node_modules/typescript/lib/lib.es5.d.ts", import.meta.url),
+    "utf8",
+  ).slice(0, 32_768);
   const exact = encode(source).length;
   const counted = countTokens(source);
   assert.ok(Math.abs(counted - exact) / exact < 0.02, `${counted} vs ${exact}`);

@@ -107,7 +107,7 @@ export function findMentions(text: string, directory: MentionIndex | readonly Me
     if (before === 0x3c /* < */ || isWord(before)) continue;
     let node: TrieNode | undefined = index.names;
     let longest: Member | undefined;
-    for (let i = at + 1; i < text.length; ) {
+    for (let i = at + 1; i < text.length;) {
       const codePoint = text.codePointAt(i) as number;
       node = step(node, codePoint);
       if (node === undefined) break;

@@ -7,9 +7,24 @@ export interface Viewer {
   kind: "person" | "agent";
 }
 
-export function presentMessage(message: Message, conversation: Conversation, links: Links, viewer: { kind: "person" }): Api.Message;
-export function presentMessage(message: Message, conversation: Conversation, links: Links, viewer: { kind: "agent" }): Api.AgentApiMessage;
-export function presentMessage(message: Message, conversation: Conversation, links: Links, viewer: Viewer): Api.Message | Api.AgentApiMessage {
+export function presentMessage(
+  message: Message,
+  conversation: Conversation,
+  links: Links,
+  viewer: { kind: "person" },
+): Api.Message;
+export function presentMessage(
+  message: Message,
+  conversation: Conversation,
+  links: Links,
+  viewer: { kind: "agent" },
+): Api.AgentApiMessage;
+export function presentMessage(
+  message: Message,
+  conversation: Conversation,
+  links: Links,
+  viewer: Viewer,
+): Api.Message | Api.AgentApiMessage {
   const shown: Api.AgentApiMessage = {
     id: message.id,
     conversation: { type: conversation.type, id: conversation.id },
@@ -38,7 +53,10 @@ function conversationFields(conversation: Conversation): Omit<Api.AgentApiConver
 }
 
 /** A conversation as people see it: whether they are in it, and its members where the route lists them. */
-export function presentConversation(conversation: Conversation, extra: { is_member: boolean; members?: Member[] | undefined }): Api.Conversation {
+export function presentConversation(
+  conversation: Conversation,
+  extra: { is_member: boolean; members?: Member[] | undefined },
+): Api.Conversation {
   const shown: Api.Conversation = { ...conversationFields(conversation), is_member: extra.is_member };
   return extra.members ? { ...shown, members: extra.members.map(presentMember) } : shown;
 }

@@ -25,13 +25,23 @@ export const CreateChannelBody = z.object({
     .string()
     .trim()
     .transform((name) => name.replace(/^#/, "").toLowerCase())
-    .pipe(z.string().regex(/^[\p{Ll}\p{N}][\p{Ll}\p{N}_-]{0,79}$/u, "must be 1-80 lowercase letters, digits, - or _ (a leading # is fine)")),
+    .pipe(
+      z
+        .string()
+        .regex(
+          /^[\p{Ll}\p{N}][\p{Ll}\p{N}_-]{0,79}$/u,
+          "must be 1-80 lowercase letters, digits, - or _ (a leading # is fine)",
+        ),
+    ),
   visibility: z.enum(["public", "private"]).default("public"),
 });
 
 export const AddMemberBody = z
   .object({ user_id: Id.optional(), agent_id: Id.optional() })
-  .refine((body) => (body.user_id === undefined) !== (body.agent_id === undefined), "give exactly one of user_id and agent_id");
+  .refine(
+    (body) => (body.user_id === undefined) !== (body.agent_id === undefined),
+    "give exactly one of user_id and agent_id",
+  );
 
 export const CreateDmBody = z.object({ member_ids: z.array(Id).min(1).max(8) });
 

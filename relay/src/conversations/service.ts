@@ -130,8 +130,13 @@ export function createConversationService(deps: ConversationServiceDeps) {
       const agent = await tx.agents.get(workspace.id, agentId);
       // A paused or removed agent gets nothing, not even later.
       if (!agent || agent.state !== "active") continue;
-      const payload = messageCreated(workspace, agent, conversation, message, { mentioned: mentioned.has(agentId), now });
-      await tx.events.create(newEvent(payload.id, workspace.id, agent.id, payload.type, JSON.stringify(payload), now, 1, "scheduled"));
+      const payload = messageCreated(workspace, agent, conversation, message, {
+        mentioned: mentioned.has(agentId),
+        now,
+      });
+      await tx.events.create(
+        newEvent(payload.id, workspace.id, agent.id, payload.type, JSON.stringify(payload), now, 1, "scheduled"),
+      );
       queued++;
     }
     return queued;
@@ -151,7 +156,11 @@ export function createConversationService(deps: ConversationServiceDeps) {
       created_at: context.now,
       workspace: { slug: workspace.slug, name: workspace.name },
       agent: { id: agent.id, name: agent.name },
-      conversation: { type: conversation.type, id: conversation.id, name: dm ? message.author.name : `#${conversation.name ?? ""}` },
+      conversation: {
+        type: conversation.type,
+        id: conversation.id,
+        name: dm ? message.author.name : `#${conversation.name ?? ""}`,
+      },
       message: {
         id: message.id,
         text: message.text,
@@ -161,7 +170,10 @@ export function createConversationService(deps: ConversationServiceDeps) {
         direct: dm,
         url: deps.links.message(conversation.type, conversation.id, message.id),
       },
-      reply: { url: deps.links.agentMessages(conversation.type, conversation.id), thread_id: dm ? null : (message.thread_id ?? message.id) },
+      reply: {
+        url: deps.links.agentMessages(conversation.type, conversation.id),
+        thread_id: dm ? null : (message.thread_id ?? message.id),
+      },
     };
   }
 

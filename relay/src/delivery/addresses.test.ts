@@ -100,9 +100,18 @@ test("http to a loopback or private address names the address and the setting, n
     webhookUrlProblem("http://127.0.0.1:8788/hook", false),
     "Webhook URL points at 127.0.0.1, a loopback address (this machine): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true (for an agent on this machine or a private network).",
   );
-  assert.match(webhookUrlProblem("http://[::1]:8788/hook", false) ?? "", /^Webhook URL points at ::1, a loopback address/);
-  assert.match(webhookUrlProblem("http://localhost:8788/hook", false) ?? "", /^Webhook URL points at localhost, a loopback name \(this machine\): .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/);
-  assert.match(webhookUrlProblem("http://192.168.1.20/hook", false) ?? "", /^Webhook URL points at 192\.168\.1\.20, a private, link-local or reserved address: .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/);
+  assert.match(
+    webhookUrlProblem("http://[::1]:8788/hook", false) ?? "",
+    /^Webhook URL points at ::1, a loopback address/,
+  );
+  assert.match(
+    webhookUrlProblem("http://localhost:8788/hook", false) ?? "",
+    /^Webhook URL points at localhost, a loopback name \(this machine\): .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/,
+  );
+  assert.match(
+    webhookUrlProblem("http://192.168.1.20/hook", false) ?? "",
+    /^Webhook URL points at 192\.168\.1\.20, a private, link-local or reserved address: .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true/,
+  );
   assert.equal(webhookUrlProblem("http://127.0.0.1:8788/hook", true), undefined);
 });
 
@@ -117,7 +126,12 @@ test("http is refused unless private targets are allowed", () => {
 
 test("schemes other than http and https are refused either way", () => {
   for (const allowPrivate of [false, true]) {
-    for (const url of ["ftp://agent.example.com/", "file:///etc/passwd", "javascript:alert(1)", "ws://agent.example.com/"]) {
+    for (const url of [
+      "ftp://agent.example.com/",
+      "file:///etc/passwd",
+      "javascript:alert(1)",
+      "ws://agent.example.com/",
+    ]) {
       assert.ok(webhookUrlProblem(url, allowPrivate), `${url} allowPrivate=${allowPrivate}`);
     }
   }
@@ -135,7 +149,12 @@ test("credentials in the URL are refused even on a private network", () => {
 });
 
 test("localhost names are refused unless private targets are allowed", () => {
-  for (const url of ["https://localhost/hook", "https://LOCALHOST:8443/", "https://localhost./", "https://api.localhost/"]) {
+  for (const url of [
+    "https://localhost/hook",
+    "https://LOCALHOST:8443/",
+    "https://localhost./",
+    "https://api.localhost/",
+  ]) {
     assert.match(webhookUrlProblem(url, false) ?? "", /localhost/, url);
     assert.equal(webhookUrlProblem(url, true), undefined, url);
   }
@@ -155,7 +174,11 @@ test("literal blocked addresses are refused in every spelling the URL parser acc
     "https://0.0.0.0/",
   ];
   for (const url of urls) {
-    assert.match(webhookUrlProblem(url, false) ?? "", /^Webhook URL points at \S+, a (loopback address \(this machine\)|private, link-local or reserved address): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true /, url);
+    assert.match(
+      webhookUrlProblem(url, false) ?? "",
+      /^Webhook URL points at \S+, a (loopback address \(this machine\)|private, link-local or reserved address): refused unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true /,
+      url,
+    );
     assert.equal(webhookUrlProblem(url, true), undefined, url);
   }
 });

@@ -125,7 +125,8 @@ export function webhookUrlProblem(url: string, allowPrivate: boolean): string | 
   if (parsed.username !== "" || parsed.password !== "") return "Webhook URL must not contain a user name or password.";
   // The address comes before the scheme: for http://127.0.0.1 the address is what stands in the way, not the http.
   if (!allowPrivate) {
-    if (isLocalhostName(parsed.hostname)) return `Webhook URL points at ${parsed.hostname}, a loopback name (this machine): ${UNLESS_ALLOWED}.`;
+    if (isLocalhostName(parsed.hostname))
+      return `Webhook URL points at ${parsed.hostname}, a loopback name (this machine): ${UNLESS_ALLOWED}.`;
     // The URL parser has already normalised odd IPv4 spellings such as 2130706433 or 0x7f.1 to dotted form.
     const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
     if (isIP(host) !== 0 && isBlockedAddress(host)) {
@@ -133,6 +134,7 @@ export function webhookUrlProblem(url: string, allowPrivate: boolean): string | 
       return `Webhook URL points at ${host}, ${kind}: ${UNLESS_ALLOWED}.`;
     }
   }
-  if (parsed.protocol === "http:" && !allowPrivate) return `Webhook URL must use https (plain http is accepted only with ${ALLOW_PRIVATE_VARIABLE}=true).`;
+  if (parsed.protocol === "http:" && !allowPrivate)
+    return `Webhook URL must use https (plain http is accepted only with ${ALLOW_PRIVATE_VARIABLE}=true).`;
   return undefined;
 }

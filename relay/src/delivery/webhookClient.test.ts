@@ -119,7 +119,10 @@ after(() => {
   server.close();
 });
 
-async function withClient<T>(options: { allowPrivate: boolean; timeoutMs?: number }, use: (client: WebhookClient) => Promise<T>): Promise<T> {
+async function withClient<T>(
+  options: { allowPrivate: boolean; timeoutMs?: number },
+  use: (client: WebhookClient) => Promise<T>,
+): Promise<T> {
   const client = createWebhookClient({ ...options, now: () => NOW });
   try {
     return await use(client);
@@ -128,7 +131,8 @@ async function withClient<T>(options: { allowPrivate: boolean; timeoutMs?: numbe
   }
 }
 
-const send = (client: WebhookClient, path: string, url = `${base}${path}`) => client.send({ url, headers: { "webhook-id": "msg_1" }, body: '{"type":"ping"}' });
+const send = (client: WebhookClient, path: string, url = `${base}${path}`) =>
+  client.send({ url, headers: { "webhook-id": "msg_1" }, body: '{"type":"ping"}' });
 const hits = (path: string) => seen.filter((entry) => entry.path === path).length;
 
 test("a 2xx answer is a success with a trimmed excerpt of the body", async () => {
@@ -143,12 +147,19 @@ test("a 2xx answer is a success with a trimmed excerpt of the body", async () =>
 
 test("a 204 without a body is a success with an empty excerpt", async () => {
   const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "/empty"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt }, { ok: true, status: 204, excerpt: "" });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt },
+    { ok: true, status: 204, excerpt: "" },
+  );
 });
 
 test("the request carries the body, the caller's headers and the JSON, user-agent and length headers", async () => {
   const outcome = await withClient({ allowPrivate: true }, (client) =>
-    client.send({ url: `${base}/echo?x=1`, headers: { "webhook-id": "msg_2", "Content-Type": "text/plain", "webhook-signature": "v1,abc" }, body: '{"a":"é"}' }),
+    client.send({
+      url: `${base}/echo?x=1`,
+      headers: { "webhook-id": "msg_2", "Content-Type": "text/plain", "webhook-signature": "v1,abc" },
+      body: '{"a":"é"}',
+    }),
   );
   assert.equal(outcome.ok, true);
   const last = seen.at(-1);
@@ -173,7 +184,10 @@ test("a custom user agent replaces the default", async () => {
 
 test("a 500 answer fails and keeps the body excerpt", async () => {
   const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "/fail"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt, error: outcome.error }, { ok: false, status: 500, excerpt: "boom: database down", error: undefined });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt, error: outcome.error },
+    { ok: false, status: 500, excerpt: "boom: database down", error: undefined },
+  );
 });
 
 test("a 410 answer reports its status so the caller can stop retrying", async () => {
@@ -184,23 +198,34 @@ test("a 410 answer reports its status so the caller can stop retrying", async ()
 test("a redirect is not followed and counts as a failure", async () => {
   const targetHits = hits("/target");
   const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "/redirect"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt }, { ok: false, status: 302, excerpt: "moved" });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt },
+    { ok: false, status: 302, excerpt: "moved" },
+  );
   // A client that followed the redirect would have asked for the target before it had an answer to give.
   assert.equal(hits("/target"), targetHits);
 });
 
 test("Retry-After in seconds is read as milliseconds", async () => {
   const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "/throttled"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, retryAfterMs: outcome.retryAfterMs }, { ok: false, status: 429, retryAfterMs: 7000 });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, retryAfterMs: outcome.retryAfterMs },
+    { ok: false, status: 429, retryAfterMs: 7000 },
+  );
 });
 
 test("Retry-After as an HTTP-date is measured against the injected clock", async () => {
   const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "/unavailable"));
-  assert.deepEqual({ status: outcome.status, retryAfterMs: outcome.retryAfterMs }, { status: 503, retryAfterMs: 30_000 });
+  assert.deepEqual(
+    { status: outcome.status, retryAfterMs: outcome.retryAfterMs },
+    { status: 503, retryAfterMs: 30_000 },
+  );
 });
 
 test("a Retry-After date in the past means retry now, and an unreadable one is ignored", async () => {
-  const [past, garbage] = await withClient({ allowPrivate: true }, (client) => Promise.all([send(client, "/unavailable-past"), send(client, "/unavailable-garbage")]));
+  const [past, garbage] = await withClient({ allowPrivate: true }, (client) =>
+    Promise.all([send(client, "/unavailable-past"), send(client, "/unavailable-garbage")]),
+  );
   assert.equal(past?.retryAfterMs, 0);
   assert.equal(garbage?.status, 503);
   assert.equal(garbage?.retryAfterMs, undefined);
@@ -217,7 +242,10 @@ test("a server that does not answer in time gives a timeout error and the reques
 
 test("a body that stalls after the headers ends the attempt at the timeout with the status and what arrived", async () => {
   const outcome = await withClient({ allowPrivate: true, timeoutMs: 200 }, (client) => send(client, "/slow-body"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt, error: outcome.error }, { ok: true, status: 200, excerpt: "partial", error: undefined });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, excerpt: outcome.excerpt, error: outcome.error },
+    { ok: true, status: 200, excerpt: "partial", error: undefined },
+  );
   assert.ok(outcome.durationMs >= 190, `${outcome.durationMs}`);
 });
 
@@ -226,7 +254,9 @@ test("a refused connection is an error outcome", async () => {
   await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
   const deadPort = (closed.address() as AddressInfo).port;
   await new Promise((resolve) => closed.close(resolve));
-  const outcome = await withClient({ allowPrivate: true }, (client) => send(client, "", `http://127.0.0.1:${deadPort}/hook`));
+  const outcome = await withClient({ allowPrivate: true }, (client) =>
+    send(client, "", `http://127.0.0.1:${deadPort}/hook`),
+  );
   assert.equal(outcome.ok, false);
   assert.equal(outcome.status, undefined);
   assert.match(outcome.error ?? "", /ECONNREFUSED/);
@@ -240,7 +270,10 @@ test("a big body is cut to a 1 KiB excerpt", async () => {
 
 test("an endless body is abandoned after the drain limit instead of running into the timeout", async () => {
   const outcome = await withClient({ allowPrivate: true, timeoutMs: 3000 }, (client) => send(client, "/endless"));
-  assert.deepEqual({ ok: outcome.ok, status: outcome.status, error: outcome.error }, { ok: true, status: 200, error: undefined });
+  assert.deepEqual(
+    { ok: outcome.ok, status: outcome.status, error: outcome.error },
+    { ok: true, status: 200, error: undefined },
+  );
   assert.equal(outcome.excerpt, "y".repeat(1024));
   assert.ok(outcome.durationMs < 2000, `${outcome.durationMs}`);
 });
@@ -283,7 +316,10 @@ test("a server that keeps dropping the connection is not retried more than once"
 test("send never rejects, whatever it is given", async () => {
   await withClient({ allowPrivate: true }, async (client) => {
     assert.equal((await client.send({ url: "not a url", headers: {}, body: "" })).error, "invalid URL");
-    assert.match((await client.send({ url: "ftp://127.0.0.1/", headers: {}, body: "" })).error ?? "", /unsupported URL scheme/);
+    assert.match(
+      (await client.send({ url: "ftp://127.0.0.1/", headers: {}, body: "" })).error ?? "",
+      /unsupported URL scheme/,
+    );
     const badHeader = await client.send({ url: `${base}/ok`, headers: { "x-evil": "a\r\nb: c" }, body: "" });
     assert.equal(badHeader.ok, false);
     assert.match(badHeader.error ?? "", /header/i);
@@ -308,17 +344,31 @@ test("without allowPrivate an http URL is refused before connecting", async () =
 test("without allowPrivate literal loopback addresses are refused before connecting", async () => {
   const before = connections;
   await withClient({ allowPrivate: false }, async (client) => {
-    assert.equal((await send(client, "", `https://127.0.0.1:${port}/ok`)).error, "blocked address 127.0.0.1 (private/loopback/link-local)");
-    assert.equal((await send(client, "", `https://[::1]:${port}/ok`)).error, "blocked address ::1 (private/loopback/link-local)");
-    assert.match((await send(client, "", `https://[::ffff:127.0.0.1]:${port}/ok`)).error ?? "", /^blocked address ::ffff:7f00:1 /);
-    assert.match((await send(client, "", `https://2130706433:${port}/ok`)).error ?? "", /^blocked address 127\.0\.0\.1 /);
+    assert.equal(
+      (await send(client, "", `https://127.0.0.1:${port}/ok`)).error,
+      "blocked address 127.0.0.1 (private/loopback/link-local)",
+    );
+    assert.equal(
+      (await send(client, "", `https://[::1]:${port}/ok`)).error,
+      "blocked address ::1 (private/loopback/link-local)",
+    );
+    assert.match(
+      (await send(client, "", `https://[::ffff:127.0.0.1]:${port}/ok`)).error ?? "",
+      /^blocked address ::ffff:7f00:1 /,
+    );
+    assert.match(
+      (await send(client, "", `https://2130706433:${port}/ok`)).error ?? "",
+      /^blocked address 127\.0\.0\.1 /,
+    );
   });
   assert.equal(connections, before);
 });
 
 test("without allowPrivate a host name resolving to loopback is refused at lookup time", async () => {
   const before = connections;
-  const outcome = await withClient({ allowPrivate: false }, (client) => send(client, "", `https://localhost:${port}/ok`));
+  const outcome = await withClient({ allowPrivate: false }, (client) =>
+    send(client, "", `https://localhost:${port}/ok`),
+  );
   assert.equal(outcome.ok, false);
   assert.equal(outcome.status, undefined);
   assert.match(outcome.error ?? "", /^blocked address .*(127\.0\.0\.1|::1).* \(private\/loopback\/link-local\)$/);
@@ -326,15 +376,27 @@ test("without allowPrivate a host name resolving to loopback is refused at looku
 });
 
 function fakeResolver(addresses: string[]): ResolveAll {
-  return (_hostname, _options, callback) => callback(null, addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 })));
+  return (_hostname, _options, callback) =>
+    callback(
+      null,
+      addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 })),
+    );
 }
 
-function runLookup(lookup: ReturnType<typeof createGuardedLookup>, all: boolean): Promise<{ error: Error | null; address: unknown; family: unknown }> {
-  return new Promise((resolve) => lookup("agent.example.com", { all }, (error, address, family) => resolve({ error, address, family })));
+function runLookup(
+  lookup: ReturnType<typeof createGuardedLookup>,
+  all: boolean,
+): Promise<{ error: Error | null; address: unknown; family: unknown }> {
+  return new Promise((resolve) =>
+    lookup("agent.example.com", { all }, (error, address, family) => resolve({ error, address, family })),
+  );
 }
 
 test("the guarded lookup hands out only allowed addresses", async () => {
-  const lookup = createGuardedLookup(false, fakeResolver(["127.0.0.1", "93.184.216.34", "169.254.169.254", "2606:4700::1", "::1"]));
+  const lookup = createGuardedLookup(
+    false,
+    fakeResolver(["127.0.0.1", "93.184.216.34", "169.254.169.254", "2606:4700::1", "::1"]),
+  );
   assert.deepEqual((await runLookup(lookup, true)).address, [
     { address: "93.184.216.34", family: 4 },
     { address: "2606:4700::1", family: 6 },
@@ -357,7 +419,8 @@ test("the guarded lookup passes everything through when private targets are allo
 });
 
 test("the guarded lookup passes resolver errors through", async () => {
-  const failing: ResolveAll = (_hostname, _options, callback) => callback(Object.assign(new Error("getaddrinfo ENOTFOUND nope.invalid"), { code: "ENOTFOUND" }), []);
+  const failing: ResolveAll = (_hostname, _options, callback) =>
+    callback(Object.assign(new Error("getaddrinfo ENOTFOUND nope.invalid"), { code: "ENOTFOUND" }), []);
   const result = await runLookup(createGuardedLookup(false, failing), true);
   assert.equal(result.error?.message, "getaddrinfo ENOTFOUND nope.invalid");
 });
@@ -371,42 +434,74 @@ function hasOpenssl(): boolean {
   }
 }
 
-test("https: certificates are verified, and a trusted certificate gives a normal delivery", { skip: hasOpenssl() ? false : "openssl not found" }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "webhook-tls-"));
-  const tlsServer = createHttpsServer();
-  try {
-    const [keyPath, certPath] = [join(dir, "key.pem"), join(dir, "cert.pem")];
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", keyPath, "-out", certPath, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], { stdio: "ignore" });
-    tlsServer.setSecureContext({ key: readFileSync(keyPath), cert: readFileSync(certPath) });
-    tlsServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
-      req.resume();
-      req.on("end", () => res.writeHead(200).end(`tls ok ${String(req.headers["webhook-id"])}`));
-    });
-    await new Promise<void>((resolve) => tlsServer.listen(0, "127.0.0.1", resolve));
-    const url = `https://localhost:${(tlsServer.address() as AddressInfo).port}/hook`;
+test(
+  "https: certificates are verified, and a trusted certificate gives a normal delivery",
+  { skip: hasOpenssl() ? false : "openssl not found" },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), "webhook-tls-"));
+    const tlsServer = createHttpsServer();
+    try {
+      const [keyPath, certPath] = [join(dir, "key.pem"), join(dir, "cert.pem")];
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-keyout",
+          keyPath,
+          "-out",
+          certPath,
+          "-days",
+          "1",
+          "-subj",
+          "/CN=localhost",
+          "-addext",
+          "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        { stdio: "ignore" },
+      );
+      tlsServer.setSecureContext({ key: readFileSync(keyPath), cert: readFileSync(certPath) });
+      tlsServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
+        req.resume();
+        req.on("end", () => res.writeHead(200).end(`tls ok ${String(req.headers["webhook-id"])}`));
+      });
+      await new Promise<void>((resolve) => tlsServer.listen(0, "127.0.0.1", resolve));
+      const url = `https://localhost:${(tlsServer.address() as AddressInfo).port}/hook`;
 
-    // This process does not trust the self-signed certificate, so the delivery must fail.
-    const untrusted = await withClient({ allowPrivate: true }, (client) => send(client, "", url));
-    assert.equal(untrusted.ok, false);
-    assert.match(untrusted.error ?? "", /self[- ]signed/);
+      // This process does not trust the self-signed certificate, so the delivery must fail.
+      const untrusted = await withClient({ allowPrivate: true }, (client) => send(client, "", url));
+      assert.equal(untrusted.ok, false);
+      assert.match(untrusted.error ?? "", /self[- ]signed/);
 
-    // NODE_EXTRA_CA_CERTS is read only at start-up, so the trusted case runs in a child process.
-    const modulePath = pathToFileURL(fileURLToPath(new URL("./webhookClient.ts", import.meta.url))).href;
-    const script = join(dir, "child.mjs");
-    writeFileSync(
-      script,
-      `import { createWebhookClient } from ${JSON.stringify(modulePath)};
+      // NODE_EXTRA_CA_CERTS is read only at start-up, so the trusted case runs in a child process.
+      const modulePath = pathToFileURL(fileURLToPath(new URL("./webhookClient.ts", import.meta.url))).href;
+      const script = join(dir, "child.mjs");
+      writeFileSync(
+        script,
+        `import { createWebhookClient } from ${JSON.stringify(modulePath)};
 const client = createWebhookClient({ allowPrivate: true, now: () => 0 });
 const outcome = await client.send({ url: ${JSON.stringify(url)}, headers: { "webhook-id": "msg_tls" }, body: "{}" });
 client.close();
 process.stdout.write(JSON.stringify(outcome));`,
-    );
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: certPath }, timeout: 20_000 });
-    const trusted = JSON.parse(stdout) as { ok: boolean; status: number; excerpt: string };
-    assert.deepEqual({ ok: trusted.ok, status: trusted.status, excerpt: trusted.excerpt }, { ok: true, status: 200, excerpt: "tls ok msg_tls" });
-  } finally {
-    tlsServer.closeAllConnections();
-    tlsServer.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+      );
+      const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", script], {
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: certPath },
+        timeout: 20_000,
+      });
+      const trusted = JSON.parse(stdout) as { ok: boolean; status: number; excerpt: string };
+      assert.deepEqual(
+        { ok: trusted.ok, status: trusted.status, excerpt: trusted.excerpt },
+        { ok: true, status: 200, excerpt: "tls ok msg_tls" },
+      );
+    } finally {
+      tlsServer.closeAllConnections();
+      tlsServer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

@@ -71,7 +71,8 @@ export type ResolveAll = (
   callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
 
-const resolveWithDns: ResolveAll = (hostname, options, callback) => dnsLookup(hostname, { ...options, all: true }, callback);
+const resolveWithDns: ResolveAll = (hostname, options, callback) =>
+  dnsLookup(hostname, { ...options, all: true }, callback);
 
 /**
  * A `lookup` for sockets that only ever hands out allowed addresses, so the address checked is the address connected
@@ -87,7 +88,12 @@ export function createGuardedLookup(allowPrivate: boolean, resolveAll: ResolveAl
       const allowed = allowPrivate ? addresses : addresses.filter((entry) => !isBlockedAddress(entry.address));
       const first = allowed[0];
       if (first === undefined) {
-        callback(addresses.length === 0 ? Object.assign(new Error(`no addresses found for ${hostname}`), { code: "ENOTFOUND" }) : new BlockedAddressError(addresses.map((entry) => entry.address)), "");
+        callback(
+          addresses.length === 0
+            ? Object.assign(new Error(`no addresses found for ${hostname}`), { code: "ENOTFOUND" })
+            : new BlockedAddressError(addresses.map((entry) => entry.address)),
+          "",
+        );
         return;
       }
       if (options.all) callback(null, allowed);
@@ -129,7 +135,12 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
 
   function send(request: WebhookRequest): Promise<WebhookOutcome> {
     const started = performance.now();
-    const failure = (error: string): WebhookOutcome => ({ ok: false, error, durationMs: performance.now() - started, excerpt: "" });
+    const failure = (error: string): WebhookOutcome => ({
+      ok: false,
+      error,
+      durationMs: performance.now() - started,
+      excerpt: "",
+    });
     if (closed) return Promise.resolve(failure("webhook client is closed"));
 
     let target: URL;
@@ -139,7 +150,8 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
       return Promise.resolve(failure("invalid URL"));
     }
     const secure = target.protocol === "https:";
-    if (!secure && target.protocol !== "http:") return Promise.resolve(failure(`unsupported URL scheme ${target.protocol}`));
+    if (!secure && target.protocol !== "http:")
+      return Promise.resolve(failure(`unsupported URL scheme ${target.protocol}`));
     if (!secure && !allowPrivate) return Promise.resolve(failure("refused http: URL (https is required)"));
     const hostname = target.hostname.replace(/^\[(.*)\]$/, "$1");
     // Sockets skip `lookup` for IP literals, so those are checked here.

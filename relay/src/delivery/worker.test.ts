@@ -57,7 +57,11 @@ function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | ty
   const requests: WebhookRequest[] = [];
   const sends = counter("requests");
   const hung: ((outcome: WebhookOutcome) => void)[] = [];
-  const client: WebhookClient & { requests: WebhookRequest[]; waitFor(n: number): Promise<void>; sent(eventId: string): Promise<void> } = {
+  const client: WebhookClient & {
+    requests: WebhookRequest[];
+    waitFor(n: number): Promise<void>;
+    sent(eventId: string): Promise<void>;
+  } = {
     requests,
     async send(request) {
       requests.push(request);
@@ -76,13 +80,23 @@ function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | ty
 }
 
 /** Stops a worker whose attempts may hang: the grace period passes on its clock. */
-async function stopWithin(worker: ReturnType<typeof createDeliveryWorker>, clock: FakeClock, graceMs: number): Promise<void> {
+async function stopWithin(
+  worker: ReturnType<typeof createDeliveryWorker>,
+  clock: FakeClock,
+  graceMs: number,
+): Promise<void> {
   const stopping = worker.stop(graceMs);
   await clock.advance(graceMs);
   await stopping;
 }
 
-const outcome = (status: number, extra: Partial<WebhookOutcome> = {}): WebhookOutcome => ({ ok: status >= 200 && status < 300, status, durationMs: 1, excerpt: "", ...extra });
+const outcome = (status: number, extra: Partial<WebhookOutcome> = {}): WebhookOutcome => ({
+  ok: status >= 200 && status < 300,
+  status,
+  durationMs: 1,
+  excerpt: "",
+  ...extra,
+});
 
 describe("the delivery worker", () => {
   let store: Store;
@@ -100,16 +114,30 @@ describe("the delivery worker", () => {
   });
   after(() => store.close());
 
-  async function agentWithEvents(name: string, count: number, retries = 1): Promise<{ agentId: string; eventIds: string[] }> {
+  async function agentWithEvents(
+    name: string,
+    count: number,
+    retries = 1,
+  ): Promise<{ agentId: string; eventIds: string[] }> {
     const at = new Date(clock.now()).toISOString();
     const agent = await store.agents.create({
-      id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
-      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: secret, createdAt: at,
+      id: ids("agt"),
+      workspaceId,
+      ownerUserId: "usr_1",
+      name,
+      description: "",
+      webhookUrl: `http://agents.test/${name}`,
+      tokenHash: `hash-${name}`,
+      tokenHint: "hint",
+      signingSecret: secret,
+      createdAt: at,
     });
     const eventIds: string[] = [];
     for (let i = 0; i < count; i++) {
       const id = ids("evt");
-      await store.events.create(newEvent(id, workspaceId, agent.id, "message.created", JSON.stringify({ id, n: i }), at, retries, "scheduled"));
+      await store.events.create(
+        newEvent(id, workspaceId, agent.id, "message.created", JSON.stringify({ id, n: i }), at, retries, "scheduled"),
+      );
       eventIds.push(id);
     }
     return { agentId: agent.id, eventIds };
@@ -119,7 +147,15 @@ describe("the delivery worker", () => {
     const { agentId, eventIds } = await agentWithEvents("retry", 1);
     const client = scriptedClient(() => outcome(500, { excerpt: "boom" }));
     // random() = 1 is the top of the ±20% jitter band.
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [10_000, 60_000], random: () => 1 });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [10_000, 60_000],
+      random: () => 1,
+    });
     await worker.start();
     await client.waitFor(1);
     await worker.stop(1000);
@@ -139,7 +175,15 @@ describe("the delivery worker", () => {
   test("Retry-After longer than the scheduled delay wins", async () => {
     const { agentId } = await agentWithEvents("retry-after", 1);
     const client = scriptedClient(() => outcome(503, { retryAfterMs: 120_000 }));
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], random: () => 0.5 });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      random: () => 0.5,
+    });
     await worker.start();
     await client.waitFor(1);
     await worker.stop(1000);
@@ -180,11 +224,23 @@ describe("the delivery worker", () => {
     const delivered = await agentWithEvents("reported-ok", 1);
     const retried = await agentWithEvents("reported-retry", 1);
     const given = await agentWithEvents("reported-gone", 1);
-    const status = new Map([[delivered.eventIds[0], 200], [retried.eventIds[0], 500], [given.eventIds[0], 410]]);
+    const status = new Map([
+      [delivered.eventIds[0], 200],
+      [retried.eventIds[0], 500],
+      [given.eventIds[0], 410],
+    ]);
     const client = scriptedClient((request) => outcome(status.get(request.headers["webhook-id"]) ?? 200));
     const reported = new Map<string, AttemptResult>();
     const onAttempt = (event: StoredEvent, result: AttemptResult) => reported.set(event.id, result);
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [60_000], onAttempt });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [60_000],
+      onAttempt,
+    });
     await worker.start();
     await client.waitFor(3);
     await worker.stop(1000);
@@ -198,7 +254,16 @@ describe("the delivery worker", () => {
     const slow = await agentWithEvents("slow", 20);
     const fast = await agentWithEvents("fast", 5);
     const client = scriptedClient((request) => (request.url.endsWith("/slow") ? HANG : outcome(204)));
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], maxPerAgent: 3, maxInFlight: 10 });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 3,
+      maxInFlight: 10,
+    });
     await worker.start();
     await client.waitFor(8);
     // 50 ms on the worker's clock: a fair pass put off while the slow agent is at its share (20 ms) has come.
@@ -219,7 +284,14 @@ describe("the delivery worker", () => {
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);
-    const dueNow = async () => (await store.events.due(new Date(clock.now()).toISOString(), { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).length;
+    const dueNow = async () =>
+      (
+        await store.events.due(new Date(clock.now()).toISOString(), {
+          limit: 10,
+          skipAgents: new Set(),
+          socketAgents: new Set(),
+        })
+      ).length;
     // Events left by earlier tests go out at once; only this agent's hangs.
     const answer = (request: WebhookRequest) => (request.url.endsWith("/stalled") ? HANG : outcome(204));
     const recorded = counter("recorded attempts");
@@ -228,13 +300,31 @@ describe("the delivery worker", () => {
     };
     // Relay A's attempt hangs past its one-second lease.
     const clientA = scriptedClient(answer);
-    const relayA = createDeliveryWorker({ store, clock, logger: silentLogger, client: clientA, ids, retryScheduleMs: [1000], leaseMs: 1000, onAttempt });
+    const relayA = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client: clientA,
+      ids,
+      retryScheduleMs: [1000],
+      leaseMs: 1000,
+      onAttempt,
+    });
     await relayA.start();
     await clientA.sent(eventIds[0] as string);
     await clock.advance(5000);
     // Relay B, sharing the database, finds the lapsed claim and attempts the event itself.
     const clientB = scriptedClient(answer);
-    const relayB = createDeliveryWorker({ store: { ...store, exclusive: false }, clock, logger: silentLogger, client: clientB, ids, retryScheduleMs: [1000], leaseMs: 60_000, onAttempt });
+    const relayB = createDeliveryWorker({
+      store: { ...store, exclusive: false },
+      clock,
+      logger: silentLogger,
+      client: clientB,
+      ids,
+      retryScheduleMs: [1000],
+      leaseMs: 60_000,
+      onAttempt,
+    });
     await relayB.start();
     await clientB.sent(eventIds[0] as string);
 
@@ -266,11 +356,15 @@ describe("the delivery worker", () => {
  */
 function storeWithOutages(inner: Store, exclusive: boolean) {
   const state = { down: false, pollDown: false };
-  const unavailable = () => Promise.reject(new RelayError("SERVICE_UNAVAILABLE", "The database is not answering; retry shortly"));
+  const unavailable = () =>
+    Promise.reject(new RelayError("SERVICE_UNAVAILABLE", "The database is not answering; retry shortly"));
   const store: Store = {
     ...inner,
     exclusive,
-    events: { ...inner.events, nextDueAt: (now) => (state.down || state.pollDown ? unavailable() : inner.events.nextDueAt(now)) },
+    events: {
+      ...inner.events,
+      nextDueAt: (now) => (state.down || state.pollDown ? unavailable() : inner.events.nextDueAt(now)),
+    },
     transaction: (fn) => (state.down ? unavailable() : inner.transaction(fn)),
   };
   return { store, state };
@@ -294,8 +388,16 @@ describe("the delivery worker while its database is away", () => {
   async function newAgent(): Promise<string> {
     const name = `agent${++agentCount}`;
     const agent = await inner.agents.create({
-      id: ids("agt"), workspaceId, ownerUserId: "usr_1", name, description: "", webhookUrl: `http://agents.test/${name}`,
-      tokenHash: `hash-${name}`, tokenHint: "hint", signingSecret: newSigningSecret(), createdAt: new Date(clock.now()).toISOString(),
+      id: ids("agt"),
+      workspaceId,
+      ownerUserId: "usr_1",
+      name,
+      description: "",
+      webhookUrl: `http://agents.test/${name}`,
+      tokenHash: `hash-${name}`,
+      tokenHint: "hint",
+      signingSecret: newSigningSecret(),
+      createdAt: new Date(clock.now()).toISOString(),
     });
     return agent.id;
   }
@@ -303,7 +405,18 @@ describe("the delivery worker while its database is away", () => {
   /** An event written straight to the database, as another relay would: nobody wakes this worker for it. */
   async function queue(agentId: string): Promise<string> {
     const id = ids("evt");
-    await inner.events.create(newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), new Date(clock.now()).toISOString(), 1, "scheduled"));
+    await inner.events.create(
+      newEvent(
+        id,
+        workspaceId,
+        agentId,
+        "message.created",
+        JSON.stringify({ id }),
+        new Date(clock.now()).toISOString(),
+        1,
+        "scheduled",
+      ),
+    );
     return id;
   }
 
@@ -333,7 +446,15 @@ describe("the delivery worker while its database is away", () => {
     const { store, state } = storeWithOutages(inner, false);
     const client = scriptedClient(() => outcome(204));
     // Sharing the database with a 10 s lease, the worker polls every second.
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 10_000 });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      leaseMs: 10_000,
+    });
     await worker.start();
     state.pollDown = true;
     // The polls at 1 s and 2 s fail.
@@ -358,7 +479,16 @@ describe("the delivery worker while its database is away", () => {
       return outcome(204);
     });
     const recorded = counter("recorded attempts");
-    const worker = createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], leaseMs: 60_000, onAttempt: () => recorded.add() });
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      leaseMs: 60_000,
+      onAttempt: () => recorded.add(),
+    });
     await worker.start();
     await client.waitFor(1);
     // Tries to record at once, after 250 ms and after 750 ms: the database is back at 600 ms.
@@ -369,7 +499,10 @@ describe("the delivery worker while its database is away", () => {
     const [event] = await inner.events.listForAgent(agentId, 1);
     assert.equal(event?.status, "delivered", "recorded as delivered well within the claim's lease");
     assert.equal(event?.sending, false);
-    assert.deepEqual((await inner.events.attempts([eventId])).map((a) => a.outcome), ["success"]);
+    assert.deepEqual(
+      (await inner.events.attempts([eventId])).map((a) => a.outcome),
+      ["success"],
+    );
     assert.equal(client.requests.length, 1, "sent once");
     await worker.stop(1000);
   });

@@ -102,7 +102,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
   const agentsWanted = new Set<string>();
-  const state: WorkerState = { phase: "stopped", pumping: false, wantAll: false, backlog: false, lastFairPass: -Infinity, readRetryMs: RETRY_FIRST_MS };
+  const state: WorkerState = {
+    phase: "stopped",
+    pumping: false,
+    wantAll: false,
+    backlog: false,
+    lastFairPass: -Infinity,
+    readRetryMs: RETRY_FIRST_MS,
+  };
   const timers: WorkerTimers = { due: undefined, poll: undefined, fair: undefined, readRetry: undefined };
   const stopped = () => state.phase === "stopped";
   const iso = (ms: number) => new Date(ms).toISOString();
@@ -167,7 +174,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
       if (onlyAgent !== undefined && saturated.has(onlyAgent)) return;
       // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
-      const limit = onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
+      const limit =
+        onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
       const now = clock.now();
       const socketAgents = options.sockets?.connectedIds() ?? NONE;
       const starting: DueEvent[] = [];
@@ -178,7 +186,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       try {
         // Reading and claiming is one transaction, so relays sharing a database never claim the same event.
         await store.transaction(async (tx) => {
-          due = await tx.events.due(iso(now), { limit, skipAgents: saturated, socketAgents, ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}) });
+          due = await tx.events.due(iso(now), {
+            limit,
+            skipAgents: saturated,
+            socketAgents,
+            ...(onlyAgent !== undefined ? { agentId: onlyAgent } : {}),
+          });
           for (const item of due) {
             const count = perAgent.get(item.event.agent_id) ?? 0;
             // A redelivery asked for while the event's attempt is still under way waits for that attempt.
@@ -190,7 +203,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             starting.push(item);
           }
           // Claimed events are not due again until the claim lapses, so the next pass skips them without being told.
-          await tx.events.claim(starting.map((item) => item.event.id), lease);
+          await tx.events.claim(
+            starting.map((item) => item.event.id),
+            lease,
+          );
         });
       } catch (error) {
         for (const item of starting) release(item.event.agent_id);
@@ -256,7 +272,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     clock.clearTimeout(timers.poll);
     // Another process sharing the database (or a clock step) can make events due without telling this one. Armed
     // before asking the database, so a poll that fails (the database away) does not end the polling.
-    timers.poll = clock.setTimeout(() => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })), idlePollMs);
+    timers.poll = clock.setTimeout(
+      () => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })),
+      idlePollMs,
+    );
     const now = clock.now();
     const next = await store.events.nextDueAt(iso(now));
     armTimer(next === undefined ? now + idlePollMs : Date.parse(next));
@@ -278,18 +297,31 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const startedMs = clock.now();
       const timestamp = Math.floor(startedMs / 1000);
       const signature = await signWebhook(due.signingSecret, event.id, timestamp, event.payload);
-      const headers = { [WEBHOOK_HEADERS.id]: event.id, [WEBHOOK_HEADERS.timestamp]: String(timestamp), [WEBHOOK_HEADERS.signature]: signature };
+      const headers = {
+        [WEBHOOK_HEADERS.id]: event.id,
+        [WEBHOOK_HEADERS.timestamp]: String(timestamp),
+        [WEBHOOK_HEADERS.signature]: signature,
+      };
       // A connected socket wins over the webhook URL: the agent is there now, and sockets need no public address.
       const viaSocket = options.sockets?.connected(event.agent_id) === true;
       if (!viaSocket && due.webhookUrl === null) {
         // The agent's only socket went away since the event was read: not an attempt, so no retry is spent. The
         // claim is dropped and the event waits for the agent's next connection.
-        const update = { status: "pending" as const, next_attempt_at: iso(clock.now()), next_trigger: event.next_trigger, retries: event.retries };
+        const update = {
+          status: "pending" as const,
+          next_attempt_at: iso(clock.now()),
+          next_trigger: event.next_trigger,
+          retries: event.retries,
+        };
         await store.events.schedule(event.id, update, iso(clock.now()), lease);
         return;
       }
       const outcome = viaSocket
-        ? await (options.sockets as NonNullable<DeliveryWorkerOptions["sockets"]>).deliver(event.agent_id, { id: event.id, headers, body: event.payload })
+        ? await (options.sockets as NonNullable<DeliveryWorkerOptions["sockets"]>).deliver(event.agent_id, {
+            id: event.id,
+            headers,
+            body: event.payload,
+          })
         : await client.send({ url: due.webhookUrl as string, headers, body: event.payload });
       // An attempt cut short by shutdown is not the agent's failure: no attempt is recorded, and the claim is given
       // back so another relay (or this one, restarted) sends the event at once.
@@ -315,7 +347,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * (perhaps a success), and recorded in time it is not sent again. Past the lease the event is due again and is
    * sent again (delivery is at least once).
    */
-  async function recordWhileHeld(due: DueEvent, lease: string, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
+  async function recordWhileHeld(
+    due: DueEvent,
+    lease: string,
+    startedMs: number,
+    outcome: WebhookOutcome,
+    url: string,
+  ): Promise<void> {
     let waitMs = RETRY_FIRST_MS;
     for (;;) {
       try {
@@ -323,14 +361,24 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       } catch (error) {
         const unavailable = error instanceof RelayError && error.code === "SERVICE_UNAVAILABLE";
         if (!unavailable || stopped() || clock.now() + waitMs >= Date.parse(lease)) throw error;
-        logger.warn("could not record a delivery attempt; retrying", { event_id: due.event.id, error, retry_in_ms: waitMs });
+        logger.warn("could not record a delivery attempt; retrying", {
+          event_id: due.event.id,
+          error,
+          retry_in_ms: waitMs,
+        });
         await sleepOn(clock, waitMs);
         waitMs = Math.min(waitMs * 2, RETRY_MAX_MS);
       }
     }
   }
 
-  async function record(due: DueEvent, lease: string, startedMs: number, outcome: WebhookOutcome, url: string): Promise<void> {
+  async function record(
+    due: DueEvent,
+    lease: string,
+    startedMs: number,
+    outcome: WebhookOutcome,
+    url: string,
+  ): Promise<void> {
     const { event } = due;
     const number = event.attempts + 1;
     const now = clock.now();
@@ -350,9 +398,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       outcome: outcome.ok ? "success" : "failed",
       next_attempt_at: next.next_attempt_at,
     };
-    const held = await store.transaction((tx) => tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now), lease));
+    const held = await store.transaction((tx) =>
+      tx.events.recordAttempt(attempt, { ...next, attempts: number }, iso(now), lease),
+    );
     if (held && next.next_attempt_at !== null) armTimer(Date.parse(next.next_attempt_at));
-    options.onAttempt?.(event, { outcome: next.status === "pending" ? "retry" : next.status, via: url === SOCKET_URL ? "socket" : "webhook" });
+    options.onAttempt?.(event, {
+      outcome: next.status === "pending" ? "retry" : next.status,
+      via: url === SOCKET_URL ? "socket" : "webhook",
+    });
     const fields = {
       event_id: event.id,
       agent_id: event.agent_id,
@@ -371,7 +424,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   function nextState(event: StoredEvent, number: number, outcome: WebhookOutcome, now: number) {
     const next = nextAttempt({ number, retries: event.retries, outcome }, policy);
-    if (next.kind === "retry") return { status: "pending" as const, next_attempt_at: iso(now + next.delayMs), next_trigger: "scheduled" as const, retries: event.retries };
+    if (next.kind === "retry")
+      return {
+        status: "pending" as const,
+        next_attempt_at: iso(now + next.delayMs),
+        next_trigger: "scheduled" as const,
+        retries: event.retries,
+      };
     return { status: next.kind, next_attempt_at: null, next_trigger: event.next_trigger, retries: event.retries };
   }
 
@@ -395,7 +454,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       timers.due = undefined;
       const settled = Promise.allSettled([...inFlight.values()]);
       let graceTimer: unknown;
-      await Promise.race([settled, new Promise((resolve) => (graceTimer = clock.setTimeout(() => resolve(undefined), graceMs)))]);
+      await Promise.race([
+        settled,
+        new Promise((resolve) => (graceTimer = clock.setTimeout(() => resolve(undefined), graceMs))),
+      ]);
       clock.clearTimeout(graceTimer);
       client.close();
       await settled;

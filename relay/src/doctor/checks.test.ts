@@ -22,7 +22,9 @@ describe("doctor's checks", () => {
 
   test("checks run in order, their progress first, then one text report or one JSON object", async () => {
     const progress: string[] = [];
-    const report = await runChecks([check("upstream", "ok"), check("database", "failed")], (line) => progress.push(line));
+    const report = await runChecks([check("upstream", "ok"), check("database", "failed")], (line) =>
+      progress.push(line),
+    );
     assert.deepEqual(progress, ["checking upstream", "checking database"]);
     assert.deepEqual([report.ok, report.exitCode], [false, 1]);
     assert.equal(textReport(report), "upstream: ok\n\ndatabase: failed\n");

@@ -41,7 +41,10 @@ export function exitCodeOf(statuses: readonly CheckStatus[]): ExitCode {
   return statuses.reduce<ExitCode>((worst, status) => Math.max(worst, EXIT_CODES[status]) as ExitCode, 0);
 }
 
-export async function runChecks(checks: readonly DoctorCheck[], progress: (line: string) => void = () => {}): Promise<DoctorReport> {
+export async function runChecks(
+  checks: readonly DoctorCheck[],
+  progress: (line: string) => void = () => {},
+): Promise<DoctorReport> {
   const results: CheckResult[] = [];
   for (const check of checks) results.push(await check.run(progress));
   const exitCode = exitCodeOf(results.map((result) => result.status));
@@ -54,6 +57,11 @@ export function textReport(report: DoctorReport): string {
 
 /** One JSON object: `ok`, `exit_code` and each check as `{name, status, summary, …details}`. */
 export function jsonReport(report: DoctorReport): string {
-  const checks = report.checks.map((check) => ({ name: check.name, status: check.status, summary: check.summary, ...check.details }));
+  const checks = report.checks.map((check) => ({
+    name: check.name,
+    status: check.status,
+    summary: check.summary,
+    ...check.details,
+  }));
   return `${JSON.stringify({ ok: report.ok, exit_code: report.exitCode, checks })}\n`;
 }

@@ -19,14 +19,30 @@ import {
 
 describe("reading a model list", () => {
   test("vLLM, llama.cpp and Mistral name themselves in owned_by", () => {
-    assert.deepEqual(readModelList({ object: "list", data: [{ id: "Qwen/Qwen2.5-Coder-7B", object: "model", owned_by: "vllm", root: "/m", max_model_len: 32768 }] }), {
-      models: [{ id: "Qwen/Qwen2.5-Coder-7B", ownedBy: "vllm" }],
-      kind: "vllm",
-      evidence: 'owned_by "vllm" in its model list',
-    });
-    const llama = { models: [{ name: "/m/q.gguf" }], object: "list", data: [{ id: "/m/q.gguf", object: "model", owned_by: "llamacpp", meta: null }] };
+    assert.deepEqual(
+      readModelList({
+        object: "list",
+        data: [{ id: "Qwen/Qwen2.5-Coder-7B", object: "model", owned_by: "vllm", root: "/m", max_model_len: 32768 }],
+      }),
+      {
+        models: [{ id: "Qwen/Qwen2.5-Coder-7B", ownedBy: "vllm" }],
+        kind: "vllm",
+        evidence: 'owned_by "vllm" in its model list',
+      },
+    );
+    const llama = {
+      models: [{ name: "/m/q.gguf" }],
+      object: "list",
+      data: [{ id: "/m/q.gguf", object: "model", owned_by: "llamacpp", meta: null }],
+    };
     assert.equal(readModelList(llama)?.kind, "llama.cpp");
-    const mistral = readModelList({ object: "list", data: [{ id: "mistral-small-latest", owned_by: "mistralai", capabilities: { completion_fim: false } }, { id: "codestral-latest", owned_by: "mistralai", capabilities: { completion_fim: true } }] });
+    const mistral = readModelList({
+      object: "list",
+      data: [
+        { id: "mistral-small-latest", owned_by: "mistralai", capabilities: { completion_fim: false } },
+        { id: "codestral-latest", owned_by: "mistralai", capabilities: { completion_fim: true } },
+      ],
+    });
     assert.equal(mistral?.kind, "mistral");
     assert.deepEqual(
       mistral?.models.map((model) => [model.id, model.fim]),
@@ -38,10 +54,22 @@ describe("reading a model list", () => {
   });
 
   test("Ollama's namespace and TGI's model id as owner say nothing about the server", () => {
-    assert.deepEqual(readModelList({ object: "list", data: [{ id: "qwen2.5-coder:1.5b", object: "model", created: 1, owned_by: "library" }] }), {
-      models: [{ id: "qwen2.5-coder:1.5b", ownedBy: "library" }],
-    });
-    assert.equal(readModelList({ object: "list", data: [{ id: "bigcode/starcoder2-3b", object: "model", created: 0, owned_by: "bigcode/starcoder2-3b" }] })?.kind, undefined);
+    assert.deepEqual(
+      readModelList({
+        object: "list",
+        data: [{ id: "qwen2.5-coder:1.5b", object: "model", created: 1, owned_by: "library" }],
+      }),
+      {
+        models: [{ id: "qwen2.5-coder:1.5b", ownedBy: "library" }],
+      },
+    );
+    assert.equal(
+      readModelList({
+        object: "list",
+        data: [{ id: "bigcode/starcoder2-3b", object: "model", created: 0, owned_by: "bigcode/starcoder2-3b" }],
+      })?.kind,
+      undefined,
+    );
   });
 
   test("Ollama's empty list is data: null; anything without a data list is not a model list", () => {
@@ -49,17 +77,27 @@ describe("reading a model list", () => {
     assert.equal(readModelList({ detail: "Not Found" }), undefined);
     assert.equal(readModelList({ data: null }), undefined);
     assert.equal(readModelList("<html>"), undefined);
-    assert.deepEqual(readModelList({ data: [{ id: "" }, { name: "x" }, { id: "kept" }] }), { models: [{ id: "kept" }] });
+    assert.deepEqual(readModelList({ data: [{ id: "" }, { name: "x" }, { id: "kept" }] }), {
+      models: [{ id: "kept" }],
+    });
   });
 });
 
 describe("reading the routes one kind of server has", () => {
   test("llama.cpp's /props gives the model file, context size and build", () => {
-    assert.deepEqual(readLlamaCppProps({ default_generation_settings: { n_ctx: 4096, params: {} }, total_slots: 1, model_path: "/m/q.gguf", build_info: "b6500" }), {
-      modelPath: "/m/q.gguf",
-      contextSize: 4096,
-      build: "b6500",
-    });
+    assert.deepEqual(
+      readLlamaCppProps({
+        default_generation_settings: { n_ctx: 4096, params: {} },
+        total_slots: 1,
+        model_path: "/m/q.gguf",
+        build_info: "b6500",
+      }),
+      {
+        modelPath: "/m/q.gguf",
+        contextSize: 4096,
+        build: "b6500",
+      },
+    );
     assert.deepEqual(readLlamaCppProps({ default_generation_settings: {} }), {});
     assert.equal(readLlamaCppProps({ model_path: "/m/q.gguf" }), undefined);
   });
@@ -72,13 +110,19 @@ describe("reading the routes one kind of server has", () => {
   });
 
   test("TGI's /info has a model id and its router's name or stop limit", () => {
-    assert.deepEqual(readTgiInfo({ model_id: "bigcode/starcoder2-3b", router: "text-generation-router", version: "3.3.6" }), { modelId: "bigcode/starcoder2-3b", version: "3.3.6" });
+    assert.deepEqual(
+      readTgiInfo({ model_id: "bigcode/starcoder2-3b", router: "text-generation-router", version: "3.3.6" }),
+      { modelId: "bigcode/starcoder2-3b", version: "3.3.6" },
+    );
     assert.deepEqual(readTgiInfo({ model_id: "m", max_stop_sequences: 4 }), { modelId: "m" });
     assert.equal(readTgiInfo({ model_id: "m" }), undefined);
   });
 
   test("llama.cpp's loading answer, Ollama's capabilities, Mistral's hosts", () => {
-    assert.equal(isLlamaCppLoading(503, { error: { code: 503, message: "Loading model", type: "unavailable_error" } }), true);
+    assert.equal(
+      isLlamaCppLoading(503, { error: { code: 503, message: "Loading model", type: "unavailable_error" } }),
+      true,
+    );
     assert.equal(isLlamaCppLoading(503, { error: "unhealthy", error_type: "healthcheck" }), false);
     assert.deepEqual(readOllamaCapabilities({ capabilities: ["completion", "insert", 3] }), ["completion", "insert"]);
     assert.equal(readOllamaCapabilities({ model_info: {} }), undefined);
@@ -90,13 +134,29 @@ describe("reading the routes one kind of server has", () => {
 
 describe("the server's root and OpenAI base", () => {
   test("a URL ending in /v1 is the base, and its root is the URL without it", () => {
-    assert.deepEqual(serverUrls("http://127.0.0.1:8000/v1/"), { given: "http://127.0.0.1:8000/v1", root: "http://127.0.0.1:8000", bases: ["http://127.0.0.1:8000/v1"] });
-    assert.deepEqual(serverUrls("https://gw.example/llm/v1?x=1"), { given: "https://gw.example/llm/v1", root: "https://gw.example/llm", bases: ["https://gw.example/llm/v1"] });
+    assert.deepEqual(serverUrls("http://127.0.0.1:8000/v1/"), {
+      given: "http://127.0.0.1:8000/v1",
+      root: "http://127.0.0.1:8000",
+      bases: ["http://127.0.0.1:8000/v1"],
+    });
+    assert.deepEqual(serverUrls("https://gw.example/llm/v1?x=1"), {
+      given: "https://gw.example/llm/v1",
+      root: "https://gw.example/llm",
+      bases: ["https://gw.example/llm/v1"],
+    });
   });
 
   test("a URL without /v1 is the root, with /v1 tried before the URL itself", () => {
-    assert.deepEqual(serverUrls("http://127.0.0.1:8080"), { given: "http://127.0.0.1:8080", root: "http://127.0.0.1:8080", bases: ["http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"] });
-    assert.deepEqual(serverUrls("http://h/openai/"), { given: "http://h/openai", root: "http://h/openai", bases: ["http://h/openai/v1", "http://h/openai"] });
+    assert.deepEqual(serverUrls("http://127.0.0.1:8080"), {
+      given: "http://127.0.0.1:8080",
+      root: "http://127.0.0.1:8080",
+      bases: ["http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"],
+    });
+    assert.deepEqual(serverUrls("http://h/openai/"), {
+      given: "http://h/openai",
+      root: "http://h/openai",
+      bases: ["http://h/openai/v1", "http://h/openai"],
+    });
   });
 });
 
@@ -104,15 +164,36 @@ describe("picking the model", () => {
   const listed = [{ id: "qwen2.5-coder:1.5b" }, { id: "llama3.2:latest" }];
 
   test("the one given, said whether the server lists it (Ollama's name without a tag is :latest)", () => {
-    assert.deepEqual(pickModel(listed, "llama3.2"), { id: "llama3.2", why: "as given; the server lists it", listed: true });
-    assert.deepEqual(pickModel(listed, "gpt-4o"), { id: "gpt-4o", why: "as given; the server does not list it", listed: false });
+    assert.deepEqual(pickModel(listed, "llama3.2"), {
+      id: "llama3.2",
+      why: "as given; the server lists it",
+      listed: true,
+    });
+    assert.deepEqual(pickModel(listed, "gpt-4o"), {
+      id: "gpt-4o",
+      why: "as given; the server does not list it",
+      listed: false,
+    });
     assert.deepEqual(pickModel([], "tgi"), { id: "tgi", why: "as given" });
   });
 
   test("else the only one listed, the first Mistral marks as taking FIM, or the first", () => {
     assert.equal(pickModel([{ id: "a" }], undefined)?.why, "the only model the server lists");
-    assert.equal(pickModel([{ id: "mistral-large", fim: false }, { id: "codestral-2508", fim: true }], undefined)?.id, "codestral-2508");
-    assert.deepEqual(pickModel(listed, undefined), { id: "qwen2.5-coder:1.5b", why: "the first of the 2 listed; choose another with --upstream-model", listed: true });
+    assert.equal(
+      pickModel(
+        [
+          { id: "mistral-large", fim: false },
+          { id: "codestral-2508", fim: true },
+        ],
+        undefined,
+      )?.id,
+      "codestral-2508",
+    );
+    assert.deepEqual(pickModel(listed, undefined), {
+      id: "qwen2.5-coder:1.5b",
+      why: "the first of the 2 listed; choose another with --upstream-model",
+      listed: true,
+    });
     assert.equal(pickModel([], undefined), undefined);
   });
 });
@@ -127,7 +208,10 @@ describe("recommending a mode", () => {
   test("every server that refuses suffix gets fim and the family of the name", () => {
     for (const kind of ["vllm", "tgi", "openai-compatible", undefined] as const) {
       assert.deepEqual(
-        [recommend({ kind, model: "bigcode/starcoder2-15b" }).fimTemplate, recommend({ kind, model: "deepseek-ai/deepseek-coder-6.7b-base" }).fimTemplate],
+        [
+          recommend({ kind, model: "bigcode/starcoder2-15b" }).fimTemplate,
+          recommend({ kind, model: "deepseek-ai/deepseek-coder-6.7b-base" }).fimTemplate,
+        ],
         ["starcoder2", "deepseek-coder"],
         String(kind),
       );
@@ -170,26 +254,52 @@ describe("recommending a mode", () => {
   });
 
   test("instruction names: Instruct, chat and it as name parts, not inside words", () => {
-    for (const name of ["Qwen2.5-Coder-7B-Instruct", "deepseek-chat", "codegemma-7b-it", "x:it", "CHAT"]) assert.equal(looksLikeInstruct(name), true, name);
-    for (const name of ["starchat2", "bigcode/starcoder2-3b", "deepseek-coder-6.7b-base", "italic-coder", "codellama:7b-code"]) assert.equal(looksLikeInstruct(name), false, name);
+    for (const name of ["Qwen2.5-Coder-7B-Instruct", "deepseek-chat", "codegemma-7b-it", "x:it", "CHAT"])
+      assert.equal(looksLikeInstruct(name), true, name);
+    for (const name of [
+      "starchat2",
+      "bigcode/starcoder2-3b",
+      "deepseek-coder-6.7b-base",
+      "italic-coder",
+      "codellama:7b-code",
+    ])
+      assert.equal(looksLikeInstruct(name), false, name);
   });
 });
 
 describe("the environment lines", () => {
   test("url, model, mode, and the template for fim only", () => {
-    assert.deepEqual(envLines({ url: "http://127.0.0.1:8000/v1", model: "Qwen/Qwen2.5-Coder-7B", api: "fim", fimTemplate: "qwen-coder" }), [
-      "TAB_RELAY_UPSTREAM_URL=http://127.0.0.1:8000/v1",
-      "TAB_RELAY_UPSTREAM_MODEL=Qwen/Qwen2.5-Coder-7B",
-      "TAB_RELAY_UPSTREAM_API=fim",
-      "TAB_RELAY_FIM_TEMPLATE=qwen-coder",
-    ]);
-    assert.deepEqual(envLines({ url: "http://h:11434/v1", model: "qwen2.5-coder:1.5b", api: "suffix", fimTemplate: "qwen-coder" }).length, 3);
-    assert.deepEqual(envLines({ url: "http://h:8080", model: "m", api: "infill", infillMaxPredictMs: 900 }).at(-1), "TAB_RELAY_INFILL_MAX_PREDICT_MS=900");
+    assert.deepEqual(
+      envLines({
+        url: "http://127.0.0.1:8000/v1",
+        model: "Qwen/Qwen2.5-Coder-7B",
+        api: "fim",
+        fimTemplate: "qwen-coder",
+      }),
+      [
+        "TAB_RELAY_UPSTREAM_URL=http://127.0.0.1:8000/v1",
+        "TAB_RELAY_UPSTREAM_MODEL=Qwen/Qwen2.5-Coder-7B",
+        "TAB_RELAY_UPSTREAM_API=fim",
+        "TAB_RELAY_FIM_TEMPLATE=qwen-coder",
+      ],
+    );
+    assert.deepEqual(
+      envLines({ url: "http://h:11434/v1", model: "qwen2.5-coder:1.5b", api: "suffix", fimTemplate: "qwen-coder" })
+        .length,
+      3,
+    );
+    assert.deepEqual(
+      envLines({ url: "http://h:8080", model: "m", api: "infill", infillMaxPredictMs: 900 }).at(-1),
+      "TAB_RELAY_INFILL_MAX_PREDICT_MS=900",
+    );
   });
 
   test("values a shell would split or expand are single-quoted", () => {
     assert.equal(shellWord("qwen2.5-coder:1.5b"), "qwen2.5-coder:1.5b");
-    assert.equal(shellWord("<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>"), "'<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>'");
+    assert.equal(
+      shellWord("<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>"),
+      "'<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>'",
+    );
     assert.equal(shellWord("it's $HOME"), "'it'\\''s $HOME'");
   });
 });

@@ -53,9 +53,15 @@ export function readModelList(json: unknown): ModelList | undefined {
     if (typeof id !== "string" || id === "") continue;
     const ownedBy = field(card, "owned_by");
     const fim = field(field(card, "capabilities"), "completion_fim");
-    models.push({ id, ...(typeof ownedBy === "string" ? { ownedBy } : {}), ...(typeof fim === "boolean" ? { fim } : {}) });
+    models.push({
+      id,
+      ...(typeof ownedBy === "string" ? { ownedBy } : {}),
+      ...(typeof fim === "boolean" ? { fim } : {}),
+    });
   }
-  const owner = models.map((model) => model.ownedBy).find((owner) => owner !== undefined && OWNERS[owner] !== undefined);
+  const owner = models
+    .map((model) => model.ownedBy)
+    .find((owner) => owner !== undefined && OWNERS[owner] !== undefined);
   if (owner === undefined) return { models };
   return { models, kind: OWNERS[owner] as ServerKind, evidence: `owned_by "${owner}" in its model list` };
 }
@@ -104,7 +110,8 @@ export interface TgiInfo {
 export function readTgiInfo(json: unknown): TgiInfo | undefined {
   const modelId = field(json, "model_id");
   if (typeof modelId !== "string") return undefined;
-  if (field(json, "router") !== "text-generation-router" && typeof field(json, "max_stop_sequences") !== "number") return undefined;
+  if (field(json, "router") !== "text-generation-router" && typeof field(json, "max_stop_sequences") !== "number")
+    return undefined;
   const version = field(json, "version");
   return { modelId, ...(typeof version === "string" ? { version } : {}) };
 }
@@ -117,7 +124,9 @@ export function isLlamaCppLoading(status: number, json: unknown): boolean {
 /** Ollama's `POST /api/show` `capabilities`: `insert` iff the model's template uses .Suffix (server/images.go goTemplateCapabilities). */
 export function readOllamaCapabilities(json: unknown): string[] | undefined {
   const capabilities = field(json, "capabilities");
-  return Array.isArray(capabilities) ? capabilities.filter((item): item is string => typeof item === "string") : undefined;
+  return Array.isArray(capabilities)
+    ? capabilities.filter((item): item is string => typeof item === "string")
+    : undefined;
 }
 
 /** Mistral's API answers at these hosts (docs.mistral.ai/capabilities/code_generation; model-servers.md §4). */
@@ -167,14 +176,27 @@ export function pickModel(models: readonly ListedModel[], given: string | undefi
   if (given !== undefined) {
     if (models.length === 0) return { id: given, why: "as given" };
     const listed = models.some((model) => sameModel(model.id, given));
-    return { id: given, why: listed ? "as given; the server lists it" : "as given; the server does not list it", listed };
+    return {
+      id: given,
+      why: listed ? "as given; the server lists it" : "as given; the server does not list it",
+      listed,
+    };
   }
   const [first] = models;
   if (first === undefined) return undefined;
   if (models.length === 1) return { id: first.id, why: "the only model the server lists", listed: true };
   const fim = models.find((model) => model.fim === true);
-  if (fim) return { id: fim.id, why: `the first of the ${models.length} listed that takes FIM (capabilities.completion_fim); choose another with --upstream-model`, listed: true };
-  return { id: first.id, why: `the first of the ${models.length} listed; choose another with --upstream-model`, listed: true };
+  if (fim)
+    return {
+      id: fim.id,
+      why: `the first of the ${models.length} listed that takes FIM (capabilities.completion_fim); choose another with --upstream-model`,
+      listed: true,
+    };
+  return {
+    id: first.id,
+    why: `the first of the ${models.length} listed; choose another with --upstream-model`,
+    listed: true,
+  };
 }
 
 /**
@@ -222,24 +244,56 @@ export function recommend(facts: ServerFacts): Recommendation {
   const family = familyForModel(model);
   const instruct = looksLikeInstruct(model);
   if (kind === "llama.cpp" && facts.infill === true) {
-    return { api: "infill", reason: "llama.cpp has /infill and the model has FIM tokens: the server writes the model's own FIM prompt, with the context from other files as input_extra" };
+    return {
+      api: "infill",
+      reason:
+        "llama.cpp has /infill and the model has FIM tokens: the server writes the model's own FIM prompt, with the context from other files as input_extra",
+    };
   }
   if (kind === "llama.cpp" && facts.infill === false) {
     return family !== undefined && !instruct
-      ? { api: "fim", fimTemplate: family, reason: `llama.cpp finds no FIM tokens in the model, but its name picks the ${family} template, which the relay writes into /v1/completions` }
-      : { api: "chat", reason: "llama.cpp finds no FIM tokens in the model, so it cannot fill in the middle; the chat mode asks an instruction model instead" };
+      ? {
+          api: "fim",
+          fimTemplate: family,
+          reason: `llama.cpp finds no FIM tokens in the model, but its name picks the ${family} template, which the relay writes into /v1/completions`,
+        }
+      : {
+          api: "chat",
+          reason:
+            "llama.cpp finds no FIM tokens in the model, so it cannot fill in the middle; the chat mode asks an instruction model instead",
+        };
   }
   if (kind === "ollama") {
-    if (facts.insert === true) return { api: "suffix", reason: "Ollama takes prompt + suffix and applies the model's own FIM template (its capabilities include insert)" };
-    if (facts.insert === false) return { api: "chat", reason: "the model's Ollama template takes no suffix (no insert capability), so it cannot fill in the middle; the chat mode asks an instruction model instead" };
+    if (facts.insert === true)
+      return {
+        api: "suffix",
+        reason:
+          "Ollama takes prompt + suffix and applies the model's own FIM template (its capabilities include insert)",
+      };
+    if (facts.insert === false)
+      return {
+        api: "chat",
+        reason:
+          "the model's Ollama template takes no suffix (no insert capability), so it cannot fill in the middle; the chat mode asks an instruction model instead",
+      };
     return instruct
-      ? { api: "chat", reason: "the name reads like an instruction (chat) model, which the chat mode asks to fill the gap" }
+      ? {
+          api: "chat",
+          reason: "the name reads like an instruction (chat) model, which the chat mode asks to fill the gap",
+        }
       : { api: "suffix", reason: "Ollama takes prompt + suffix and applies the model's own FIM template" };
   }
   if (kind === "mistral") {
     return facts.modelFim === true || (facts.modelFim === undefined && model.toLowerCase().includes("codestral"))
-      ? { api: "mistral-fim", reason: "Mistral's API fills in the middle on /v1/fim/completions with Codestral, writing the template itself" }
-      : { api: "chat", reason: "Mistral's /v1/fim/completions takes Codestral models only; the chat mode asks this one instead" };
+      ? {
+          api: "mistral-fim",
+          reason:
+            "Mistral's API fills in the middle on /v1/fim/completions with Codestral, writing the template itself",
+        }
+      : {
+          api: "chat",
+          reason: "Mistral's /v1/fim/completions takes Codestral models only; the chat mode asks this one instead",
+        };
   }
   const server = {
     tgi: "TGI refuses suffix (422)",
@@ -248,10 +302,28 @@ export function recommend(facts: ServerFacts): Recommendation {
     "openai-compatible": "the server is not known to take suffix",
     none: "the server is not known to take suffix",
   }[kind ?? "none"];
-  if (instruct) return { api: "chat", reason: "the name reads like an instruction (chat) model, which the chat mode asks to fill the gap" };
-  if (family !== undefined) return { api: "fim", fimTemplate: family, reason: `${server}, so the relay writes the model's own FIM prompt; the name picks the ${family} template` };
-  if (looksLikeCode(model)) return { api: "fim", reason: `${server}, so the relay writes the model's FIM prompt, but the name matches no template family`, advice: TEMPLATE_ADVICE };
-  return { api: "chat", reason: "the name matches no FIM template family and does not read like a code model; chat works with any instruction model (for a base code model, use fim with TAB_RELAY_FIM_TEMPLATE)" };
+  if (instruct)
+    return {
+      api: "chat",
+      reason: "the name reads like an instruction (chat) model, which the chat mode asks to fill the gap",
+    };
+  if (family !== undefined)
+    return {
+      api: "fim",
+      fimTemplate: family,
+      reason: `${server}, so the relay writes the model's own FIM prompt; the name picks the ${family} template`,
+    };
+  if (looksLikeCode(model))
+    return {
+      api: "fim",
+      reason: `${server}, so the relay writes the model's FIM prompt, but the name matches no template family`,
+      advice: TEMPLATE_ADVICE,
+    };
+  return {
+    api: "chat",
+    reason:
+      "the name matches no FIM template family and does not read like a code model; chat works with any instruction model (for a base code model, use fim with TAB_RELAY_FIM_TEMPLATE)",
+  };
 }
 
 /** A value as a POSIX shell word: bare when safe, else single-quoted. */
@@ -269,8 +341,14 @@ export interface EnvSettings {
 
 /** The environment lines for `tab-relay serve`, in the order the README lists the settings. */
 export function envLines(settings: EnvSettings): string[] {
-  const lines = [`TAB_RELAY_UPSTREAM_URL=${shellWord(settings.url)}`, `TAB_RELAY_UPSTREAM_MODEL=${shellWord(settings.model)}`, `TAB_RELAY_UPSTREAM_API=${settings.api}`];
-  if (settings.api === "fim" && settings.fimTemplate !== undefined) lines.push(`TAB_RELAY_FIM_TEMPLATE=${shellWord(settings.fimTemplate)}`);
-  if (settings.api === "infill" && settings.infillMaxPredictMs !== undefined) lines.push(`TAB_RELAY_INFILL_MAX_PREDICT_MS=${settings.infillMaxPredictMs}`);
+  const lines = [
+    `TAB_RELAY_UPSTREAM_URL=${shellWord(settings.url)}`,
+    `TAB_RELAY_UPSTREAM_MODEL=${shellWord(settings.model)}`,
+    `TAB_RELAY_UPSTREAM_API=${settings.api}`,
+  ];
+  if (settings.api === "fim" && settings.fimTemplate !== undefined)
+    lines.push(`TAB_RELAY_FIM_TEMPLATE=${shellWord(settings.fimTemplate)}`);
+  if (settings.api === "infill" && settings.infillMaxPredictMs !== undefined)
+    lines.push(`TAB_RELAY_INFILL_MAX_PREDICT_MS=${settings.infillMaxPredictMs}`);
   return lines;
 }

@@ -5,7 +5,17 @@ import { type DoctorCheck, type ExitCode, jsonReport, runChecks, textReport } fr
 import { createProbeClient } from "./http";
 import { upstreamCheck } from "./upstreamCheck";
 
-export { type CheckResult, type CheckStatus, type DoctorCheck, type DoctorReport, type ExitCode, exitCodeOf, jsonReport, runChecks, textReport } from "./checks";
+export {
+  type CheckResult,
+  type CheckStatus,
+  type DoctorCheck,
+  type DoctorReport,
+  type ExitCode,
+  exitCodeOf,
+  jsonReport,
+  runChecks,
+  textReport,
+} from "./checks";
 
 export interface DoctorOutput {
   /** One JSON object instead of the text report and its progress lines. */
@@ -29,9 +39,16 @@ const NO_MORE_CHECKS: MoreChecks = { checks: [], secrets: [], close: async () =>
  * lines as they come and the report at the end, and returns the exit code. The upstream API key and the other
  * secrets never reach the output, even when a server echoes them back.
  */
-export async function runDoctor(config: DoctorConfig | undefined, output: DoctorOutput, more: MoreChecks = NO_MORE_CHECKS): Promise<ExitCode> {
-  const secrets = [config?.upstreamApiKey, ...more.secrets].filter((secret): secret is string => secret !== undefined && secret !== "");
-  const write = (text: string) => output.write(secrets.reduce((shown, secret) => shown.split(secret).join("[redacted]"), text));
+export async function runDoctor(
+  config: DoctorConfig | undefined,
+  output: DoctorOutput,
+  more: MoreChecks = NO_MORE_CHECKS,
+): Promise<ExitCode> {
+  const secrets = [config?.upstreamApiKey, ...more.secrets].filter(
+    (secret): secret is string => secret !== undefined && secret !== "",
+  );
+  const write = (text: string) =>
+    output.write(secrets.reduce((shown, secret) => shown.split(secret).join("[redacted]"), text));
   const probe = createProbeClient();
   const post = createHttpPost({ maxSockets: 2 });
   try {

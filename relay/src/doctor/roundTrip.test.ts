@@ -29,18 +29,34 @@ describe("doctor's test completion", () => {
 
   test("goes through the relay's provider in the given mode and times the first fragment and the end", async () => {
     vllm.enqueue({ text: ["return", " a + b;"] });
-    const trip = await sendTestCompletion({ ...settings, api: "fim", url: `${vllm.origin}/v1`, fimTemplate: "qwen-coder" }, { post, clock: steppingClock() });
-    assert.deepEqual(trip, { ok: true, url: `${vllm.origin}/v1/completions`, status: 200, text: "return a + b;", firstFragmentMs: 5, totalMs: 10 });
+    const trip = await sendTestCompletion(
+      { ...settings, api: "fim", url: `${vllm.origin}/v1`, fimTemplate: "qwen-coder" },
+      { post, clock: steppingClock() },
+    );
+    assert.deepEqual(trip, {
+      ok: true,
+      url: `${vllm.origin}/v1/completions`,
+      status: 200,
+      text: "return a + b;",
+      firstFragmentMs: 5,
+      totalMs: 10,
+    });
     const body = vllm.requests.at(-1)?.body as Record<string, unknown>;
     assert.equal(body["prompt"], "<|fim_prefix|>function add(a, b) {\n  <|fim_suffix|>\n}\n<|fim_middle|>");
     assert.deepEqual([body["max_tokens"], body["temperature"]], [16, 0.2]);
   });
 
   test("a refusal carries the upstream's error, its status and the relay's hint", async () => {
-    const trip = await sendTestCompletion({ ...settings, api: "suffix", url: `${vllm.origin}/v1` }, { post, clock: steppingClock() });
+    const trip = await sendTestCompletion(
+      { ...settings, api: "suffix", url: `${vllm.origin}/v1` },
+      { post, clock: steppingClock() },
+    );
     assert.equal(trip.ok, false);
     assert.equal(trip.status, 400);
-    assert.equal(trip.error, "Upstream answered 400: suffix is not currently supported. Hint: this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim");
+    assert.equal(
+      trip.error,
+      "Upstream answered 400: suffix is not currently supported. Hint: this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim",
+    );
     assert.equal(trip.hint, "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim");
     assert.equal(trip.text, "");
     assert.equal(trip.firstFragmentMs, undefined);
@@ -48,13 +64,19 @@ describe("doctor's test completion", () => {
 
   test("a server that took the request but is the wrong kind works, with the relay's hint", async () => {
     llama.enqueue("a + b;");
-    const trip = await sendTestCompletion({ ...settings, model: llama.model, api: "suffix", url: `${llama.origin}/v1` }, { post, clock: steppingClock() });
+    const trip = await sendTestCompletion(
+      { ...settings, model: llama.model, api: "suffix", url: `${llama.origin}/v1` },
+      { post, clock: steppingClock() },
+    );
     assert.deepEqual([trip.ok, trip.text], [true, "a + b;"]);
     assert.match(trip.hint ?? "", /^this server looks like llama\.cpp .* set TAB_RELAY_UPSTREAM_API=infill/);
   });
 
   test("nothing listening is a failure without a status", async () => {
-    const trip = await sendTestCompletion({ ...settings, api: "chat", url: "http://127.0.0.1:1/v1" }, { post, clock: steppingClock() });
+    const trip = await sendTestCompletion(
+      { ...settings, api: "chat", url: "http://127.0.0.1:1/v1" },
+      { post, clock: steppingClock() },
+    );
     assert.deepEqual([trip.ok, trip.status], [false, undefined]);
     assert.match(trip.error ?? "", /^Upstream connection failed: .*ECONNREFUSED/);
   });

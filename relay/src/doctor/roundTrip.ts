@@ -50,8 +50,17 @@ export interface RoundTrip {
  * One completion through the relay's own provider (the same mode, request body, stream reading and hints as
  * `tab-relay serve`), timed from the request to the first fragment and to the end.
  */
-export async function sendTestCompletion(settings: RoundTripSettings, deps: { post: HttpPost; clock: WallClock }): Promise<RoundTrip> {
-  const mode = upstreamMode({ api: settings.api, baseUrl: settings.url, model: settings.model, fimTemplate: settings.fimTemplate, infillMaxPredictMs: settings.infillMaxPredictMs });
+export async function sendTestCompletion(
+  settings: RoundTripSettings,
+  deps: { post: HttpPost; clock: WallClock },
+): Promise<RoundTrip> {
+  const mode = upstreamMode({
+    api: settings.api,
+    baseUrl: settings.url,
+    model: settings.model,
+    fimTemplate: settings.fimTemplate,
+    infillMaxPredictMs: settings.infillMaxPredictMs,
+  });
   const hints: string[] = [];
   let status: number | undefined;
   const post: HttpPost = async (url, init) => {
@@ -81,10 +90,14 @@ export async function sendTestCompletion(settings: RoundTripSettings, deps: { po
     ...extra,
   });
   try {
-    await provider.complete({ context: TEST_CONTEXT, maxTokens: TEST_MAX_TOKENS, temperature: TAB_DEFAULTS.temperature }, new AbortController().signal, (fragment) => {
-      firstFragmentMs ??= Math.round(deps.clock.now() - started);
-      text += fragment;
-    });
+    await provider.complete(
+      { context: TEST_CONTEXT, maxTokens: TEST_MAX_TOKENS, temperature: TAB_DEFAULTS.temperature },
+      new AbortController().signal,
+      (fragment) => {
+        firstFragmentMs ??= Math.round(deps.clock.now() - started);
+        text += fragment;
+      },
+    );
     return result({ ok: true });
   } catch (error) {
     return result({ error: error instanceof Error ? error.message : String(error) });

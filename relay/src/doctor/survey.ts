@@ -93,7 +93,15 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
   const urls = serverUrls(options.url);
   const headers: Record<string, string> = { accept: "application/json" };
   if (options.apiKey) headers["authorization"] = `Bearer ${options.apiKey}`;
-  const survey: Survey = { given: urls.given, root: urls.root, base: urls.bases[0] as string, baseNote: "", probes: [], reachable: false, models: [] };
+  const survey: Survey = {
+    given: urls.given,
+    root: urls.root,
+    base: urls.bases[0] as string,
+    baseNote: "",
+    probes: [],
+    reachable: false,
+    models: [],
+  };
 
   const ask = async (method: "GET" | "POST", url: string, body?: unknown): Promise<Answer> => {
     const started = deps.clock.now();
@@ -119,7 +127,8 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
       return { status: response.status, json, text: response.text, line };
     } catch (error) {
       line.ms = Math.round(deps.clock.now() - started);
-      line.error = error instanceof ProbeFailure ? error.reason : error instanceof Error ? error.message : String(error);
+      line.error =
+        error instanceof ProbeFailure ? error.reason : error instanceof Error ? error.message : String(error);
       return { text: "", line };
     }
   };
@@ -157,7 +166,11 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
     if (answer.status === 401 || answer.status === 403 || survey.loading || index === urls.bases.length - 1) break;
   }
   survey.baseNote =
-    survey.base === urls.given ? (urls.bases.length === 1 ? "as given" : "as given; it serves no /v1/models, so no /v1 was added") : "the URL given plus /v1";
+    survey.base === urls.given
+      ? urls.bases.length === 1
+        ? "as given"
+        : "as given; it serves no /v1/models, so no /v1 was added"
+      : "the URL given plus /v1";
   if (survey.kind === undefined) {
     const host = kindFromHost(urls.given);
     if (host) identified(host, "the host name");
@@ -211,10 +224,23 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
     if (!survey.loading) {
       // llama.vscode's cache-warming request (n_predict 0, model-servers.md §7.7): the model evaluates the
       // prompt and writes nothing. A model without FIM tokens answers 501 before the body is read (§2.1).
-      const infill = await ask("POST", `${urls.root}/infill`, { input_prefix: "", input_suffix: "", n_predict: 0, cache_prompt: false, stream: false });
+      const infill = await ask("POST", `${urls.root}/infill`, {
+        input_prefix: "",
+        input_suffix: "",
+        n_predict: 0,
+        cache_prompt: false,
+        stream: false,
+      });
       if (infill.status === 200) survey.infill = true;
       if (infill.status === 501) survey.infill = false;
-      report(infill, infill.status === 200 ? "the model has FIM tokens" : infill.status === 501 ? `the model has no FIM tokens (${errorMessage(infill)})` : told(infill));
+      report(
+        infill,
+        infill.status === 200
+          ? "the model has FIM tokens"
+          : infill.status === 501
+            ? `the model has no FIM tokens (${errorMessage(infill)})`
+            : told(infill),
+      );
     }
   }
   if (survey.kind === "ollama" && model) {
@@ -231,7 +257,8 @@ export async function surveyServer(options: SurveyOptions, deps: SurveyDeps): Pr
 }
 
 export function describeServer(survey: Survey): string {
-  if (survey.kind === undefined) return "not recognised: none of the routes that tell model servers apart answered as one";
+  if (survey.kind === undefined)
+    return "not recognised: none of the routes that tell model servers apart answered as one";
   return `${SERVER_NAMES[survey.kind]}${survey.version ? ` ${survey.version}` : ""}, known by ${survey.evidence}`;
 }
 
@@ -251,7 +278,8 @@ function describeProps(props: LlamaCppProps): string {
 /** What an answer that told nothing particular says: no answer, no route, a refusal, or the server's message. */
 function told(answer: Answer): string {
   if (answer.status === undefined) return answer.line.error ?? "unknown error";
-  if (answer.status === 401 || answer.status === 403) return `refused: ${errorMessage(answer) || `HTTP ${answer.status}`}`;
+  if (answer.status === 401 || answer.status === 403)
+    return `refused: ${errorMessage(answer) || `HTTP ${answer.status}`}`;
   if (answer.status === 404 || answer.status === 405) return "no such route";
   if (answer.status >= 200 && answer.status < 300) return "not what this server kind answers";
   return errorMessage(answer) || `HTTP ${answer.status}`;

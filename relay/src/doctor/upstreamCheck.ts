@@ -37,7 +37,12 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
     async run(progress) {
       progress(`Checking the model server at ${config.upstreamUrl}`);
       const survey = await surveyServer(
-        { url: config.upstreamUrl, model: config.upstreamModel, apiKey: config.upstreamApiKey, timeoutMs: Math.min(PROBE_TIMEOUT_MS, config.upstreamTimeoutMs) },
+        {
+          url: config.upstreamUrl,
+          model: config.upstreamModel,
+          apiKey: config.upstreamApiKey,
+          timeoutMs: Math.min(PROBE_TIMEOUT_MS, config.upstreamTimeoutMs),
+        },
         { probe: deps.probe, clock: deps.clock, progress: (line) => progress(probeLine(line)) },
       );
       const lines: string[] = [""];
@@ -46,7 +51,14 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
         base_url: survey.base,
         root_url: survey.root,
         probes: survey.probes.map(probeJson),
-        server: survey.kind ? { kind: survey.kind, name: SERVER_NAMES[survey.kind], version: survey.version ?? null, evidence: survey.evidence ?? null } : null,
+        server: survey.kind
+          ? {
+              kind: survey.kind,
+              name: SERVER_NAMES[survey.kind],
+              version: survey.version ?? null,
+              evidence: survey.evidence ?? null,
+            }
+          : null,
         models: survey.models.map((model) => model.id),
         model: survey.model ? { id: survey.model.id, why: survey.model.why } : null,
         recommendation: null,
@@ -65,17 +77,26 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
       if (!survey.reachable) {
         const why = survey.probes[0]?.error ?? "no answer";
         lines.push(`Nothing answered at ${survey.given} (${why}).`);
-        return done("unreachable", `nothing answered at ${survey.given} (${why})`, "check TAB_RELAY_UPSTREAM_URL (scheme, host and port) and that the model server is running");
+        return done(
+          "unreachable",
+          `nothing answered at ${survey.given} (${why})`,
+          "check TAB_RELAY_UPSTREAM_URL (scheme, host and port) and that the model server is running",
+        );
       }
       lines.push(row("Server", describeServer(survey)));
       lines.push(row("Base URL", `${survey.base} (${survey.baseNote})`));
       const auth = survey.authRefused ? keyAdvice(config.upstreamApiKey !== undefined) : undefined;
       if (!survey.model) {
         lines.push(row("Model", "none: the server listed no model"));
-        return done("failed", "the server answered, but doctor found no model to try", auth ?? "give the model the server serves with --upstream-model (TAB_RELAY_UPSTREAM_MODEL)");
+        return done(
+          "failed",
+          "the server answered, but doctor found no model to try",
+          auth ?? "give the model the server serves with --upstream-model (TAB_RELAY_UPSTREAM_MODEL)",
+        );
       }
       lines.push(row("Model", `${survey.model.id} (${survey.model.why})`));
-      if (survey.loading) return done("failed", "llama.cpp is still loading the model", "run doctor again once GET /health answers 200");
+      if (survey.loading)
+        return done("failed", "llama.cpp is still loading the model", "run doctor again once GET /health answers 200");
 
       // The name that tells the model's family: TGI's own model id, whatever name requests give.
       const modelName = survey.servedModel ?? survey.model.id;
@@ -86,20 +107,39 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
         ...(survey.insert === undefined ? {} : { insert: survey.insert }),
         ...(survey.modelFim === undefined ? {} : { modelFim: survey.modelFim }),
       });
-      details["recommendation"] = { api: recommendation.api, fim_template: recommendation.fimTemplate ?? null, reason: recommendation.reason, advice: recommendation.advice ?? null };
+      details["recommendation"] = {
+        api: recommendation.api,
+        fim_template: recommendation.fimTemplate ?? null,
+        reason: recommendation.reason,
+        advice: recommendation.advice ?? null,
+      };
       const api = config.upstreamApi ?? recommendation.api;
       const tried: Tried = {
         api,
-        fimTemplate: api === "fim" ? (config.fimTemplate ?? (config.upstreamApi === undefined ? recommendation.fimTemplate : familyForModel(modelName))) : undefined,
+        fimTemplate:
+          api === "fim"
+            ? (config.fimTemplate ??
+              (config.upstreamApi === undefined ? recommendation.fimTemplate : familyForModel(modelName)))
+            : undefined,
         source: config.upstreamApi === undefined ? "recommended" : "given",
         // llama.cpp's /infill is on the root; the README's examples give infill the root URL.
         url: api === "infill" ? survey.root : survey.base,
       };
-      details["tried"] = { api: tried.api, fim_template: tried.fimTemplate ?? null, source: tried.source, url: tried.url };
+      details["tried"] = {
+        api: tried.api,
+        fim_template: tried.fimTemplate ?? null,
+        source: tried.source,
+        url: tried.url,
+      };
       lines.push(row("Mode", describeMode(tried, recommendation)));
-      if (config.fimTemplate !== undefined && api !== "fim") lines.push(row("", `TAB_RELAY_FIM_TEMPLATE is left out: it applies to fim only`));
+      if (config.fimTemplate !== undefined && api !== "fim")
+        lines.push(row("", `TAB_RELAY_FIM_TEMPLATE is left out: it applies to fim only`));
       if (api === "fim" && tried.fimTemplate === undefined) {
-        return done("failed", "fim needs the model's FIM template, and the model name matches no family", recommendation.advice ?? TEMPLATE_ADVICE);
+        return done(
+          "failed",
+          "fim needs the model's FIM template, and the model name matches no family",
+          recommendation.advice ?? TEMPLATE_ADVICE,
+        );
       }
 
       const env = envLines({
@@ -107,37 +147,73 @@ export function upstreamCheck(config: DoctorConfig, deps: UpstreamCheckDeps): Do
         model: survey.model.id,
         api: tried.api,
         fimTemplate: tried.fimTemplate,
-        infillMaxPredictMs: config.infillMaxPredictMs === DEFAULT_INFILL_MAX_PREDICT_MS ? undefined : config.infillMaxPredictMs,
+        infillMaxPredictMs:
+          config.infillMaxPredictMs === DEFAULT_INFILL_MAX_PREDICT_MS ? undefined : config.infillMaxPredictMs,
       });
       details["env"] = env;
       progress(`Sending one completion (${modeName(tried)}, at most ${TEST_MAX_TOKENS} tokens)…`);
       const trip = await sendTestCompletion(
-        { api: tried.api, url: tried.url, model: survey.model.id, fimTemplate: tried.fimTemplate, infillMaxPredictMs: config.infillMaxPredictMs, apiKey: config.upstreamApiKey, timeoutMs: config.upstreamTimeoutMs },
+        {
+          api: tried.api,
+          url: tried.url,
+          model: survey.model.id,
+          fimTemplate: tried.fimTemplate,
+          infillMaxPredictMs: config.infillMaxPredictMs,
+          apiKey: config.upstreamApiKey,
+          timeoutMs: config.upstreamTimeoutMs,
+        },
         { post: deps.post, clock: deps.clock },
       );
       details["completion"] = completionJson(trip);
       lines.push(row("Completion", `POST ${trip.url}`));
       if (trip.ok) {
-        lines.push(row("", `${trip.text === "" ? "(the model wrote nothing)" : quoted(trip.text)}: first fragment after ${trip.firstFragmentMs === undefined ? "-" : `${trip.firstFragmentMs} ms`}, done after ${trip.totalMs} ms`));
+        lines.push(
+          row(
+            "",
+            `${trip.text === "" ? "(the model wrote nothing)" : quoted(trip.text)}: first fragment after ${trip.firstFragmentMs === undefined ? "-" : `${trip.firstFragmentMs} ms`}, done after ${trip.totalMs} ms`,
+          ),
+        );
       } else {
         lines.push(row("", `failed after ${trip.totalMs} ms: ${trip.error ?? "unknown error"}`));
       }
-      if (trip.hint !== undefined && (trip.ok || !(trip.error ?? "").includes(trip.hint))) lines.push(row("Hint", trip.hint));
+      if (trip.hint !== undefined && (trip.ok || !(trip.error ?? "").includes(trip.hint)))
+        lines.push(row("Hint", trip.hint));
       const keyLine = config.upstreamApiKey ? ["  (and TAB_RELAY_UPSTREAM_API_KEY, which doctor does not print)"] : [];
       if (trip.ok) {
-        lines.push("", "The round trip works. Start the relay with:", "", ...env.map((line) => `  ${line}`), ...keyLine);
-        return done("ok", `${survey.kind ? SERVER_NAMES[survey.kind] : "the server"} answered a ${modeName(tried)} completion in ${trip.totalMs} ms`);
+        lines.push(
+          "",
+          "The round trip works. Start the relay with:",
+          "",
+          ...env.map((line) => `  ${line}`),
+          ...keyLine,
+        );
+        return done(
+          "ok",
+          `${survey.kind ? SERVER_NAMES[survey.kind] : "the server"} answered a ${modeName(tried)} completion in ${trip.totalMs} ms`,
+        );
       }
-      lines.push("", "The server answered, but the completion failed. The settings doctor tried:", "", ...env.map((line) => `  ${line}`), ...keyLine);
-      const refused = trip.status === 401 || trip.status === 403 ? keyAdvice(config.upstreamApiKey !== undefined) : undefined;
-      return done("failed", `the ${modeName(tried)} completion failed: ${trip.error ?? "unknown error"}`, failureAdvice(tried, recommendation, refused ?? auth));
+      lines.push(
+        "",
+        "The server answered, but the completion failed. The settings doctor tried:",
+        "",
+        ...env.map((line) => `  ${line}`),
+        ...keyLine,
+      );
+      const refused =
+        trip.status === 401 || trip.status === 403 ? keyAdvice(config.upstreamApiKey !== undefined) : undefined;
+      return done(
+        "failed",
+        `the ${modeName(tried)} completion failed: ${trip.error ?? "unknown error"}`,
+        failureAdvice(tried, recommendation, refused ?? auth),
+      );
     },
   };
 }
 
 function failureAdvice(tried: Tried, recommendation: Recommendation, auth: string | undefined): string | undefined {
   if (auth !== undefined) return auth;
-  if (tried.source === "given" && tried.api !== recommendation.api) return `TAB_RELAY_UPSTREAM_API=${tried.api} was given; for this server doctor recommends ${recommendation.api} (${recommendation.reason})`;
+  if (tried.source === "given" && tried.api !== recommendation.api)
+    return `TAB_RELAY_UPSTREAM_API=${tried.api} was given; for this server doctor recommends ${recommendation.api} (${recommendation.reason})`;
   return undefined;
 }
 
@@ -166,12 +242,20 @@ function row(label: string, text: string): string {
 }
 
 function probeLine(line: ProbeLine): string {
-  if (line.status === undefined) return `  ${line.method.padEnd(4)} ${line.url} → no answer after ${line.ms} ms: ${line.told}`;
+  if (line.status === undefined)
+    return `  ${line.method.padEnd(4)} ${line.url} → no answer after ${line.ms} ms: ${line.told}`;
   return `  ${line.method.padEnd(4)} ${line.url} → ${line.status} in ${line.ms} ms: ${line.told}`;
 }
 
 function probeJson(line: ProbeLine): Record<string, unknown> {
-  return { method: line.method, url: line.url, status: line.status ?? null, ms: line.ms, error: line.error ?? null, told: line.told };
+  return {
+    method: line.method,
+    url: line.url,
+    status: line.status ?? null,
+    ms: line.ms,
+    error: line.error ?? null,
+    told: line.told,
+  };
 }
 
 function completionJson(trip: RoundTrip): Record<string, unknown> {

@@ -45,7 +45,8 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
   };
   return async function authenticate(req, _res, next) {
     const header = req.headers.authorization;
-    const sessionToken = header === undefined ? readCookie(req.headers.cookie, sessionCookieName(deps.links.base())) : undefined;
+    const sessionToken =
+      header === undefined ? readCookie(req.headers.cookie, sessionCookieName(deps.links.base())) : undefined;
     if (sessionToken !== undefined) {
       const { resolved, error } = await resolveSession(deps.store, deps.clock, sessionToken);
       if (resolved) {
@@ -54,17 +55,27 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
       }
       if (error) req.authError = error;
       // A cookie arrives with every request the browser makes, from any site; only the console can read the CSRF token.
-      if (!error && !SAFE_METHODS.has(req.method) && !csrfMatches(sessionToken, headerValue(req.headers[CSRF_HEADER]))) {
+      if (
+        !error &&
+        !SAFE_METHODS.has(req.method) &&
+        !csrfMatches(sessionToken, headerValue(req.headers[CSRF_HEADER]))
+      ) {
         req.authError = new RelayError("FORBIDDEN", "Missing or wrong X-CSRF-Token header for this session");
       }
       return next();
     }
     if (header === undefined) {
-      req.authError = new RelayError("UNAUTHORIZED", "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`");
+      req.authError = new RelayError(
+        "UNAUTHORIZED",
+        "Missing API key: there is no Authorization header; send `Authorization: Bearer <API key>`",
+      );
       return next();
     }
     if (NO_KEY.test(header)) {
-      req.authError = new RelayError("UNAUTHORIZED", "Missing API key: the Authorization header holds none (is the variable meant to hold it empty?); send `Authorization: Bearer <API key>`");
+      req.authError = new RelayError(
+        "UNAUTHORIZED",
+        "Missing API key: the Authorization header holds none (is the variable meant to hold it empty?); send `Authorization: Bearer <API key>`",
+      );
       return next();
     }
     const token = bearerToken(header);

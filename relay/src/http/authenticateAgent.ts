@@ -10,12 +10,26 @@ import type { AgentCaller } from "./context";
  * malformed, unknown, replaced, removed) or AGENT_PAUSED (with the agent, which is still known). The Agent API and
  * Socket Mode's handshake both ask this.
  */
-export async function resolveAgentToken(store: Store, header: string | undefined): Promise<{ caller?: AgentCaller; error?: RelayError }> {
+export async function resolveAgentToken(
+  store: Store,
+  header: string | undefined,
+): Promise<{ caller?: AgentCaller; error?: RelayError }> {
   const token = bearerToken(header);
-  if (token === undefined) return { error: new RelayError("INVALID_TOKEN", "Send the agent token as `Authorization: Bearer <token>`") };
+  if (token === undefined)
+    return { error: new RelayError("INVALID_TOKEN", "Send the agent token as `Authorization: Bearer <token>`") };
   const caller = looksLikeAgentToken(token) ? await store.agents.findByTokenHash(hashSecret(token)) : undefined;
-  if (!caller) return { error: new RelayError("INVALID_TOKEN", "Invalid agent token: it is unknown, was replaced, or the agent was removed") };
-  if (caller.agent.state === "paused") return { caller, error: new RelayError("AGENT_PAUSED", "This agent is paused; someone must resume it in the workspace") };
+  if (!caller)
+    return {
+      error: new RelayError(
+        "INVALID_TOKEN",
+        "Invalid agent token: it is unknown, was replaced, or the agent was removed",
+      ),
+    };
+  if (caller.agent.state === "paused")
+    return {
+      caller,
+      error: new RelayError("AGENT_PAUSED", "This agent is paused; someone must resume it in the workspace"),
+    };
   return { caller };
 }
 

@@ -16,7 +16,12 @@ export function createJsonBody(limitBytes: number): RequestHandler {
     if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
     const type = req.headers["content-type"] ?? "";
     if (!JSON_TYPE.test(type)) {
-      return next(new RelayError("UNSUPPORTED_MEDIA_TYPE", "Content-Type: the body must be JSON; send `Content-Type: application/json`"));
+      return next(
+        new RelayError(
+          "UNSUPPORTED_MEDIA_TYPE",
+          "Content-Type: the body must be JSON; send `Content-Type: application/json`",
+        ),
+      );
     }
     const charset = CHARSET.exec(type)?.[1]?.toLowerCase();
     if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
@@ -49,7 +54,8 @@ export function createJsonBody(limitBytes: number): RequestHandler {
     req.on("error", () => fail(new RelayError("VALIDATION_ERROR", "body: not received completely")));
     req.on("end", () => {
       if (failed) return;
-      const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      const text =
+        chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8");
       try {
         req.body = JSON.parse(text) as unknown;
       } catch {

@@ -4,7 +4,10 @@ import { describe, test } from "node:test";
 import { createClientAddress } from "./clientAddress";
 
 function request(remoteAddress: string | undefined, forwarded?: string): IncomingMessage {
-  return { socket: { remoteAddress }, headers: forwarded === undefined ? {} : { "x-forwarded-for": forwarded } } as unknown as IncomingMessage;
+  return {
+    socket: { remoteAddress },
+    headers: forwarded === undefined ? {} : { "x-forwarded-for": forwarded },
+  } as unknown as IncomingMessage;
 }
 
 describe("createClientAddress", () => {

@@ -18,7 +18,8 @@ const UNKNOWN = "unknown";
  */
 export function createClientAddress(trust: TrustProxy): ClientAddress {
   if (trust === false) return (req) => req.socket.remoteAddress ?? UNKNOWN;
-  const trusted = typeof trust === "number" ? (_address: string, hop: number) => hop < trust : proxyAddr.compile([...trust]);
+  const trusted =
+    typeof trust === "number" ? (_address: string, hop: number) => hop < trust : proxyAddr.compile([...trust]);
   return function clientAddress(req) {
     // proxy-addr starts from the socket's address; without one there is nothing to walk from.
     if (req.socket.remoteAddress === undefined) return UNKNOWN;

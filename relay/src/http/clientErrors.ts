@@ -29,7 +29,11 @@ export interface HttpTimeouts {
  * connection a minute at a time), 30 s for the whole request (the default body limit, 512 KiB, needs 17 KiB/s;
  * Node's default is 300 s).
  */
-export const HTTP_TIMEOUTS: Readonly<HttpTimeouts> = Object.freeze({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, checkIntervalMs: 1_000 });
+export const HTTP_TIMEOUTS: Readonly<HttpTimeouts> = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  checkIntervalMs: 1_000,
+});
 
 /**
  * After answering on a connection it is about to close, the relay reads and discards what the client still sends
@@ -54,7 +58,10 @@ function inFlight(socket: Duplex): ServerResponse | undefined {
  * codes, listed in deps/llhttp/include/llhttp.h) or one that did not arrive in time. Undefined for a failure of the
  * connection itself (a reset, a broken pipe): nobody is left to answer.
  */
-export function clientErrorAnswer(error: ParseError, context: { bodyStarted: boolean; timeouts: Readonly<HttpTimeouts> }): RelayError | undefined {
+export function clientErrorAnswer(
+  error: ParseError,
+  context: { bodyStarted: boolean; timeouts: Readonly<HttpTimeouts> },
+): RelayError | undefined {
   const invalid = (message: string) => new RelayError("VALIDATION_ERROR", message);
   const reason = error.reason ?? "";
   switch (error.code) {
@@ -64,13 +71,19 @@ export function clientErrorAnswer(error: ParseError, context: { bodyStarted: boo
         : invalid(`headers: not received completely within ${context.timeouts.headersTimeoutMs / 1000} s`);
     case "HPE_HEADER_OVERFLOW":
       // No 431 in the error table: a 400 that says which limit the request broke.
-      return invalid(`headers: the request line and headers are larger than ${Math.round(maxHeaderSize / 1024)} KiB together`);
+      return invalid(
+        `headers: the request line and headers are larger than ${Math.round(maxHeaderSize / 1024)} KiB together`,
+      );
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
       return new RelayError("PAYLOAD_TOO_LARGE", "body: chunk extensions are larger than 16 KiB");
     case "HPE_INVALID_METHOD":
-      return invalid("method: not an HTTP method (a request starts with a method such as GET or POST; this relay speaks plain HTTP/1.1 here, not TLS)");
+      return invalid(
+        "method: not an HTTP method (a request starts with a method such as GET or POST; this relay speaks plain HTTP/1.1 here, not TLS)",
+      );
     case "HPE_INVALID_URL":
-      return invalid("path: holds a character that must be percent-encoded (a space, a control character or a byte beyond ASCII)");
+      return invalid(
+        "path: holds a character that must be percent-encoded (a space, a control character or a byte beyond ASCII)",
+      );
     case "HPE_INVALID_CONSTANT":
     case "HPE_INVALID_VERSION":
       return invalid("request: the request line must be a method, a path and HTTP/1.1, separated by single spaces");
@@ -80,23 +93,34 @@ export function clientErrorAnswer(error: ParseError, context: { bodyStarted: boo
     case "HPE_LF_EXPECTED":
     case "HPE_CR_EXPECTED":
       if (reason === "Invalid header value char") return invalid("headers: a value holds a control character");
-      if (/whitespace/i.test(reason)) return invalid("headers: a line folded onto the next (obs-fold) or a space before a colon is not accepted");
-      return invalid("headers: each line must be a name of token characters, a colon and a value (a name holds no spaces, colons or bytes beyond ASCII)");
+      if (/whitespace/i.test(reason))
+        return invalid("headers: a line folded onto the next (obs-fold) or a space before a colon is not accepted");
+      return invalid(
+        "headers: each line must be a name of token characters, a colon and a value (a name holds no spaces, colons or bytes beyond ASCII)",
+      );
     case "HPE_INVALID_CONTENT_LENGTH":
       return invalid("Content-Length: must be a decimal number of bytes");
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
-      return /transfer-encoding/i.test(reason) ? invalid("Content-Length: not allowed together with Transfer-Encoding (RFC 9112 §6.3)") : invalid("Content-Length: sent more than once");
+      return /transfer-encoding/i.test(reason)
+        ? invalid("Content-Length: not allowed together with Transfer-Encoding (RFC 9112 §6.3)")
+        : invalid("Content-Length: sent more than once");
     case "HPE_INVALID_TRANSFER_ENCODING":
       return /content-length/i.test(reason)
         ? invalid("Transfer-Encoding: not allowed together with Content-Length (RFC 9112 §6.3)")
         : invalid("Transfer-Encoding: must be chunked, the last coding of the list");
     case "HPE_INVALID_CHUNK_SIZE":
     case "HPE_STRICT":
-      return invalid("body: the chunked framing is broken (a chunk is a hexadecimal size, CRLF, that many bytes, CRLF)");
+      return invalid(
+        "body: the chunked framing is broken (a chunk is a hexadecimal size, CRLF, that many bytes, CRLF)",
+      );
     case "HPE_INVALID_EOF_STATE":
-      return context.bodyStarted ? invalid("body: not received completely (the client closed its side first)") : invalid("request: ended before its headers did");
+      return context.bodyStarted
+        ? invalid("body: not received completely (the client closed its side first)")
+        : invalid("request: ended before its headers did");
     default:
-      return error.code?.startsWith("HPE_") ? invalid(`request: not valid HTTP/1.1 (${reason || error.code})`) : undefined;
+      return error.code?.startsWith("HPE_")
+        ? invalid(`request: not valid HTTP/1.1 (${reason || error.code})`)
+        : undefined;
   }
 }
 
@@ -104,7 +128,11 @@ export function clientErrorAnswer(error: ParseError, context: { bodyStarted: boo
  * Writes `error` as a whole HTTP/1.1 response in the API's envelope on a connection the relay then closes: its side
  * first, then, once the client has closed too or after LINGER_MS, the socket.
  */
-export function endWithError(socket: Duplex, error: RelayError, options: { now: number; headers?: Readonly<Record<string, string>> }): void {
+export function endWithError(
+  socket: Duplex,
+  error: RelayError,
+  options: { now: number; headers?: Readonly<Record<string, string>> },
+): void {
   const body = JSON.stringify(error.toBody());
   const extra = Object.entries({ ...options.headers, ...error.headers })
     .map(([name, value]) => `${name}: ${value}\r\n`)
@@ -127,7 +155,10 @@ export function endWithError(socket: Duplex, error: RelayError, options: { now: 
  * (which Node would close without a word) and an `Expect` other than 100-continue (which Node would answer with a
  * bare 417). `app` serves the requests Node holds back for their expectation.
  */
-export function attachClientErrors(server: Server, deps: { logger: Logger; now(): number; app: RequestListener; timeouts: Readonly<HttpTimeouts> }): void {
+export function attachClientErrors(
+  server: Server,
+  deps: { logger: Logger; now(): number; app: RequestListener; timeouts: Readonly<HttpTimeouts> },
+): void {
   // Node reports every later parse error on a connection it has refused again (lib/_http_server.js calls
   // socketOnError for each chunk); one answer per connection.
   const answered = new WeakSet<Duplex>();
@@ -160,7 +191,10 @@ export function attachClientErrors(server: Server, deps: { logger: Logger; now()
     answered.add(socket);
     try {
       const pending = inFlight(socket);
-      const answer = clientErrorAnswer(error, { bodyStarted: pending !== undefined && !pending.req.complete, timeouts: deps.timeouts });
+      const answer = clientErrorAnswer(error, {
+        bodyStarted: pending !== undefined && !pending.req.complete,
+        timeouts: deps.timeouts,
+      });
       // A connection that never sent a byte and timed out is closed without an answer: a browser's preconnected
       // socket must not read a 400 as the answer to a request it sends later.
       if (answer === undefined || (socket as Socket).bytesRead === 0 || socket.destroyed) {
@@ -168,7 +202,12 @@ export function attachClientErrors(server: Server, deps: { logger: Logger; now()
         return;
       }
       if (deps.logger.enabled("info")) {
-        deps.logger.info("malformed request", { status: answer.status, code: error.code, message: answer.message, client: (socket as Socket).remoteAddress });
+        deps.logger.info("malformed request", {
+          status: answer.status,
+          code: error.code,
+          message: answer.message,
+          client: (socket as Socket).remoteAddress,
+        });
       }
       answerInTurn(socket, answer);
     } catch (failure) {
@@ -179,7 +218,11 @@ export function attachClientErrors(server: Server, deps: { logger: Logger; now()
 
   server.on("connect", (req, socket: Duplex) => {
     socket.on("error", () => socket.destroy());
-    endWithError(socket, new RelayError("NOT_FOUND", `No route for CONNECT ${req.url ?? ""}: this relay is not a proxy`), { now: deps.now() });
+    endWithError(
+      socket,
+      new RelayError("NOT_FOUND", `No route for CONNECT ${req.url ?? ""}: this relay is not a proxy`),
+      { now: deps.now() },
+    );
   });
 
   // RFC 9110 §10.1.1: a server that does not meet an expectation other than 100-continue MAY answer 417; it may

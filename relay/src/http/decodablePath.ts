@@ -22,7 +22,12 @@ export const rejectUndecodablePath: RequestHandler = function rejectUndecodableP
     decodeURIComponent(path);
   } catch {
     const shown = path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path;
-    return next(new RelayError("VALIDATION_ERROR", `path: ${JSON.stringify(shown)} has a broken %-escape (each % must begin an escaped UTF-8 byte such as %20)`));
+    return next(
+      new RelayError(
+        "VALIDATION_ERROR",
+        `path: ${JSON.stringify(shown)} has a broken %-escape (each % must begin an escaped UTF-8 byte such as %20)`,
+      ),
+    );
   }
   next();
 };

@@ -9,7 +9,11 @@ export function createErrorHandler(deps: { logger: Logger }): ErrorRequestHandle
     const relayError = toRelayError(error);
     // Provider failures (502, 504) are logged where they happen; here only what nobody else has seen.
     if (relayError.code === "INTERNAL_ERROR") {
-      deps.logger.error("request failed", { request_id: req.requestId, code: relayError.code, error: relayError.cause ?? relayError });
+      deps.logger.error("request failed", {
+        request_id: req.requestId,
+        code: relayError.code,
+        error: relayError.cause ?? relayError,
+      });
     }
     // A stream already under way cannot change its status; ending the connection is the only honest signal.
     if (res.headersSent) {

@@ -50,9 +50,13 @@ export async function countRequest(deps: RateLimitDeps, policy: RatePolicy): Pro
   deps.metrics.rateLimited.inc({ class: label });
   // Retry-After names the same moment as X-RateLimit-Reset, rounded up so a client never retries early.
   const retryAfter = Math.max(1, resetSeconds - Math.floor(now / 1000));
-  const refused = new RelayError("RATE_LIMIT_EXCEEDED", `Rate limit of ${limit} ${label}s per minute exceeded; retry after ${retryAfter} s`, {
-    headers: { "Retry-After": String(retryAfter) },
-  });
+  const refused = new RelayError(
+    "RATE_LIMIT_EXCEEDED",
+    `Rate limit of ${limit} ${label}s per minute exceeded; retry after ${retryAfter} s`,
+    {
+      headers: { "Retry-After": String(retryAfter) },
+    },
+  );
   return { limit: result.limit, remaining, resetSeconds, refused };
 }
 

@@ -8,7 +8,11 @@ import type { Metrics } from "../metrics";
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Gives every request an id (echoed in `X-Request-Id`), and logs and measures it when the response ends. */
-export function createRequestContext(deps: { logger: Logger; metrics: Metrics; clientAddress: ClientAddress }): RequestHandler {
+export function createRequestContext(deps: {
+  logger: Logger;
+  metrics: Metrics;
+  clientAddress: ClientAddress;
+}): RequestHandler {
   const nextRequestId = createIdSequence("req_");
   return function requestContext(req, res, next) {
     const started = process.hrtime.bigint();

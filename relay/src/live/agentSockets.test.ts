@@ -41,9 +41,16 @@ describe("acknowledgements on the relay's clock", () => {
   const ACK_TIMEOUT_MS = 10_000;
 
   /** Agent sockets on a FakeClock, with one agent (agt_1) connected over a real WebSocket. */
-  async function withAgent(run: (sockets: AgentSockets, clock: FakeClock, agent: WebSocket) => Promise<void>): Promise<void> {
+  async function withAgent(
+    run: (sockets: AgentSockets, clock: FakeClock, agent: WebSocket) => Promise<void>,
+  ): Promise<void> {
     const clock = new FakeClock();
-    const sockets = createAgentSockets({ logger: silentLogger, clock, ackTimeoutMs: ACK_TIMEOUT_MS, onChange: () => undefined });
+    const sockets = createAgentSockets({
+      logger: silentLogger,
+      clock,
+      ackTimeoutMs: ACK_TIMEOUT_MS,
+      onChange: () => undefined,
+    });
     const server = createServer();
     const wss = new WebSocketServer({ server });
     wss.on("connection", (ws) => sockets.add({ id: "agt_1", workspace_id: "wks_1" }, ws));
@@ -75,7 +82,12 @@ describe("acknowledgements on the relay's clock", () => {
       assert.equal(outcome, undefined, "still waiting 1 ms before the timeout");
       await clock.advance(1);
       await delivering;
-      assert.deepEqual(outcome, { ok: false, error: `no acknowledgement within ${ACK_TIMEOUT_MS} ms`, excerpt: "", durationMs: ACK_TIMEOUT_MS });
+      assert.deepEqual(outcome, {
+        ok: false,
+        error: `no acknowledgement within ${ACK_TIMEOUT_MS} ms`,
+        excerpt: "",
+        durationMs: ACK_TIMEOUT_MS,
+      });
       assert.equal(clock.pendingTimers, 1, "only the heartbeat is left");
     });
   });

@@ -102,7 +102,10 @@ export function createAgentSockets(deps: {
     heartbeat = clock.setTimeout(beat, heartbeatMs);
   }, heartbeatMs);
 
-  function settle(envelopeId: string, outcome: Omit<WebhookOutcome, "durationMs" | "excerpt"> & { excerpt?: string }): void {
+  function settle(
+    envelopeId: string,
+    outcome: Omit<WebhookOutcome, "durationMs" | "excerpt"> & { excerpt?: string },
+  ): void {
     const waiting = pending.get(envelopeId);
     if (!waiting) return;
     pending.delete(envelopeId);
@@ -151,7 +154,10 @@ export function createAgentSockets(deps: {
         // A repeat of an envelope still waiting (a redelivery) supersedes the earlier wait.
         settle(envelope.id, { ok: false, error: "superseded by a redelivery" });
         pending.set(envelope.id, { resolve, started: clock.now(), socket });
-        const timer = clock.setTimeout(() => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }), ackTimeoutMs);
+        const timer = clock.setTimeout(
+          () => settle(envelope.id, { ok: false, error: `no acknowledgement within ${ackTimeoutMs} ms` }),
+          ackTimeoutMs,
+        );
         const onClose = () => settle(envelope.id, { ok: false, error: "socket closed before the acknowledgement" });
         socket.once("close", onClose);
         const done = pending.get(envelope.id) as Pending;
@@ -160,9 +166,12 @@ export function createAgentSockets(deps: {
           socket.off("close", onClose);
           resolve(outcome);
         };
-        socket.send(JSON.stringify({ type: "event", envelope_id: envelope.id, headers: envelope.headers, body: envelope.body }), (error) => {
-          if (error) settle(envelope.id, { ok: false, error: `send failed: ${error.message}` });
-        });
+        socket.send(
+          JSON.stringify({ type: "event", envelope_id: envelope.id, headers: envelope.headers, body: envelope.body }),
+          (error) => {
+            if (error) settle(envelope.id, { ok: false, error: `send failed: ${error.message}` });
+          },
+        );
       });
     },
     closeAgent(agentId, why) {
@@ -170,7 +179,8 @@ export function createAgentSockets(deps: {
     },
     close() {
       clock.clearTimeout(heartbeat);
-      for (const set of sockets.values()) for (const socket of set) socket.close(CLOSE.shutdown.code, CLOSE.shutdown.reason);
+      for (const set of sockets.values())
+        for (const socket of set) socket.close(CLOSE.shutdown.code, CLOSE.shutdown.reason);
       for (const id of [...pending.keys()]) settle(id, { ok: false, error: "relay shutting down" });
       deps.logger.debug("agent sockets closed");
     },

@@ -26,7 +26,8 @@ describe("the live hub's checks", () => {
   const server = createServer();
   const wss = new WebSocketServer({ server });
   let url = "";
-  const hub = () => createLiveHub({ store, links: createLinks("http://relay.test"), logger: silentLogger, clock, checkMs: CHECK_MS });
+  const hub = () =>
+    createLiveHub({ store, links: createLinks("http://relay.test"), logger: silentLogger, clock, checkMs: CHECK_MS });
   let live: ReturnType<typeof hub>;
   /** What the hub's end of each connection heard: pongs, by the connection's key id. */
   const heard = new EventEmitter();
@@ -42,7 +43,14 @@ describe("the live hub's checks", () => {
     wss.on("connection", (socket, request) => {
       const keyId = request.url?.slice(1) ?? "";
       socket.on("pong", () => heard.emit(`pong:${keyId}`));
-      live.add({ socket, user, scopes: BOTH, workspaceId: "ws_1", keyId, refresh: () => (sessions.get(keyId) ?? (async () => ({ user, scopes: BOTH })))() });
+      live.add({
+        socket,
+        user,
+        scopes: BOTH,
+        workspaceId: "ws_1",
+        keyId,
+        refresh: () => (sessions.get(keyId) ?? (async () => ({ user, scopes: BOTH })))(),
+      });
     });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
@@ -58,7 +66,9 @@ describe("the live hub's checks", () => {
 
   async function connect(keyId: string, options: { autoPong?: boolean } = {}) {
     const socket = new WebSocket(`${url}/${keyId}`, options);
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.on("close", (code, reason) => resolve({ code, reason: String(reason) })),
+    );
     await once(socket, "message");
     return { socket, closed };
   }

@@ -89,7 +89,8 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
   return {
     /** Whether anyone in the workspace reads messages here (so a message need not be read back for nobody). */
     listening(workspaceId: string): boolean {
-      for (const { client } of held) if (client.workspaceId === workspaceId && client.scopes.has("messages.read")) return true;
+      for (const { client } of held)
+        if (client.workspaceId === workspaceId && client.scopes.has("messages.read")) return true;
       return false;
     },
 
@@ -131,7 +132,8 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
 
     agentUpdated(workspaceId: string, agentId: string): void {
       for (const { client } of held) {
-        if (client.workspaceId === workspaceId && client.scopes.has("agents.read")) send(client, { type: "agent.updated", agent_id: agentId });
+        if (client.workspaceId === workspaceId && client.scopes.has("agents.read"))
+          send(client, { type: "agent.updated", agent_id: agentId });
       }
     },
 

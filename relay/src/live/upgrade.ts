@@ -36,7 +36,11 @@ interface NewerServerOptions extends ServerOptions {
  * and receiver.js of ws 8.23.0). A frame that breaks one of these limits makes ws emit `error` on the socket, which
  * `guard` below turns into closing that one socket.
  */
-function socketServer(limits: { maxPayload: number; maxFragments: number; maxBufferedChunks: number }): WebSocketServer {
+function socketServer(limits: {
+  maxPayload: number;
+  maxFragments: number;
+  maxBufferedChunks: number;
+}): WebSocketServer {
   const options: NewerServerOptions = {
     // Upgrades are routed, authenticated and counted here first, so a refusal can carry the API's error envelope
     // (a verifyClient hook cannot); ws only completes the handshakes let through. So: no port, server or path.
@@ -98,8 +102,10 @@ function subprotocolProblem(header: string): string | undefined {
   const seen = new Set<string>();
   for (const entry of header.split(",")) {
     const name = entry.replace(/^[ \t]+|[ \t]+$/g, "");
-    if (name === "") return header.trim() === "" ? "empty; send the header only to offer protocols" : "an empty entry in the list";
-    if (!TOKEN.test(name)) return `${JSON.stringify(name)} is not a protocol name (a token: letters, digits and !#$%&'*+-.^_\`|~)`;
+    if (name === "")
+      return header.trim() === "" ? "empty; send the header only to offer protocols" : "an empty entry in the list";
+    if (!TOKEN.test(name))
+      return `${JSON.stringify(name)} is not a protocol name (a token: letters, digits and !#$%&'*+-.^_\`|~)`;
     if (seen.has(name)) return `${JSON.stringify(name)} is offered twice`;
     seen.add(name);
   }
@@ -111,21 +117,30 @@ function subprotocolProblem(header: string): string | undefined {
  * ws checks the same again in handleUpgrade, but its refusals are bare text, not the API's error envelope.
  */
 function handshakeProblem(req: IncomingMessage): RelayError | undefined {
-  if (req.method !== "GET") return new RelayError("VALIDATION_ERROR", `method: a WebSocket handshake is a GET request, not ${req.method ?? "none"}`);
+  if (req.method !== "GET")
+    return new RelayError(
+      "VALIDATION_ERROR",
+      `method: a WebSocket handshake is a GET request, not ${req.method ?? "none"}`,
+    );
   // Node checks Host only for requests it hands to the app, not for upgrades (lib/_http_server.js parserOnIncoming).
-  if (req.headers.host === undefined) return new RelayError("VALIDATION_ERROR", "Host: required in a WebSocket handshake (RFC 6455 §4.1)");
-  if (req.headers.upgrade?.toLowerCase() !== "websocket") return new RelayError("VALIDATION_ERROR", "Upgrade: must be `websocket`");
+  if (req.headers.host === undefined)
+    return new RelayError("VALIDATION_ERROR", "Host: required in a WebSocket handshake (RFC 6455 §4.1)");
+  if (req.headers.upgrade?.toLowerCase() !== "websocket")
+    return new RelayError("VALIDATION_ERROR", "Upgrade: must be `websocket`");
   const key = req.headers["sec-websocket-key"];
   if (key === undefined || !HANDSHAKE_KEY.test(key)) {
     return new RelayError("VALIDATION_ERROR", "Sec-WebSocket-Key: missing, or not 16 bytes in base64");
   }
   if (req.headers["sec-websocket-version"] !== "13") {
     // RFC 6455 §4.2.2: the refusal names the versions the server speaks.
-    return new RelayError("VALIDATION_ERROR", "Sec-WebSocket-Version: must be 13", { headers: { "Sec-WebSocket-Version": "13" } });
+    return new RelayError("VALIDATION_ERROR", "Sec-WebSocket-Version: must be 13", {
+      headers: { "Sec-WebSocket-Version": "13" },
+    });
   }
   const protocols = req.headers["sec-websocket-protocol"];
   const protocolProblem = protocols === undefined ? undefined : subprotocolProblem(protocols);
-  if (protocolProblem !== undefined) return new RelayError("VALIDATION_ERROR", `Sec-WebSocket-Protocol: ${protocolProblem}`);
+  if (protocolProblem !== undefined)
+    return new RelayError("VALIDATION_ERROR", `Sec-WebSocket-Protocol: ${protocolProblem}`);
   return undefined;
 }
 
@@ -154,7 +169,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
   const agentServer = socketServer({ maxPayload: AGENT_MAX_FRAME_BYTES, maxFragments: 16, maxBufferedChunks: 1024 });
   const rate = { store: deps.rateLimitStore, clock: deps.clock, metrics: deps.metrics, windowMs: deps.windowMs };
   /** Answers a refused upgrade with the API's error envelope and closes the connection once it is written. */
-  const refuse = (socket: Duplex, error: RelayError, headers: Record<string, string> = {}) => endWithError(socket, error, { now: deps.clock.now(), headers });
+  const refuse = (socket: Duplex, error: RelayError, headers: Record<string, string> = {}) =>
+    endWithError(socket, error, { now: deps.clock.now(), headers });
 
   /**
    * Without an `error` listener a bad frame (too large, invalid UTF-8, unmasked, a reserved opcode...) would be an
@@ -162,7 +178,11 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
    */
   function guard(ws: WebSocket, fields: LogFields): void {
     ws.on("error", (error: Error & { code?: string }) => {
-      deps.logger.warn("websocket closed after a bad frame", { ...fields, code: error.code ?? "unknown", reason: error.message });
+      deps.logger.warn("websocket closed after a bad frame", {
+        ...fields,
+        code: error.code ?? "unknown",
+        reason: error.message,
+      });
       ws.terminate();
     });
   }
@@ -183,12 +203,21 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     const decision = await countRequest(rate, policy);
     const headers = rateLimitHeaders(decision);
     if (decision.refused) return refuse(socket, decision.refused, headers);
-    if (token === undefined || found === undefined) return refuse(socket, new RelayError("UNAUTHORIZED", "Sign in to the console first"), headers);
-    if (found.error || !resolved) return refuse(socket, found.error ?? new RelayError("UNAUTHORIZED", "Sign in again"), headers);
+    if (token === undefined || found === undefined)
+      return refuse(socket, new RelayError("UNAUTHORIZED", "Sign in to the console first"), headers);
+    if (found.error || !resolved)
+      return refuse(socket, found.error ?? new RelayError("UNAUTHORIZED", "Sign in again"), headers);
     const { key, user, workspace } = resolved.owner;
     const scopes = effectiveScopes(key, user);
     if (!mayListen(scopes)) {
-      return refuse(socket, new RelayError("FORBIDDEN", "This session's key holds neither messages.read nor agents.read; live updates need one of them"), headers);
+      return refuse(
+        socket,
+        new RelayError(
+          "FORBIDDEN",
+          "This session's key holds neither messages.read nor agents.read; live updates need one of them",
+        ),
+        headers,
+      );
     }
     if (deps.live.socketsOf(key.id) >= MAX_LIVE_SOCKETS_PER_KEY) {
       const message = `This API key already has ${MAX_LIVE_SOCKETS_PER_KEY} live connections open on this relay; close one (a console tab) and retry`;
@@ -206,7 +235,10 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
         async refresh() {
           const now = await resolveSession(deps.store, deps.clock, token);
           if (now.error || !now.resolved) return undefined;
-          return { user: now.resolved.owner.user, scopes: effectiveScopes(now.resolved.owner.key, now.resolved.owner.user) };
+          return {
+            user: now.resolved.owner.user,
+            scopes: effectiveScopes(now.resolved.owner.key, now.resolved.owner.user),
+          };
         },
       });
     });
@@ -216,10 +248,15 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     const { caller: found, error } = await resolveAgentToken(deps.store, req.headers.authorization);
     // The Agent API's read counters (routes/agentApi.ts): the agent's own, or the address's when the token is unknown.
     const subject = found ? `agent:${found.agent.id}` : `agent-api:ip:${deps.clientAddress(req)}`;
-    const decision = await countRequest(rate, { bucket: `${subject}:read`, limit: deps.limits.agent_reads, label: "read" });
+    const decision = await countRequest(rate, {
+      bucket: `${subject}:read`,
+      limit: deps.limits.agent_reads,
+      label: "read",
+    });
     const headers = rateLimitHeaders(decision);
     if (decision.refused) return refuse(socket, decision.refused, headers);
-    if (error || !found) return refuse(socket, error ?? new RelayError("INVALID_TOKEN", "Invalid agent token"), headers);
+    if (error || !found)
+      return refuse(socket, error ?? new RelayError("INVALID_TOKEN", "Invalid agent token"), headers);
     const { agent } = found;
     if (deps.agentSockets.count(agent.id) >= MAX_SOCKETS_PER_AGENT) {
       const message = `This agent already has ${MAX_SOCKETS_PER_AGENT} Socket Mode connections open on this relay; close one and retry`;
@@ -241,7 +278,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
       return refuse(socket, new RelayError("VALIDATION_ERROR", "path: not a valid request target"));
     }
     const live = LIVE_PATHS.has(path);
-    if (!live && !AGENT_SOCKET_PATHS.has(path)) return refuse(socket, new RelayError("NOT_FOUND", `No WebSocket endpoint at ${path}`));
+    if (!live && !AGENT_SOCKET_PATHS.has(path))
+      return refuse(socket, new RelayError("NOT_FOUND", `No WebSocket endpoint at ${path}`));
     const problem = handshakeProblem(req);
     if (problem) return refuse(socket, problem);
     return live ? upgradeLive(req, socket, head) : upgradeAgent(req, socket, head);

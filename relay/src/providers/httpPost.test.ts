@@ -39,7 +39,12 @@ after(async () => {
   server.close();
 });
 
-const init = (body: string, signal = new AbortController().signal) => ({ headers: { "content-type": "application/json" }, body, signal, idleTimeoutMs: 1000 });
+const init = (body: string, signal = new AbortController().signal) => ({
+  headers: { "content-type": "application/json" },
+  body,
+  signal,
+  idleTimeoutMs: 1000,
+});
 
 async function readAll(response: { read: (onChunk: (chunk: Buffer) => void) => Promise<void> }): Promise<string> {
   let text = "";
@@ -90,11 +95,17 @@ test("an already aborted signal sends nothing", async () => {
 });
 
 test("silence before the headers and in the body are told apart, and drop the request", async () => {
-  await assert.rejects(post(`${url}/no-headers`, { ...init("x"), idleTimeoutMs: 100 }), (error: unknown) => error instanceof UpstreamSilence && error.phase === "headers");
+  await assert.rejects(
+    post(`${url}/no-headers`, { ...init("x"), idleTimeoutMs: 100 }),
+    (error: unknown) => error instanceof UpstreamSilence && error.phase === "headers",
+  );
   await lastClosedEarly;
 
   const silent = await post(`${url}/silent-body`, { ...init("x"), idleTimeoutMs: 100 });
-  await assert.rejects(readAll(silent), (error: unknown) => error instanceof UpstreamSilence && error.phase === "body" && !error.sawBody);
+  await assert.rejects(
+    readAll(silent),
+    (error: unknown) => error instanceof UpstreamSilence && error.phase === "body" && !error.sawBody,
+  );
 
   const slow = await post(`${url}/slow`, { ...init("x"), idleTimeoutMs: 100 });
   await assert.rejects(readAll(slow), (error: unknown) => error instanceof UpstreamSilence && error.sawBody);
@@ -107,6 +118,7 @@ test("a connection cut mid-body rejects the read", async () => {
     response.read(() => {
       server.closeAllConnections();
     }),
-    (error: unknown) => (error as { code?: string }).code === "ECONNRESET" && /closed the connection/.test(String(error)),
+    (error: unknown) =>
+      (error as { code?: string }).code === "ECONNRESET" && /closed the connection/.test(String(error)),
   );
 });

@@ -52,7 +52,9 @@ export type HttpPost = (url: string, init: PostInit) => Promise<UpstreamResponse
  * synchronously, with no promise per chunk. The idle timeout is the relay's own timer, so its phases (before the
  * headers, before the first byte, mid-stream) are told apart exactly.
  */
-export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost & { destroy(): Promise<void>; warm(): void } {
+export function createHttpPost(
+  options: { maxSockets?: number } = {},
+): HttpPost & { destroy(): Promise<void>; warm(): void } {
   const connections = options.maxSockets ?? 256;
   const pools = new Map<string, Pool>();
   const targets = new Map<string, { pool: Pool; path: string }>();
@@ -64,7 +66,12 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
       let pool = pools.get(parsed.origin);
       if (!pool) {
         // Silence is timed by the caller's own timer (below), so undici's timeouts are off rather than a second limit.
-        pool = new (loadUndici().Pool)(parsed.origin, { connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+        pool = new (loadUndici().Pool)(parsed.origin, {
+          connections,
+          pipelining: 1,
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        });
         pools.set(parsed.origin, pool);
       }
       target = { pool, path: `${parsed.pathname}${parsed.search}` };
@@ -110,7 +117,10 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
         fail(failure);
       };
       const onAbort = () => drop(init.signal.reason);
-      const idle = setTimeout(() => drop(new UpstreamSilence(headersSeen ? "body" : "headers", sawBody)), init.idleTimeoutMs);
+      const idle = setTimeout(
+        () => drop(new UpstreamSilence(headersSeen ? "body" : "headers", sawBody)),
+        init.idleTimeoutMs,
+      );
       init.signal.addEventListener("abort", onAbort, { once: true });
 
       const deliver = (chunk: Buffer) => {
@@ -175,7 +185,11 @@ export function createHttpPost(options: { maxSockets?: number } = {}): HttpPost 
           onError(error) {
             // undici reports a connection the upstream closed as its own SocketError; say it the way Node would.
             const closed = (error as { code?: unknown }).code === "UND_ERR_SOCKET";
-            drop(closed ? Object.assign(new Error(`upstream closed the connection (${error.message})`), { code: "ECONNRESET" }) : error);
+            drop(
+              closed
+                ? Object.assign(new Error(`upstream closed the connection (${error.message})`), { code: "ECONNRESET" })
+                : error,
+            );
           },
         },
       );

@@ -8,8 +8,14 @@ test("counts hits in fixed windows aligned to the minute", () => {
   const store = createMemoryRateLimitStore();
   const t = 10 * MINUTE + 59_000;
   const results = [1, 2, 3].map(() => store.hit("k", 2, MINUTE, t));
-  assert.deepEqual(results.map((r) => r.allowed), [true, true, false]);
-  assert.deepEqual(results.map((r) => r.remaining), [1, 0, 0]);
+  assert.deepEqual(
+    results.map((r) => r.allowed),
+    [true, true, false],
+  );
+  assert.deepEqual(
+    results.map((r) => r.remaining),
+    [1, 0, 0],
+  );
   assert.equal(results[0]?.resetAt, 11 * MINUTE);
   const next = store.hit("k", 2, MINUTE, 11 * MINUTE);
   assert.equal(next.allowed, true);

@@ -61,7 +61,10 @@ function captureLogger(): { logger: Logger; lines: LogLine[] } {
   const at = (level: LogLine["level"]) => (msg: string, fields?: LogFields) => {
     lines.push({ level, msg, fields });
   };
-  return { lines, logger: { enabled: () => true, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") } };
+  return {
+    lines,
+    logger: { enabled: () => true, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") },
+  };
 }
 
 /** A memory store that counts how often it is asked, to tell hits answered by Redis from fallback answers. */
@@ -92,7 +95,10 @@ function openStore(
   return store;
 }
 
-async function openReadyStore(t: TestContext, overrides: Parameters<typeof openStore>[1] = {}): Promise<RedisRateLimitStore> {
+async function openReadyStore(
+  t: TestContext,
+  overrides: Parameters<typeof openStore>[1] = {},
+): Promise<RedisRateLimitStore> {
   const store = openStore(t, overrides);
   assert.equal(await store.ready(), true, "the store should connect to Redis");
   return store;
@@ -190,9 +196,21 @@ redisTest("two relays share one counter: 150 hits on each pass and the 301st on 
 redisTest("answers what the memory store answers, window by window", async (t) => {
   const redis = await openReadyStore(t);
   const memory = createMemoryRateLimitStore();
-  const times = [10 * MINUTE, 10 * MINUTE + 30_000, 10 * MINUTE + 59_999, 10 * MINUTE + 59_999, 11 * MINUTE, 11 * MINUTE + 1, 13 * MINUTE + 5];
+  const times = [
+    10 * MINUTE,
+    10 * MINUTE + 30_000,
+    10 * MINUTE + 59_999,
+    10 * MINUTE + 59_999,
+    11 * MINUTE,
+    11 * MINUTE + 1,
+    13 * MINUTE + 5,
+  ];
   for (const now of times) {
-    assert.deepEqual(await redis.hit("key:parity", 3, MINUTE, now), memory.hit("key:parity", 3, MINUTE, now), `at ${now}`);
+    assert.deepEqual(
+      await redis.hit("key:parity", 3, MINUTE, now),
+      memory.hit("key:parity", 3, MINUTE, now),
+      `at ${now}`,
+    );
   }
 });
 
@@ -225,7 +243,11 @@ redisTest("counter keys carry an expiry no longer than the rest of their window 
   const shortKey = `${PREFIX}key:short:${1_000_000 / 200}`;
   const shortTtl = await admin.pttl(shortKey);
   assert.ok(shortTtl > 0 && shortTtl <= 200 + WINDOW_EXPIRY_MARGIN_MS, `PTTL ${shortTtl} ms`);
-  await eventually("the short window's key expiring", async () => (await admin.exists(shortKey)) === 0, 200 + WINDOW_EXPIRY_MARGIN_MS + 2_000);
+  await eventually(
+    "the short window's key expiring",
+    async () => (await admin.exists(shortKey)) === 0,
+    200 + WINDOW_EXPIRY_MARGIN_MS + 2_000,
+  );
 });
 
 redisTest("500 parallel hits from two relays count exactly 500", async (t) => {
@@ -240,7 +262,11 @@ redisTest("500 parallel hits from two relays count exactly 500", async (t) => {
   );
   assert.equal(fallback.calls, 0, "every hit should have been counted by Redis");
   const remaining = results.map((r) => r.remaining).sort((a, b) => a - b);
-  assert.deepEqual(remaining, Array.from({ length: 500 }, (_, i) => 500 + i), "each hit saw a distinct count");
+  assert.deepEqual(
+    remaining,
+    Array.from({ length: 500 }, (_, i) => 500 + i),
+    "each hit saw a distinct count",
+  );
   assert.equal(await admin.get(`${PREFIX}key:race:40`), "500");
 });
 
@@ -278,32 +304,35 @@ test("with Redis unreachable, answers from the fallback within the timeout and w
   assert.equal(lines.filter((line) => line.level === "info").length, 0);
 });
 
-redisTest("when Redis stops answering, hits come from the fallback within the timeout, then from Redis again", async (t) => {
-  const proxy = await startRedisProxy(t);
-  const { logger, lines } = captureLogger();
-  const fallback = spyFallback();
-  const store = await openReadyStore(t, { url: proxy.url, logger, fallback });
-  const now = 60 * MINUTE;
-  assert.equal((await store.hit("key:stall", 10, MINUTE, now)).remaining, 9);
+redisTest(
+  "when Redis stops answering, hits come from the fallback within the timeout, then from Redis again",
+  async (t) => {
+    const proxy = await startRedisProxy(t);
+    const { logger, lines } = captureLogger();
+    const fallback = spyFallback();
+    const store = await openReadyStore(t, { url: proxy.url, logger, fallback });
+    const now = 60 * MINUTE;
+    assert.equal((await store.hit("key:stall", 10, MINUTE, now)).remaining, 9);
 
-  proxy.stall();
-  for (let i = 0; i < 3; i++) {
-    const { value, ms } = await timed(() => store.hit("key:stall", 10, MINUTE, now));
-    assert.ok(ms < ANSWER_WITHIN_MS, `hit took ${ms} ms`);
-    assert.equal(value.allowed, true);
-  }
-  assert.equal(fallback.calls, 3);
-  assert.equal(lines.filter((line) => line.level === "warn").length, 1);
+    proxy.stall();
+    for (let i = 0; i < 3; i++) {
+      const { value, ms } = await timed(() => store.hit("key:stall", 10, MINUTE, now));
+      assert.ok(ms < ANSWER_WITHIN_MS, `hit took ${ms} ms`);
+      assert.equal(value.allowed, true);
+    }
+    assert.equal(fallback.calls, 3);
+    assert.equal(lines.filter((line) => line.level === "warn").length, 1);
 
-  proxy.forward();
-  await eventually("Redis answering again", async () => {
-    const before = fallback.calls;
-    await store.hit("key:stall", 10, MINUTE, now);
-    return fallback.calls === before;
-  });
-  assert.equal(lines.filter((line) => line.level === "warn").length, 1);
-  assert.equal(lines.filter((line) => line.level === "info").length, 1, "an info line says Redis answers again");
-});
+    proxy.forward();
+    await eventually("Redis answering again", async () => {
+      const before = fallback.calls;
+      await store.hit("key:stall", 10, MINUTE, now);
+      return fallback.calls === before;
+    });
+    assert.equal(lines.filter((line) => line.level === "warn").length, 1);
+    assert.equal(lines.filter((line) => line.level === "info").length, 1, "an info line says Redis answers again");
+  },
+);
 
 redisTest("a connection that stays silent is dropped and opened again", async (t) => {
   const proxy = await startRedisProxy(t);
@@ -322,32 +351,35 @@ redisTest("a connection that stays silent is dropped and opened again", async (t
   assert.equal(fallback.calls, before, "the new connection counts in Redis");
 });
 
-redisTest("when the connection to Redis drops, hits come from the fallback at once, then from Redis after reconnecting", async (t) => {
-  const proxy = await startRedisProxy(t);
-  const { logger, lines } = captureLogger();
-  const fallback = spyFallback();
-  const store = await openReadyStore(t, { url: proxy.url, logger, fallback });
-  const now = 80 * MINUTE;
-  await store.hit("key:drop", 10, MINUTE, now);
-
-  proxy.refuse();
-  await eventually("the store noticing the dropped connection", async () => {
+redisTest(
+  "when the connection to Redis drops, hits come from the fallback at once, then from Redis after reconnecting",
+  async (t) => {
+    const proxy = await startRedisProxy(t);
+    const { logger, lines } = captureLogger();
+    const fallback = spyFallback();
+    const store = await openReadyStore(t, { url: proxy.url, logger, fallback });
+    const now = 80 * MINUTE;
     await store.hit("key:drop", 10, MINUTE, now);
-    return fallback.calls > 0;
-  });
-  const { ms } = await timed(() => store.hit("key:drop", 10, MINUTE, now));
-  assert.ok(ms < ANSWER_WITHIN_MS, `hit took ${ms} ms`);
-  const warnings = lines.filter((line) => line.level === "warn");
-  assert.equal(warnings.length, 1);
-  assert.ok(warnings[0]?.fields?.["error"] instanceof Error);
 
-  proxy.forward();
-  await eventually("the store reconnecting", () => store.ready());
-  const before = fallback.calls;
-  await store.hit("key:drop", 10, MINUTE, now);
-  assert.equal(fallback.calls, before);
-  assert.equal(lines.filter((line) => line.level === "info").length, 1);
-});
+    proxy.refuse();
+    await eventually("the store noticing the dropped connection", async () => {
+      await store.hit("key:drop", 10, MINUTE, now);
+      return fallback.calls > 0;
+    });
+    const { ms } = await timed(() => store.hit("key:drop", 10, MINUTE, now));
+    assert.ok(ms < ANSWER_WITHIN_MS, `hit took ${ms} ms`);
+    const warnings = lines.filter((line) => line.level === "warn");
+    assert.equal(warnings.length, 1);
+    assert.ok(warnings[0]?.fields?.["error"] instanceof Error);
+
+    proxy.forward();
+    await eventually("the store reconnecting", () => store.ready());
+    const before = fallback.calls;
+    await store.hit("key:drop", 10, MINUTE, now);
+    assert.equal(fallback.calls, before);
+    assert.equal(lines.filter((line) => line.level === "info").length, 1);
+  },
+);
 
 redisTest("after close, hits answer from the fallback without throwing", async (t) => {
   const fallback = spyFallback();

@@ -128,7 +128,13 @@ export function createRedisRateLimitStore(options: RedisRateLimitStoreOptions): 
     async hit(bucket, limit, windowMs, now) {
       if (closed) return fallback.hit(bucket, limit, windowMs, now);
       if (client.status !== "ready") {
-        return unavailable(bucket, limit, windowMs, now, lastConnectionError ?? new Error(`Redis connection is ${client.status}`));
+        return unavailable(
+          bucket,
+          limit,
+          windowMs,
+          now,
+          lastConnectionError ?? new Error(`Redis connection is ${client.status}`),
+        );
       }
       if (overdue > 0) {
         if (now - overdueSince >= STALL_RECONNECT_MS) {

@@ -25,7 +25,13 @@ const READ_METHODS = new Set(["GET", "HEAD"]);
 
 function presentMe({ agent, workspace }: AgentCaller): Api.AgentApiMe {
   return {
-    agent: { id: agent.id, name: agent.name, description: agent.description, state: agent.state, created_at: agent.created_at },
+    agent: {
+      id: agent.id,
+      name: agent.name,
+      description: agent.description,
+      state: agent.state,
+      created_at: agent.created_at,
+    },
     workspace: { slug: workspace.slug, name: workspace.name },
   };
 }
@@ -53,8 +59,14 @@ export function createAgentApiRouter(deps: {
       windowMs: deps.windowMs,
       policy(req) {
         const label = READ_METHODS.has(req.method) ? "read" : "post";
-        const subject = req.agentCaller ? `agent:${req.agentCaller.agent.id}` : `agent-api:ip:${deps.clientAddress(req)}`;
-        return { bucket: `${subject}:${label}`, limit: label === "read" ? deps.limits.agent_reads : deps.limits.agent_posts, label };
+        const subject = req.agentCaller
+          ? `agent:${req.agentCaller.agent.id}`
+          : `agent-api:ip:${deps.clientAddress(req)}`;
+        return {
+          bucket: `${subject}:${label}`,
+          limit: label === "read" ? deps.limits.agent_reads : deps.limits.agent_posts,
+          label,
+        };
       },
     }),
     function requireAgent(req, _res, next) {
@@ -70,8 +82,14 @@ export function createAgentApiRouter(deps: {
   router.get("/conversations", named("/conversations"), async (req, res) => {
     const { agent, workspace } = req.agentCaller as AgentCaller;
     const list = await store.conversations.listVisible(workspace.id, agent.id, false);
-    const members = await membersOfEach(store, workspace.id, list.filter((c) => c.type === "dm").map((c) => c.id));
-    const data = list.map((c) => presentAgentApiConversation(c, c.type === "dm" ? (members.get(c.id) ?? []) : undefined));
+    const members = await membersOfEach(
+      store,
+      workspace.id,
+      list.filter((c) => c.type === "dm").map((c) => c.id),
+    );
+    const data = list.map((c) =>
+      presentAgentApiConversation(c, c.type === "dm" ? (members.get(c.id) ?? []) : undefined),
+    );
     res.json({ data });
   });
 
@@ -80,7 +98,12 @@ export function createAgentApiRouter(deps: {
     const { type, id } = parseWith(ConversationParams, req.params, "path");
     const q = parseWith(MessagesQuery, req.query, "query");
     const conversation = await conversationForAgent(store, caller, type, id);
-    const messages = await store.messages.list(conversation.id, { threadId: q.thread_id, before: q.before, limit: q.limit, includeAsides: false });
+    const messages = await store.messages.list(conversation.id, {
+      threadId: q.thread_id,
+      before: q.before,
+      limit: q.limit,
+      includeAsides: false,
+    });
     res.json({ data: messages.map((m) => presentMessage(m, conversation, deps.links, { kind: "agent" })) });
   });
 

@@ -12,7 +12,9 @@ import type { Agent, DeliveryAttempt, Store, User } from "../store/types";
 
 const AgentParams = z.object({ id: z.string().min(1).max(64) });
 const DeliveryParams = AgentParams.extend({ delivery_id: z.string().min(1).max(64) });
-const DeliveriesQuery = z.object({ limit: z.coerce.number("must be an integer from 1 to 100").int().min(1).max(100).default(30) });
+const DeliveriesQuery = z.object({
+  limit: z.coerce.number("must be an integer from 1 to 100").int().min(1).max(100).default(30),
+});
 
 function webhookUrl(allowPrivate: boolean) {
   return z
@@ -95,16 +97,37 @@ export function createAgentsRouter(deps: {
   const { store } = deps;
   /** Records the change in its own transaction, as the agent is after it. */
   const audited =
-    (req: Request, action: AuditChange["action"], details?: (agent: Agent) => NonNullable<AuditChange["details"]>): AuditHook =>
+    (
+      req: Request,
+      action: AuditChange["action"],
+      details?: (agent: Agent) => NonNullable<AuditChange["details"]>,
+    ): AuditHook =>
     (tx, agent) =>
-      deps.audit.record(tx, req, { action, target: { type: "agent", id: agent.id }, ...(details ? { details: details(agent) } : {}) });
-  const CreateAgentBody = z.object({ name: Name, description: Description.default(""), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() });
+      deps.audit.record(tx, req, {
+        action,
+        target: { type: "agent", id: agent.id },
+        ...(details ? { details: details(agent) } : {}),
+      });
+  const CreateAgentBody = z.object({
+    name: Name,
+    description: Description.default(""),
+    webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional(),
+  });
   const PatchAgentBody = z
-    .object({ name: Name.optional(), description: Description.optional(), webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional() })
-    .refine((body) => Object.values(body).some((value) => value !== undefined), "give at least one of name, description, webhook_url");
+    .object({
+      name: Name.optional(),
+      description: Description.optional(),
+      webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional(),
+    })
+    .refine(
+      (body) => Object.values(body).some((value) => value !== undefined),
+      "give at least one of name, description, webhook_url",
+    );
 
   async function uniqueName(caller: Caller, name: string, except?: string): Promise<void> {
-    const taken = (await store.agents.list(caller.workspace.id)).some((a) => a.id !== except && a.name.toLowerCase() === name.toLowerCase());
+    const taken = (await store.agents.list(caller.workspace.id)).some(
+      (a) => a.id !== except && a.name.toLowerCase() === name.toLowerCase(),
+    );
     // Mentions find agents by name, so two agents may not share one.
     if (taken) throw new RelayError("CONFLICT", `name: an agent named ${name} already exists`);
   }
@@ -115,24 +138,35 @@ export function createAgentsRouter(deps: {
     const agent = await store.agents.get(caller.workspace.id, id);
     if (!agent) throw new RelayError("NOT_FOUND", `path.id: no agent ${id} in this workspace`);
     if (action === "manage" && !canManageAgent(caller.user, agent)) {
-      throw new RelayError("FORBIDDEN", "Only the agent's owner, an admin or the workspace owner can change this agent");
+      throw new RelayError(
+        "FORBIDDEN",
+        "Only the agent's owner, an admin or the workspace owner can change this agent",
+      );
     }
     return { caller, agent };
   }
 
   router.post("/agents", named("/agents"), requireScope("agents.write"), async (req, res) => {
     const caller = req.caller as Caller;
-    if (!canConnectAgents(caller.user)) throw new RelayError("FORBIDDEN", `A ${caller.user.role} cannot connect agents`);
+    if (!canConnectAgents(caller.user))
+      throw new RelayError("FORBIDDEN", `A ${caller.user.role} cannot connect agents`);
     const body = parseWith(CreateAgentBody, req.body);
     await uniqueName(caller, body.name);
-    const created = await deps.agents.create({
-      workspace: caller.workspace,
-      owner: caller.user,
-      name: body.name,
-      description: body.description,
-      webhookUrl: body.webhook_url ?? null,
-    }, audited(req, "agent.created", (agent) => ({ name: agent.name, webhook_url: auditedUrl(agent.webhook_url) })));
-    const answer: Api.AgentCreated = { agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)), token: created.token, signing_secret: created.signingSecret };
+    const created = await deps.agents.create(
+      {
+        workspace: caller.workspace,
+        owner: caller.user,
+        name: body.name,
+        description: body.description,
+        webhookUrl: body.webhook_url ?? null,
+      },
+      audited(req, "agent.created", (agent) => ({ name: agent.name, webhook_url: auditedUrl(agent.webhook_url) })),
+    );
+    const answer: Api.AgentCreated = {
+      agent: present(created.agent, caller.user, await deps.socketConnected(created.agent.id)),
+      token: created.token,
+      signing_secret: created.signingSecret,
+    };
     res.status(201).json({ data: answer });
   });
 
@@ -140,7 +174,14 @@ export function createAgentsRouter(deps: {
     const caller = req.caller as Caller;
     const agents = await store.agents.list(caller.workspace.id);
     const data = await Promise.all(
-      agents.map(async (agent) => present(agent, caller.user, await deps.socketConnected(agent.id), canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined)),
+      agents.map(async (agent) =>
+        present(
+          agent,
+          caller.user,
+          await deps.socketConnected(agent.id),
+          canManageAgent(caller.user, agent) ? await store.events.lastAttempt(agent.id) : undefined,
+        ),
+      ),
     );
     res.json({ data });
   });
@@ -164,51 +205,103 @@ export function createAgentsRouter(deps: {
         ...(body.description !== undefined ? { description: body.description } : {}),
         ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url } : {}),
       },
-      urlChanged ? audited(req, "agent.webhook_url_changed", (after) => ({ from: auditedUrl(agent.webhook_url), to: auditedUrl(after.webhook_url) })) : undefined,
+      urlChanged
+        ? audited(req, "agent.webhook_url_changed", (after) => ({
+            from: auditedUrl(agent.webhook_url),
+            to: auditedUrl(after.webhook_url),
+          }))
+        : undefined,
     );
-    res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
+    res.json({
+      data: present(
+        updated,
+        caller.user,
+        await deps.socketConnected(updated.id),
+        await store.events.lastAttempt(agent.id),
+      ),
+    });
   });
 
-  for (const [action, state, recorded] of [["pause", "paused", "agent.paused"], ["resume", "active", "agent.resumed"]] as const) {
-    router.post(`/agents/:id/${action}`, named(`/agents/:id/${action}`), requireScope("agents.write"), async (req, res) => {
-      const { caller, agent } = await agentFor(req, "manage");
-      const updated = agent.state === state ? agent : await deps.agents.update(agent, { state }, audited(req, recorded));
-      res.json({ data: present(updated, caller.user, await deps.socketConnected(updated.id), await store.events.lastAttempt(agent.id)) });
-    });
+  for (const [action, state, recorded] of [
+    ["pause", "paused", "agent.paused"],
+    ["resume", "active", "agent.resumed"],
+  ] as const) {
+    router.post(
+      `/agents/:id/${action}`,
+      named(`/agents/:id/${action}`),
+      requireScope("agents.write"),
+      async (req, res) => {
+        const { caller, agent } = await agentFor(req, "manage");
+        const updated =
+          agent.state === state ? agent : await deps.agents.update(agent, { state }, audited(req, recorded));
+        res.json({
+          data: present(
+            updated,
+            caller.user,
+            await deps.socketConnected(updated.id),
+            await store.events.lastAttempt(agent.id),
+          ),
+        });
+      },
+    );
   }
 
   router.post("/agents/:id/token", named("/agents/:id/token"), requireScope("agents.write"), async (req, res) => {
     const { caller, agent } = await agentFor(req, "manage");
     const rotated = await deps.agents.rotateToken(agent, audited(req, "agent.token_replaced"));
-    const answer: Api.AgentTokenRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), token: rotated.token };
+    const answer: Api.AgentTokenRotated = {
+      agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)),
+      token: rotated.token,
+    };
     res.json({ data: answer });
   });
 
-  router.post("/agents/:id/signing-secret", named("/agents/:id/signing-secret"), requireScope("agents.write"), async (req, res) => {
-    const { caller, agent } = await agentFor(req, "manage");
-    const rotated = await deps.agents.rotateSigningSecret(agent, audited(req, "agent.signing_secret_replaced"));
-    const answer: Api.AgentSigningSecretRotated = { agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)), signing_secret: rotated.signingSecret };
-    res.json({ data: answer });
-  });
+  router.post(
+    "/agents/:id/signing-secret",
+    named("/agents/:id/signing-secret"),
+    requireScope("agents.write"),
+    async (req, res) => {
+      const { caller, agent } = await agentFor(req, "manage");
+      const rotated = await deps.agents.rotateSigningSecret(agent, audited(req, "agent.signing_secret_replaced"));
+      const answer: Api.AgentSigningSecretRotated = {
+        agent: present(rotated.agent, caller.user, await deps.socketConnected(rotated.agent.id)),
+        signing_secret: rotated.signingSecret,
+      };
+      res.json({ data: answer });
+    },
+  );
 
-  router.post("/agents/:id/test-event", named("/agents/:id/test-event"), requireScope("agents.write"), async (req, res) => {
-    const { caller, agent } = await agentFor(req, "manage");
-    const event = await deps.agents.sendTestEvent(caller.workspace, agent);
-    res.status(202).json({ data: presentDelivery({ event, attempts: [] }) });
-  });
+  router.post(
+    "/agents/:id/test-event",
+    named("/agents/:id/test-event"),
+    requireScope("agents.write"),
+    async (req, res) => {
+      const { caller, agent } = await agentFor(req, "manage");
+      const event = await deps.agents.sendTestEvent(caller.workspace, agent);
+      res.status(202).json({ data: presentDelivery({ event, attempts: [] }) });
+    },
+  );
 
   router.delete("/agents/:id", named("/agents/:id"), requireScope("agents.write"), async (req, res) => {
     const { agent } = await agentFor(req, "manage");
-    await deps.agents.remove(agent, audited(req, "agent.removed", (removed) => ({ name: removed.name })));
+    await deps.agents.remove(
+      agent,
+      audited(req, "agent.removed", (removed) => ({ name: removed.name })),
+    );
     const answer: Api.AgentRemoved = { id: agent.id, removed: true };
     res.json({ data: answer });
   });
 
-  router.get("/agents/:id/deliveries", named("/agents/:id/deliveries"), requireScope("agents.read"), async (req, res) => {
-    const { agent } = await agentFor(req, "manage");
-    const { limit } = parseWith(DeliveriesQuery, req.query, "query");
-    res.json({ data: (await deps.agents.deliveries(agent, limit)).map(presentDelivery) });
-  });
+  router.get(
+    "/agents/:id/deliveries",
+    named("/agents/:id/deliveries"),
+    requireScope("agents.read"),
+    async (req, res) => {
+      const { agent } = await agentFor(req, "manage");
+      const { limit } = parseWith(DeliveriesQuery, req.query, "query");
+      res.json({ data: (await deps.agents.deliveries(agent, limit)).map(presentDelivery) });
+    },
+  );
 
   router.post(
     "/agents/:id/deliveries/:delivery_id/redeliver",
@@ -218,7 +311,11 @@ export function createAgentsRouter(deps: {
       const { agent } = await agentFor(req, "manage");
       const { delivery_id } = parseWith(DeliveryParams, req.params, "path");
       const hook: AuditHook = (tx, redelivered) =>
-        deps.audit.record(tx, req, { action: "agent.redelivery_requested", target: { type: "delivery", id: delivery_id }, details: { agent_id: redelivered.id } });
+        deps.audit.record(tx, req, {
+          action: "agent.redelivery_requested",
+          target: { type: "delivery", id: delivery_id },
+          details: { agent_id: redelivered.id },
+        });
       res.status(202).json({ data: presentDelivery(await deps.agents.redeliver(agent, delivery_id, hook)) });
     },
   );

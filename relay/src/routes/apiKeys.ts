@@ -20,7 +20,14 @@ const KeyIdParams = z.object({ id: z.string().min(1).max(64) });
 
 /** The key as the API shows it: never the secret, never the hash. */
 function present(key: ApiKey): Api.ApiKey {
-  return { id: key.id, name: key.name, hint: key.hint, scopes: key.scopes, created_at: key.created_at, revoked_at: key.revoked_at };
+  return {
+    id: key.id,
+    name: key.name,
+    hint: key.hint,
+    scopes: key.scopes,
+    created_at: key.created_at,
+    revoked_at: key.revoked_at,
+  };
 }
 
 /** POST/GET /api-keys and DELETE /api-keys/{id}. */
@@ -32,7 +39,8 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: A
     const body = parseWith(CreateApiKeyBody, req.body);
     // A key can hand on only what it holds itself.
     const wider = body.scopes.filter((scope) => !caller.scopes.has(scope));
-    if (wider.length > 0) throw new RelayError("FORBIDDEN", `scopes: this key cannot grant scopes it does not hold: ${wider.join(", ")}`);
+    if (wider.length > 0)
+      throw new RelayError("FORBIDDEN", `scopes: this key cannot grant scopes it does not hold: ${wider.join(", ")}`);
     const { key, secret } = await deps.store.transaction(async (tx) => {
       const created = await createApiKey(tx, deps.clock, {
         workspaceId: caller.workspace.id,
@@ -41,7 +49,11 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: A
         scopes: body.scopes,
       });
       const details = { name: created.key.name, scopes: created.key.scopes };
-      await deps.audit.record(tx, req, { action: "api_key.created", target: { type: "api_key", id: created.key.id }, details });
+      await deps.audit.record(tx, req, {
+        action: "api_key.created",
+        target: { type: "api_key", id: created.key.id },
+        details,
+      });
       return created;
     });
     const answer: Api.ApiKeyCreated = { ...present(key), secret };
@@ -61,9 +73,11 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: A
     if (!key) throw new RelayError("NOT_FOUND", `path.id: no API key ${id} in this workspace`);
     // Any key may revoke itself; revoking another needs keys.write, and someone else's key needs an owner or admin.
     const self = key.id === caller.key.id;
-    if (!self && !caller.scopes.has("keys.write")) throw new RelayError("FORBIDDEN", "This API key lacks the scope keys.write");
+    if (!self && !caller.scopes.has("keys.write"))
+      throw new RelayError("FORBIDDEN", "This API key lacks the scope keys.write");
     const manager = caller.user.role === "owner" || caller.user.role === "admin";
-    if (key.user_id !== caller.user.id && !manager) throw new RelayError("FORBIDDEN", "Only an owner or admin can revoke another user's key");
+    if (key.user_id !== caller.user.id && !manager)
+      throw new RelayError("FORBIDDEN", "Only an owner or admin can revoke another user's key");
     if (key.user_id !== caller.user.id && caller.user.role !== "owner") {
       // An admin could otherwise lock every owner out, and nobody in the workspace could let them back in.
       const holder = await deps.store.users.get(caller.workspace.id, key.user_id);
@@ -76,7 +90,11 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: A
     const at = new Date(deps.clock.now()).toISOString();
     await deps.store.transaction(async (tx) => {
       await tx.apiKeys.revoke(caller.workspace.id, id, at);
-      await deps.audit.record(tx, req, { action: "api_key.revoked", target: { type: "api_key", id }, details: { holder_user_id: key.user_id, name: key.name } });
+      await deps.audit.record(tx, req, {
+        action: "api_key.revoked",
+        target: { type: "api_key", id },
+        details: { holder_user_id: key.user_id, name: key.name },
+      });
     });
     res.json({ data: present({ ...key, revoked_at: at }) });
   });

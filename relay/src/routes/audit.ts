@@ -8,7 +8,9 @@ import { named } from "../http/requestContext";
 import type { AuditRecord, Store } from "../store/types";
 
 const Id = z.string().min(1).max(64);
-const Instant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 date and time, e.g. 2026-01-31T00:00:00Z" }).transform((at) => new Date(at).toISOString());
+const Instant = z.iso
+  .datetime({ offset: true, error: "must be an ISO 8601 date and time, e.g. 2026-01-31T00:00:00Z" })
+  .transform((at) => new Date(at).toISOString());
 
 /** The same paging as the relay's other lists: newest first, `limit`, and `before` an id from the page before. */
 const AuditQuery = z.object({
@@ -26,7 +28,10 @@ function present(record: AuditRecord): Api.AuditEntry {
     at: record.at,
     action: record.action,
     actor: { user_id: record.actor_user_id, via: record.via, via_id: record.via_id, address: record.address },
-    target: record.target_type !== null && record.target_id !== null ? { type: record.target_type, id: record.target_id } : null,
+    target:
+      record.target_type !== null && record.target_id !== null
+        ? { type: record.target_type, id: record.target_id }
+        : null,
     details: JSON.parse(record.details) as Api.AuditEntry["details"],
   };
 }
@@ -38,7 +43,8 @@ export function createAuditRouter(deps: { store: Store }): Router {
   // role's scopes ever widen.
   router.get("/audit", named("/audit"), requireScope("users.write"), async (req, res) => {
     const caller = req.caller as Caller;
-    if (caller.user.role !== "owner" && caller.user.role !== "admin") throw new RelayError("FORBIDDEN", "Only an owner or admin can read the audit log");
+    if (caller.user.role !== "owner" && caller.user.role !== "admin")
+      throw new RelayError("FORBIDDEN", "Only an owner or admin can read the audit log");
     const query = parseWith(AuditQuery, req.query, "query");
     const records = await deps.store.audit.list(caller.workspace.id, query);
     const data: Api.AuditEntry[] = records.map(present);

@@ -3,7 +3,8 @@ import express, { Router } from "express";
 import { named } from "../http/requestContext";
 
 /** Paths the console's own router handles in the browser; any of them opens index.html. */
-const APP_PATH = /^\/(?:$|signin$|keys$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)/;
+const APP_PATH =
+  /^\/(?:$|signin$|keys$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)/;
 
 /**
  * How `send` (behind express.static and res.sendFile) serves the console's files: always whole. A server may ignore
@@ -16,7 +17,10 @@ export function createConsoleRouter(dir: string): Router {
   const router = Router();
   router.use(function consoleHeaders(req, res, next) {
     // The console runs only its own script, talks only to this relay, and is never framed (no clickjacking).
-    res.setHeader("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+    res.setHeader(
+      "Content-Security-Policy",
+      "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    );
     res.setHeader("X-Content-Type-Options", "nosniff");
     res.setHeader("Referrer-Policy", "same-origin");
     // If-Match and If-Unmodified-Since keep a write from overwriting a newer version; these files are only ever read,
@@ -26,7 +30,10 @@ export function createConsoleRouter(dir: string): Router {
     delete req.headers["if-unmodified-since"];
     next();
   });
-  router.use(named("/console"), express.static(dir, { ...SEND_OPTIONS, index: "index.html", maxAge: 0, fallthrough: true }));
+  router.use(
+    named("/console"),
+    express.static(dir, { ...SEND_OPTIONS, index: "index.html", maxAge: 0, fallthrough: true }),
+  );
   router.get(APP_PATH, named("/console"), (req, res, next) => {
     if (!req.accepts("html")) return next();
     res.setHeader("Cache-Control", "no-cache");

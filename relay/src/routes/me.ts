@@ -5,7 +5,13 @@ import { named } from "../http/requestContext";
 
 function present(caller: Caller): Api.Me {
   return {
-    key: { id: caller.key.id, name: caller.key.name, hint: caller.key.hint, scopes: [...caller.scopes], created_at: caller.key.created_at },
+    key: {
+      id: caller.key.id,
+      name: caller.key.name,
+      hint: caller.key.hint,
+      scopes: [...caller.scopes],
+      created_at: caller.key.created_at,
+    },
     user: { id: caller.user.id, name: caller.user.name, role: caller.user.role },
     workspace: { id: caller.workspace.id, slug: caller.workspace.slug, name: caller.workspace.name },
   };

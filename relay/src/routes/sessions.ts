@@ -4,7 +4,14 @@ import { z } from "zod";
 import type { Audit, AuditActor } from "../audit/record";
 import { effectiveScopes } from "../auth/apiKeys";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
-import { CONSOLE_SCOPES, MAX_SESSIONS_PER_KEY, SESSION_LIFETIME_MS, csrfTokenFor, newSessionToken, sessionCookieName } from "../auth/sessions";
+import {
+  CONSOLE_SCOPES,
+  MAX_SESSIONS_PER_KEY,
+  SESSION_LIFETIME_MS,
+  csrfTokenFor,
+  newSessionToken,
+  sessionCookieName,
+} from "../auth/sessions";
 import type { Clock } from "../clock";
 import { KEY_REFUSALS } from "../http/authenticate";
 import { parseWith } from "../http/body";
@@ -40,25 +47,51 @@ function cookie(links: Links, value: string, maxAgeSeconds: number): string {
  * Signing in to the console: `POST /sessions` turns an API key into a session cookie. It runs before the
  * API's own authentication (the key comes in the body), behind `guard`, which counts attempts per address.
  */
-export function createSignInHandler(deps: { store: Store; clock: Clock; links: Links; ids: SortableIds; logger: Logger; audit: Audit }): RequestHandler {
+export function createSignInHandler(deps: {
+  store: Store;
+  clock: Clock;
+  links: Links;
+  ids: SortableIds;
+  logger: Logger;
+  audit: Audit;
+}): RequestHandler {
   const actorOf = (owner: KeyOwner | undefined): AuditActor =>
-    owner ? { workspaceId: owner.workspace.id, userId: owner.user.id, via: "api_key", viaId: owner.key.id } : { workspaceId: null, userId: null, via: "none", viaId: null };
+    owner
+      ? { workspaceId: owner.workspace.id, userId: owner.user.id, via: "api_key", viaId: owner.key.id }
+      : { workspaceId: null, userId: null, via: "none", viaId: null };
   /** Records the refusal, then raises it; a record that cannot be written is logged, and the refusal still answered. */
-  async function refuse(req: Parameters<RequestHandler>[0], owner: KeyOwner | undefined, reason: string, error: RelayError): Promise<never> {
+  async function refuse(
+    req: Parameters<RequestHandler>[0],
+    owner: KeyOwner | undefined,
+    reason: string,
+    error: RelayError,
+  ): Promise<never> {
     const target = owner ? { type: "api_key" as const, id: owner.key.id } : null;
     await deps.audit
       .record(deps.store, req, { action: "session.sign_in_failed", target, details: { reason } }, actorOf(owner))
-      .catch((failure: unknown) => deps.logger.error("could not record a failed sign-in in the audit log", { error: failure }));
+      .catch((failure: unknown) =>
+        deps.logger.error("could not record a failed sign-in in the audit log", { error: failure }),
+      );
     throw error;
   }
   return async function signIn(req, res) {
     const { api_key } = parseWith(SignInBody, req.body);
     const owner = looksLikeApiKey(api_key) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(api_key)) : undefined;
     if (!owner || owner.key.revoked_at !== null) {
-      return refuse(req, owner, owner ? "revoked_key" : "unknown_key", new RelayError("UNAUTHORIZED", owner ? KEY_REFUSALS.revoked : KEY_REFUSALS.unknown));
+      return refuse(
+        req,
+        owner,
+        owner ? "revoked_key" : "unknown_key",
+        new RelayError("UNAUTHORIZED", owner ? KEY_REFUSALS.revoked : KEY_REFUSALS.unknown),
+      );
     }
     if (owner.user.removed_at !== null) {
-      return refuse(req, owner, "removed_user", new RelayError("FORBIDDEN", "The user of this API key was removed from the workspace"));
+      return refuse(
+        req,
+        owner,
+        "removed_user",
+        new RelayError("FORBIDDEN", "The user of this API key was removed from the workspace"),
+      );
     }
     const scopes = effectiveScopes(owner.key, owner.user);
     if (!CONSOLE_SCOPES.some((scope) => scopes.has(scope))) {
@@ -85,10 +118,20 @@ export function createSignInHandler(deps: { store: Store; clock: Clock; links: L
       // Past the cap the oldest sessions end rather than this sign-in failing: a person who lost track of their
       // browsers is never locked out, and a leaked key cannot pile up sessions.
       const ended = await tx.sessions.endOldest(owner.key.id, MAX_SESSIONS_PER_KEY, at);
-      await deps.audit.record(tx, req, { action: "session.signed_in", target: { type: "session", id }, details: { ended_session_ids: ended } }, actorOf(owner));
+      await deps.audit.record(
+        tx,
+        req,
+        { action: "session.signed_in", target: { type: "session", id }, details: { ended_session_ids: ended } },
+        actorOf(owner),
+      );
       return ended;
     });
-    if (ended.length > 0) deps.logger.info("sessions ended by a newer sign-in", { key_id: owner.key.id, sessions: ended.length, cap: MAX_SESSIONS_PER_KEY });
+    if (ended.length > 0)
+      deps.logger.info("sessions ended by a newer sign-in", {
+        key_id: owner.key.id,
+        sessions: ended.length,
+        cap: MAX_SESSIONS_PER_KEY,
+      });
     res.setHeader("Set-Cookie", cookie(deps.links, token, SESSION_LIFETIME_MS / 1000));
     res.status(201).json({ data: present(owner, token) });
   };
@@ -98,7 +141,8 @@ export function createSignInHandler(deps: { store: Store; clock: Clock; links: L
 export function createSessionsRouter(deps: { store: Store; clock: Clock; links: Links }): Router {
   const router = Router();
   const current = (req: Parameters<RequestHandler>[0]) => {
-    if (!req.session) throw new RelayError("UNAUTHORIZED", "Not signed in to the console (this request used an API key)");
+    if (!req.session)
+      throw new RelayError("UNAUTHORIZED", "Not signed in to the console (this request used an API key)");
     return req.session;
   };
 

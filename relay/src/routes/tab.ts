@@ -42,7 +42,10 @@ const ModelParams = z.object({ id: z.string().min(1).max(128) });
  * GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1), and under /tab/openai the same
  * completion route beside OpenAI's model list, so the `openai` SDK's base URL can be that one path.
  */
-export function createTabRouter(deps: TabDeps, completionHandlers: readonly RequestHandler[] = createCompletionHandlers(deps)): Router {
+export function createTabRouter(
+  deps: TabDeps,
+  completionHandlers: readonly RequestHandler[] = createCompletionHandlers(deps),
+): Router {
   const router = Router();
 
   router.get("/tab/models", named("/tab/models"), (_req, res) => {
@@ -57,7 +60,11 @@ export function createTabRouter(deps: TabDeps, completionHandlers: readonly Requ
   router.get(`${OPENAI_BASE_PATH}/models/:id`, named(`${OPENAI_BASE_PATH}/models/:id`), (req, res) => {
     const { id } = parseWith(ModelParams, req.params, "path");
     const model = findModel(id);
-    if (!model) throw new RelayError("NOT_FOUND", `path.id: no model ${id}; this relay serves ${TAB_MODELS.map((m) => m.id).join(", ")}`);
+    if (!model)
+      throw new RelayError(
+        "NOT_FOUND",
+        `path.id: no model ${id}; this relay serves ${TAB_MODELS.map((m) => m.id).join(", ")}`,
+      );
     res.json(openAiModel(model));
   });
   router.post(OPENAI_COMPLETIONS_PATH, named(OPENAI_COMPLETIONS_PATH), ...completionHandlers);
@@ -75,17 +82,29 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
     const request = parseWith(CompletionRequest, req.body);
     const model = request.model ?? TAB_DEFAULTS.model;
     if (!findModel(model)) {
-      throw new RelayError("VALIDATION_ERROR", `model: unknown model "${model}"; available: ${TAB_MODELS.map((m) => m.id).join(", ")}`);
+      throw new RelayError(
+        "VALIDATION_ERROR",
+        `model: unknown model "${model}"; available: ${TAB_MODELS.map((m) => m.id).join(", ")}`,
+      );
     }
     if (request.tab_raw_text === true && request.stream !== true) {
-      throw new RelayError("VALIDATION_ERROR", "tab_raw_text: the model's raw text is only sent in a stream; set stream to true");
+      throw new RelayError(
+        "VALIDATION_ERROR",
+        "tab_raw_text: the model's raw text is only sent in a stream; set stream to true",
+      );
     }
     if (request.tab_context.workspace_slug !== req.caller?.workspace.slug) {
-      throw new RelayError("UNAUTHORIZED", "This API key is scoped to a different workspace than tab_context.workspace_slug");
+      throw new RelayError(
+        "UNAUTHORIZED",
+        "This API key is scoped to a different workspace than tab_context.workspace_slug",
+      );
     }
 
     const controller = new AbortController();
-    const finished = deps.lifecycle.begin(() => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")), request.stream === true ? "stream" : "answer");
+    const finished = deps.lifecycle.begin(
+      () => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")),
+      request.stream === true ? "stream" : "answer",
+    );
     // The client went away: stop the model at once rather than generate text nobody will read.
     const onClose = () => {
       if (!res.writableFinished) controller.abort(new RelayError("VALIDATION_ERROR", "Client disconnected"));
@@ -94,11 +113,23 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
     // The client may have gone while the request was authenticated and read; then `close` has already fired.
     if (res.destroyed) onClose();
     // The prompt's size is known now; counting it alongside generation keeps it off the response's critical path.
-    const promptTokens = request.stream !== true || request.stream_options?.include_usage ? deps.tokens.countPrompt(request.tab_context) : undefined;
+    const promptTokens =
+      request.stream !== true || request.stream_options?.include_usage
+        ? deps.tokens.countPrompt(request.tab_context)
+        : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     try {
-      if (request.stream === true) await streamCompletion(res, deps.completions, request, meta, controller.signal, promptTokens);
-      else await answerCompletion(res, deps.completions, request, meta, controller.signal, promptTokens ?? Promise.resolve(0));
+      if (request.stream === true)
+        await streamCompletion(res, deps.completions, request, meta, controller.signal, promptTokens);
+      else
+        await answerCompletion(
+          res,
+          deps.completions,
+          request,
+          meta,
+          controller.signal,
+          promptTokens ?? Promise.resolve(0),
+        );
     } finally {
       res.off("close", onClose);
       finished();
@@ -118,11 +149,17 @@ interface Meta {
  * and each frame only adds its choices: the same bytes `JSON.stringify` of the whole chunk gives, for less work.
  */
 function framer(meta: Meta) {
-  const common = JSON.stringify({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model } satisfies Omit<ChatCompletionChunk, "choices">);
+  const common = JSON.stringify({
+    id: meta.id,
+    object: "chat.completion.chunk",
+    created: meta.created,
+    model: meta.model,
+  } satisfies Omit<ChatCompletionChunk, "choices">);
   const head = `data: ${common.slice(0, -1)},"choices":`;
   return {
     role: `${head}[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n`,
-    text: (text: string) => `${head}[{"index":0,"delta":{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`,
+    text: (text: string) =>
+      `${head}[{"index":0,"delta":{"content":${JSON.stringify(text)}},"finish_reason":null}]}\n\n`,
     finish: (reason: FinishReason) => `${head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(reason)}}]}\n\n`,
     usage: (usage: Usage) => `${head}[],"usage":${JSON.stringify(usage)}}\n\n`,
   };
@@ -175,7 +212,9 @@ async function streamCompletion(
         completion += text;
         send(frames.text(text));
       },
-      ...(request.tab_raw_text === true ? { raw: (text: string) => send(encodeSseEvent({ event: "raw", data: JSON.stringify({ text }) })) } : {}),
+      ...(request.tab_raw_text === true
+        ? { raw: (text: string) => send(encodeSseEvent({ event: "raw", data: JSON.stringify({ text }) })) }
+        : {}),
     });
     let tail = frames.finish(finishReason);
     if (promptTokens) tail += frames.usage(usageOf(await promptTokens, completion));

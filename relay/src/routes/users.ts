@@ -22,7 +22,12 @@ function present(user: User): Api.User {
 }
 
 /** The workspace's people: listing them (for mentions), adding one with a first key, changing a role, removing one. */
-export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Audit; agents: Pick<AgentService, "removeUser"> }): Router {
+export function createUsersRouter(deps: {
+  store: Store;
+  clock: Clock;
+  audit: Audit;
+  agents: Pick<AgentService, "removeUser">;
+}): Router {
   const router = Router();
   const { store } = deps;
 
@@ -34,7 +39,8 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Aud
   router.post("/users", named("/users"), requireScope("users.write"), async (req, res) => {
     const caller = req.caller as Caller;
     const body = parseWith(CreateUserBody, req.body);
-    if (body.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can add another owner");
+    if (body.role === "owner" && caller.user.role !== "owner")
+      throw new RelayError("FORBIDDEN", "Only an owner can add another owner");
     // The first key is a key the caller makes, so like any other it holds only scopes the caller's key holds: a key
     // kept to users.write must not mint an admin's every scope. It may hold none: the person is still added, and an
     // owner can make them a key with `tab-relay keys create`.
@@ -47,11 +53,23 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Aud
         role: body.role,
         createdAt: new Date(deps.clock.now()).toISOString(),
       });
-      const created = await createApiKey(tx, deps.clock, { workspaceId: caller.workspace.id, user, name: "First key", scopes });
-      await deps.audit.record(tx, req, { action: "user.added", target: { type: "user", id: user.id }, details: { role: user.role, first_key_id: created.key.id } });
+      const created = await createApiKey(tx, deps.clock, {
+        workspaceId: caller.workspace.id,
+        user,
+        name: "First key",
+        scopes,
+      });
+      await deps.audit.record(tx, req, {
+        action: "user.added",
+        target: { type: "user", id: user.id },
+        details: { role: user.role, first_key_id: created.key.id },
+      });
       return { user, ...created };
     });
-    const answer: Api.UserCreated = { user: present(user), api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret } };
+    const answer: Api.UserCreated = {
+      user: present(user),
+      api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, secret },
+    };
     res.status(201).json({ data: answer });
   });
 
@@ -63,16 +81,24 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Aud
       // Counted first, which holds the workspace's owners: two owners demoting each other cannot leave none.
       const owners = await tx.users.countOwners(caller.workspace.id);
       const current = await tx.users.get(caller.workspace.id, id);
-      if (!current || current.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
+      if (!current || current.removed_at !== null)
+        throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
       if ((current.role === "owner" || body.role === "owner") && caller.user.role !== "owner") {
         throw new RelayError("FORBIDDEN", "role: only an owner can make or unmake an owner");
       }
       if (current.role === body.role) return current;
       if (current.role === "owner" && owners <= 1) {
-        throw new RelayError("CONFLICT", `role: ${id} is the workspace's last owner and stays one; make someone else an owner first`);
+        throw new RelayError(
+          "CONFLICT",
+          `role: ${id} is the workspace's last owner and stays one; make someone else an owner first`,
+        );
       }
       await tx.users.setRole(caller.workspace.id, id, body.role);
-      await deps.audit.record(tx, req, { action: "user.role_changed", target: { type: "user", id }, details: { from: current.role, to: body.role } });
+      await deps.audit.record(tx, req, {
+        action: "user.role_changed",
+        target: { type: "user", id },
+        details: { from: current.role, to: body.role },
+      });
       return { ...current, role: body.role };
     });
     res.json({ data: present(updated) });
@@ -82,13 +108,24 @@ export function createUsersRouter(deps: { store: Store; clock: Clock; audit: Aud
     const caller = req.caller as Caller;
     const { id } = parseWith(UserParams, req.params, "path");
     const user = await store.users.get(caller.workspace.id, id);
-    if (!user || user.removed_at !== null) throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
+    if (!user || user.removed_at !== null)
+      throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
     if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
-    if (user.role === "owner" && caller.user.role !== "owner") throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
+    if (user.role === "owner" && caller.user.role !== "owner")
+      throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
     const { paused } = await deps.agents.removeUser(user, async (tx, agents) => {
-      await deps.audit.record(tx, req, { action: "user.removed", target: { type: "user", id }, details: { role: user.role, paused_agent_ids: agents.map((agent) => agent.id) } });
+      await deps.audit.record(tx, req, {
+        action: "user.removed",
+        target: { type: "user", id },
+        details: { role: user.role, paused_agent_ids: agents.map((agent) => agent.id) },
+      });
       // Each pause is recorded as such too, so filtering by agent.paused finds it.
-      for (const agent of agents) await deps.audit.record(tx, req, { action: "agent.paused", target: { type: "agent", id: agent.id }, details: { owner_removed: id } });
+      for (const agent of agents)
+        await deps.audit.record(tx, req, {
+          action: "agent.paused",
+          target: { type: "agent", id: agent.id },
+          details: { owner_removed: id },
+        });
     });
     const answer: Api.UserRemoved = { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) };
     res.json({ data: answer });

@@ -1,5 +1,16 @@
 import assert from "node:assert/strict";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
@@ -19,7 +30,8 @@ async function relayDatabase(path: string, workspaces: number): Promise<void> {
   db.pragma("journal_mode = WAL");
   const insert = db.prepare("insert into workspaces (id, slug, name, created_at) values (?, ?, ?, ?)");
   db.transaction(() => {
-    for (let n = 0; n < workspaces; n++) insert.run(`wsp_${n}`, `ws-${String(n).padStart(5, "0")}`, "x".repeat(1000), "2026-01-01T00:00:00.000Z");
+    for (let n = 0; n < workspaces; n++)
+      insert.run(`wsp_${n}`, `ws-${String(n).padStart(5, "0")}`, "x".repeat(1000), "2026-01-01T00:00:00.000Z");
   })();
   db.close();
 }
@@ -57,7 +69,11 @@ describe("tab-relay backup", () => {
     const copy = new SqliteDatabase(to, { readonly: true });
     assert.equal(copy.pragma("journal_mode", { simple: true }), "delete", "no -wal file is needed to read it");
     copy.close();
-    assert.deepEqual(readdirSync(dir).sort(), ["copy.db", "relay.db", "relay.db-shm", "relay.db-wal"].filter((name) => existsSync(join(dir, name))).sort(), "no partial file is left");
+    assert.deepEqual(
+      readdirSync(dir).sort(),
+      ["copy.db", "relay.db", "relay.db-shm", "relay.db-wal"].filter((name) => existsSync(join(dir, name))).sort(),
+      "no partial file is left",
+    );
     assert.match(lines[0] ?? "", /^Backing up .*relay\.db \(\d+\.\d KiB\) to .*copy\.db$/);
     assert.match(lines.at(-1) ?? "", /^ {2}copied (\d+) of \1 pages \(100%\)$/);
   });
@@ -82,7 +98,10 @@ describe("tab-relay backup", () => {
       },
     );
     relay.close();
-    assert.ok(lines.some((line) => line.includes("changed meanwhile")), lines.join("\n"));
+    assert.ok(
+      lines.some((line) => line.includes("changed meanwhile")),
+      lines.join("\n"),
+    );
     const copied = slugs(join(dir, "copy.db"));
     const live = copied.filter((slug) => slug.startsWith("live-"));
     assert.ok(live.length >= 1 && live.length <= written, `${live.length} of ${written} later rows`);
@@ -97,7 +116,10 @@ describe("tab-relay backup", () => {
     const to = join(dir, "copy.db");
     writeFileSync(to, "an older backup");
     chmodSync(to, 0o644);
-    await assert.rejects(backupDatabase({ database, to, force: false }, deps()), new BackupError(`--to: ${to} exists; pass --force to replace it`));
+    await assert.rejects(
+      backupDatabase({ database, to, force: false }, deps()),
+      new BackupError(`--to: ${to} exists; pass --force to replace it`),
+    );
     assert.equal(readFileSync(to, "utf8"), "an older backup");
     await backupDatabase({ database, to, force: true }, deps());
     assert.equal(slugs(to).length, 3);
@@ -114,14 +136,23 @@ describe("tab-relay backup", () => {
       assert.ok(error instanceof BackupError, String(error));
       return error.message;
     };
-    assert.match(await refused({ to: join(dir, "copy.db") }), /^--data: no database at .*relay\.db: is this the data folder/);
+    assert.match(
+      await refused({ to: join(dir, "copy.db") }),
+      /^--data: no database at .*relay\.db: is this the data folder/,
+    );
     await relayDatabase(database, 1);
     assert.match(await refused({ to: join(dir, "nowhere", "copy.db") }), /^--to: the folder .*nowhere does not exist$/);
     assert.match(await refused({ to: dir }), /^--to: .* is a folder; name the file to write/);
-    assert.match(await refused({ to: database, force: true }), /^--to: .*relay\.db is the live database or one of its files$/);
+    assert.match(
+      await refused({ to: database, force: true }),
+      /^--to: .*relay\.db is the live database or one of its files$/,
+    );
     const other = join(dir, "other.db");
     new SqliteDatabase(other).exec("create table notes (text)").close();
-    assert.match(await refused({ database: other, to: join(dir, "copy.db") }), /^--data: .*other\.db is a SQLite database, but not tab-relay's/);
+    assert.match(
+      await refused({ database: other, to: join(dir, "copy.db") }),
+      /^--data: .*other\.db is a SQLite database, but not tab-relay's/,
+    );
     assert.equal(existsSync(join(dir, "copy.db")), false);
   });
 });
@@ -130,7 +161,11 @@ describe("tab-relay restore", () => {
   let dir: string;
   let backup: string;
   let lines: string[];
-  const deps = (alive: (pid: number) => boolean = () => false) => ({ progress: (line: string) => lines.push(line), now: () => 0, alive });
+  const deps = (alive: (pid: number) => boolean = () => false) => ({
+    progress: (line: string) => lines.push(line),
+    now: () => 0,
+    alive,
+  });
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "tab-relay-restore-"));
     lines = [];
@@ -144,7 +179,10 @@ describe("tab-relay restore", () => {
 
   test("into a new folder: the folders it creates are 0700, the database 0600, and the relay's store opens it", async () => {
     const data = join(dir, "new", "data");
-    const result = await restoreDatabase({ from: backup, dataDir: data, databaseFile: "relay.db", force: false }, deps());
+    const result = await restoreDatabase(
+      { from: backup, dataDir: data, databaseFile: "relay.db", force: false },
+      deps(),
+    );
     assert.equal(result.path, join(data, "relay.db"));
     assert.deepEqual([mode(join(dir, "new")), mode(data), mode(join(data, "relay.db"))], ["700", "700", "600"]);
     assert.deepEqual(readdirSync(data), ["relay.db"], "no lock or partial file is left");
@@ -162,7 +200,10 @@ describe("tab-relay restore", () => {
     mkdirSync(data);
     writeFileSync(join(data, LOCK_FILE), "4242\n");
     await assert.rejects(
-      restoreDatabase({ from: backup, dataDir: data, databaseFile: "relay.db", force: true }, deps((pid) => pid === 4242)),
+      restoreDatabase(
+        { from: backup, dataDir: data, databaseFile: "relay.db", force: true },
+        deps((pid) => pid === 4242),
+      ),
       new BackupError(`--data: a relay (process 4242) is serving ${data}; stop it before restoring into this folder`),
     );
     assert.deepEqual(readdirSync(data), [LOCK_FILE]);
@@ -186,7 +227,11 @@ describe("tab-relay restore", () => {
     const old = new SqliteDatabase(target);
     old.pragma("journal_mode = WAL");
     old.pragma("wal_autocheckpoint = 0");
-    old.prepare("insert into workspaces (id, slug, name, created_at) values ('wsp_old', 'old', 'Old', '2026-01-01T00:00:00.000Z')").run();
+    old
+      .prepare(
+        "insert into workspaces (id, slug, name, created_at) values ('wsp_old', 'old', 'Old', '2026-01-01T00:00:00.000Z')",
+      )
+      .run();
     old.prepare("update workspaces set name = 'changed'").run();
     copyFileSync(`${target}-wal`, join(dir, "stale-wal"));
     copyFileSync(`${target}-shm`, join(dir, "stale-shm"));
@@ -199,15 +244,24 @@ describe("tab-relay restore", () => {
       new BackupError(`--data: ${data} already holds a database (relay.db); pass --force to replace it`),
     );
     assert.equal(existsSync(`${target}-wal`), true, "a refusal removes nothing");
-    const result = await restoreDatabase({ from: backup, dataDir: data, databaseFile: "relay.db", force: true }, deps());
+    const result = await restoreDatabase(
+      { from: backup, dataDir: data, databaseFile: "relay.db", force: true },
+      deps(),
+    );
     assert.deepEqual(result.removed, [`${target}-wal`, `${target}-shm`]);
     assert.deepEqual(readdirSync(data), ["relay.db"]);
     const restored = new SqliteDatabase(target);
     try {
       assert.equal(restored.pragma("integrity_check", { simple: true }), "ok");
-      const rows = restored.prepare("select slug, name from workspaces order by slug").all() as { slug: string; name: string }[];
+      const rows = restored.prepare("select slug, name from workspaces order by slug").all() as {
+        slug: string;
+        name: string;
+      }[];
       assert.equal(rows.length, 5);
-      assert.ok(rows.every((row) => row.slug.startsWith("ws-") && row.name === "x".repeat(1000)), "the backup's rows, untouched by the old log");
+      assert.ok(
+        rows.every((row) => row.slug.startsWith("ws-") && row.name === "x".repeat(1000)),
+        "the backup's rows, untouched by the old log",
+      );
     } finally {
       restored.close();
     }
@@ -225,8 +279,14 @@ describe("tab-relay restore", () => {
       return error.message;
     };
     assert.match(await refused(join(dir, "missing.db")), /^--from: no file at .*missing\.db$/);
-    writeFileSync(join(dir, "notes.txt"), "not a database at all, but long enough to have a header of sorts. ".repeat(20));
-    assert.match(await refused(join(dir, "notes.txt")), /^--from: .*notes\.txt is not a SQLite database \(file is not a database\)$/);
+    writeFileSync(
+      join(dir, "notes.txt"),
+      "not a database at all, but long enough to have a header of sorts. ".repeat(20),
+    );
+    assert.match(
+      await refused(join(dir, "notes.txt")),
+      /^--from: .*notes\.txt is not a SQLite database \(file is not a database\)$/,
+    );
 
     const other = join(dir, "other.db");
     new SqliteDatabase(other).exec("create table notes (text)").close();
@@ -234,19 +294,31 @@ describe("tab-relay restore", () => {
 
     const newer = join(dir, "newer.db");
     copyFileSync(backup, newer);
-    new SqliteDatabase(newer).prepare("insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')").run();
-    assert.match(await refused(newer), /^--from: .*newer\.db was made by a newer tab-relay \(its migration 0099_from_the_future is unknown to this one\)/);
+    new SqliteDatabase(newer)
+      .prepare(
+        "insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')",
+      )
+      .run();
+    assert.match(
+      await refused(newer),
+      /^--from: .*newer\.db was made by a newer tab-relay \(its migration 0099_from_the_future is unknown to this one\)/,
+    );
 
     // One page of the workspaces table overwritten: the file still opens, but its b-tree is broken.
     const damaged = join(dir, "damaged.db");
     copyFileSync(backup, damaged);
     const probe = new SqliteDatabase(damaged, { readonly: true });
-    const page = (probe.prepare("select rootpage from sqlite_master where name = 'workspaces'").get() as { rootpage: number }).rootpage;
+    const page = (
+      probe.prepare("select rootpage from sqlite_master where name = 'workspaces'").get() as { rootpage: number }
+    ).rootpage;
     const pageSize = probe.pragma("page_size", { simple: true }) as number;
     probe.close();
     const bytes = readFileSync(damaged);
     bytes.fill(0xa5, (page - 1) * pageSize, page * pageSize);
     writeFileSync(damaged, bytes);
-    assert.match(await refused(damaged), /^--from: .*damaged\.db (is damaged \(integrity_check: [^\n]+\)|is not a SQLite database \([^\n]+\))$/);
+    assert.match(
+      await refused(damaged),
+      /^--from: .*damaged\.db (is damaged \(integrity_check: [^\n]+\)|is not a SQLite database \([^\n]+\))$/,
+    );
   });
 });

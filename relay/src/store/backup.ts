@@ -1,4 +1,15 @@
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { LOCK_FILE, lockDataFolder, processAlive } from "../dataFolder";
@@ -42,7 +53,11 @@ const ONE_PASS = 0x7fffffff;
 /** Steps are a tenth of the database (about ten progress lines), and at least this many pages. */
 const MIN_STEP_PAGES = 256;
 
-async function copyDatabase(source: SqliteDatabase.Database, target: string, progress: (line: string) => void): Promise<number> {
+async function copyDatabase(
+  source: SqliteDatabase.Database,
+  target: string,
+  progress: (line: string) => void,
+): Promise<number> {
   let last = Number.POSITIVE_INFINITY;
   let step = MIN_STEP_PAGES;
   const result = await source.backup(target, {
@@ -54,7 +69,9 @@ async function copyDatabase(source: SqliteDatabase.Database, target: string, pro
         last = remainingPages;
         return ONE_PASS;
       } else {
-        progress(`  copied ${totalPages - remainingPages} of ${totalPages} pages (${Math.floor(((totalPages - remainingPages) / totalPages) * 100)}%)`);
+        progress(
+          `  copied ${totalPages - remainingPages} of ${totalPages} pages (${Math.floor(((totalPages - remainingPages) / totalPages) * 100)}%)`,
+        );
       }
       last = remainingPages;
       return step;
@@ -91,7 +108,11 @@ async function knownMigrations(): Promise<string[]> {
  * Reads what a database holds, failing with `flag`'s name when it is damaged or not a tab-relay database, or when
  * a newer relay made it (a migration this relay does not know: its schema may hold what this one cannot serve).
  */
-export async function inspectDatabase(db: SqliteDatabase.Database, path: string, flag: string): Promise<DatabaseSummary> {
+export async function inspectDatabase(
+  db: SqliteDatabase.Database,
+  path: string,
+  flag: string,
+): Promise<DatabaseSummary> {
   let problems: string[];
   try {
     // At most a few problems, each on one line of its own (a row may hold several, and a header naming the schema).
@@ -101,23 +122,44 @@ export async function inspectDatabase(db: SqliteDatabase.Database, path: string,
   } catch (error) {
     throw new BackupError(`${flag}: ${path} is not a SQLite database (${errorText(error)})`, { cause: error });
   }
-  if (problems.length > 0) throw new BackupError(`${flag}: ${path} is damaged (integrity_check: ${problems.slice(0, INTEGRITY_PROBLEMS_SHOWN).join("; ")})`);
-  const hasTable = (name: string) => db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
-  if (!hasTable("kysely_migration") || !hasTable("workspaces")) throw new BackupError(`${flag}: ${path} is a SQLite database, but not tab-relay's (it has no migrations table or no workspaces)`);
-  const migrations = (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map((row) => row.name);
+  if (problems.length > 0)
+    throw new BackupError(
+      `${flag}: ${path} is damaged (integrity_check: ${problems.slice(0, INTEGRITY_PROBLEMS_SHOWN).join("; ")})`,
+    );
+  const hasTable = (name: string) =>
+    db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
+  if (!hasTable("kysely_migration") || !hasTable("workspaces"))
+    throw new BackupError(
+      `${flag}: ${path} is a SQLite database, but not tab-relay's (it has no migrations table or no workspaces)`,
+    );
+  const migrations = (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map(
+    (row) => row.name,
+  );
   const known = await knownMigrations();
   const unknown = migrations.filter((name) => !known.includes(name));
   if (unknown.length > 0) {
-    throw new BackupError(`${flag}: ${path} was made by a newer tab-relay (its migration ${unknown.join(", ")} is unknown to this one); use that version or newer`);
+    throw new BackupError(
+      `${flag}: ${path} was made by a newer tab-relay (its migration ${unknown.join(", ")} is unknown to this one); use that version or newer`,
+    );
   }
-  const workspaces = (db.prepare("select slug from workspaces order by slug").all() as { slug: string }[]).map((row) => row.slug);
+  const workspaces = (db.prepare("select slug from workspaces order by slug").all() as { slug: string }[]).map(
+    (row) => row.slug,
+  );
   const pageSize = db.pragma("page_size", { simple: true }) as number;
   const pages = db.pragma("page_count", { simple: true }) as number;
-  return { migrations, pending: known.filter((name) => !migrations.includes(name)), workspaces, bytes: pageSize * pages };
+  return {
+    migrations,
+    pending: known.filter((name) => !migrations.includes(name)),
+    workspaces,
+    bytes: pageSize * pages,
+  };
 }
 
 export function describeSummary(summary: DatabaseSummary): string {
-  const workspaces = summary.workspaces.length === 0 ? "no workspace" : `workspace${summary.workspaces.length === 1 ? "" : "s"} ${summary.workspaces.join(", ")}`;
+  const workspaces =
+    summary.workspaces.length === 0
+      ? "no workspace"
+      : `workspace${summary.workspaces.length === 1 ? "" : "s"} ${summary.workspaces.join(", ")}`;
   const schema = summary.migrations.length === 0 ? "no migration" : `migrations up to ${summary.migrations.at(-1)}`;
   return `${workspaces}; ${schema}; ${formatBytes(summary.bytes)}`;
 }
@@ -159,10 +201,14 @@ export async function backupDatabase(options: BackupOptions, deps: BackupDeps): 
   const started = deps.now();
   const database = resolve(options.database);
   const to = resolve(options.to);
-  if (!existsSync(database)) throw new BackupError(`--data: no database at ${database}: is this the data folder \`tab-relay serve --data\` uses?`);
+  if (!existsSync(database))
+    throw new BackupError(
+      `--data: no database at ${database}: is this the data folder \`tab-relay serve --data\` uses?`,
+    );
   if (!existsSync(dirname(to))) throw new BackupError(`--to: the folder ${dirname(to)} does not exist`);
   if (existsSync(to)) {
-    if (statSync(to).isDirectory()) throw new BackupError(`--to: ${to} is a folder; name the file to write, e.g. ${join(to, "relay-backup.db")}`);
+    if (statSync(to).isDirectory())
+      throw new BackupError(`--to: ${to} is a folder; name the file to write, e.g. ${join(to, "relay-backup.db")}`);
     if (["", "-wal", "-shm", "-journal"].some((suffix) => sameFile(to, `${database}${suffix}`))) {
       throw new BackupError(`--to: ${to} is the live database or one of its files`);
     }
@@ -179,7 +225,9 @@ export async function backupDatabase(options: BackupOptions, deps: BackupDeps): 
     await inspectDatabase(source, database, "--data");
     createPrivateFile(partial);
     const pageSize = source.pragma("page_size", { simple: true }) as number;
-    deps.progress(`Backing up ${database} (${formatBytes(pageSize * (source.pragma("page_count", { simple: true }) as number))}) to ${to}`);
+    deps.progress(
+      `Backing up ${database} (${formatBytes(pageSize * (source.pragma("page_count", { simple: true }) as number))}) to ${to}`,
+    );
     try {
       await copyDatabase(source, partial, (line) => deps.progress(line));
     } catch (error) {
@@ -201,7 +249,8 @@ export async function backupDatabase(options: BackupOptions, deps: BackupDeps): 
       try {
         linkSync(partial, to);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new BackupError(`--to: ${to} exists; pass --force to replace it`, { cause: error });
+        if ((error as NodeJS.ErrnoException).code === "EEXIST")
+          throw new BackupError(`--to: ${to} exists; pass --force to replace it`, { cause: error });
         throw error;
       }
       unlinkSync(partial);
@@ -247,8 +296,14 @@ export async function restoreDatabase(options: RestoreOptions, deps: BackupDeps)
   const alive = deps.alive ?? processAlive;
   const refusal = () => {
     const holder = servingProcess(dataDir, alive);
-    if (holder !== undefined) return new BackupError(`--data: a relay (process ${holder}) is serving ${dataDir}; stop it before restoring into this folder`);
-    if (existsSync(target) && !options.force) return new BackupError(`--data: ${dataDir} already holds a database (${options.databaseFile}); pass --force to replace it`);
+    if (holder !== undefined)
+      return new BackupError(
+        `--data: a relay (process ${holder}) is serving ${dataDir}; stop it before restoring into this folder`,
+      );
+    if (existsSync(target) && !options.force)
+      return new BackupError(
+        `--data: ${dataDir} already holds a database (${options.databaseFile}); pass --force to replace it`,
+      );
     return undefined;
   };
   // Told before the backup is read (which takes a while for a large one), and again under the lock.

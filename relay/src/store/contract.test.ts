@@ -6,11 +6,26 @@ import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
 import SqliteDatabase from "better-sqlite3";
 import pg from "pg";
-import { POSTGRES_HOST, dropDatabases as dropScratchDatabases, postgresProblem, withAdmin } from "../../../test/support/scaleOutServices";
+import {
+  POSTGRES_HOST,
+  dropDatabases as dropScratchDatabases,
+  postgresProblem,
+  withAdmin,
+} from "../../../test/support/scaleOutServices";
 import { migratePostgres, openPostgresStore } from "./postgres";
 import { createSortableIds } from "./sortableIds";
 import { openSqliteStore } from "./sqlite";
-import type { AuditRecord, Conversation, DeliveryAttempt, Message, NewAgent, NewApiKey, Notification, Store, StoredEvent } from "./types";
+import type {
+  AuditRecord,
+  Conversation,
+  DeliveryAttempt,
+  Message,
+  NewAgent,
+  NewApiKey,
+  Notification,
+  Store,
+  StoredEvent,
+} from "./types";
 
 /**
  * One contract for every Store engine: each test runs on SQLite and on PostgreSQL, from empty tables, and
@@ -19,10 +34,28 @@ import type { AuditRecord, Conversation, DeliveryAttempt, Message, NewAgent, New
 
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
-  "audit_log", "delivery_attempts", "events", "notifications", "messages", "conversation_members", "conversations",
-  "sessions", "agent_sockets", "api_keys", "agents", "users", "workspaces",
+  "audit_log",
+  "delivery_attempts",
+  "events",
+  "notifications",
+  "messages",
+  "conversation_members",
+  "conversations",
+  "sessions",
+  "agent_sockets",
+  "api_keys",
+  "agents",
+  "users",
+  "workspaces",
 ];
-const MIGRATIONS = ["0001_workspaces_users_keys", "0002_conversations_agents_outbox", "0003_sessions", "0004_agent_sockets", "0005_sessions_by_key", "0006_audit_log"];
+const MIGRATIONS = [
+  "0001_workspaces_users_keys",
+  "0002_conversations_agents_outbox",
+  "0003_sessions",
+  "0004_agent_sockets",
+  "0005_sessions_by_key",
+  "0006_audit_log",
+];
 
 interface Harness {
   store: Store;
@@ -70,7 +103,9 @@ async function freshDatabase(): Promise<string> {
   const name = `tab_relay_contract_${randomBytes(6).toString("hex")}`;
   await withAdmin(async (admin) => {
     try {
-      await admin.query(`create database ${name} template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`);
+      await admin.query(
+        `create database ${name} template template0 locale_provider icu icu_locale 'en-US' locale 'C.UTF-8'`,
+      );
     } catch {
       await admin.query(`create database ${name}`);
     }
@@ -85,7 +120,9 @@ async function dropDatabases(): Promise<void> {
 
 const postgresEngine: Engine = {
   name: "PostgreSQL",
-  unavailable: await postgresProblem().then((problem) => problem && `${problem}: the PostgreSQL store contract tests did not run`),
+  unavailable: await postgresProblem().then(
+    (problem) => problem && `${problem}: the PostgreSQL store contract tests did not run`,
+  ),
   async start() {
     const url = await freshDatabase();
     const store = await openPostgresStore(url, { poolSize: 4 });
@@ -122,39 +159,101 @@ async function seedWorkspace(store: Store): Promise<void> {
 
 function newAgent(id: string, extra: Partial<NewAgent> = {}): NewAgent {
   return {
-    id, workspaceId: WS, ownerUserId: OLIVE, name: id, description: `the ${id} agent`, webhookUrl: `https://agents.test/${id}`,
-    tokenHash: `token-hash-${id}`, tokenHint: "tr_a…", signingSecret: `whsec_${id}`, createdAt: at(10), ...extra,
+    id,
+    workspaceId: WS,
+    ownerUserId: OLIVE,
+    name: id,
+    description: `the ${id} agent`,
+    webhookUrl: `https://agents.test/${id}`,
+    tokenHash: `token-hash-${id}`,
+    tokenHint: "tr_a…",
+    signingSecret: `whsec_${id}`,
+    createdAt: at(10),
+    ...extra,
   };
 }
 
 function newEvent(id: string, agentId: string, extra: Partial<StoredEvent> = {}): StoredEvent {
   return {
-    id, workspace_id: WS, agent_id: agentId, type: "message.created", payload: JSON.stringify({ id }), status: "pending",
-    attempts: 0, next_attempt_at: at(100), next_trigger: "scheduled", retries: 1, sending: false, created_at: at(100),
-    updated_at: at(100), ...extra,
+    id,
+    workspace_id: WS,
+    agent_id: agentId,
+    type: "message.created",
+    payload: JSON.stringify({ id }),
+    status: "pending",
+    attempts: 0,
+    next_attempt_at: at(100),
+    next_trigger: "scheduled",
+    retries: 1,
+    sending: false,
+    created_at: at(100),
+    updated_at: at(100),
+    ...extra,
   };
 }
 
 function newAttempt(id: string, event: StoredEvent, extra: Partial<DeliveryAttempt> = {}): DeliveryAttempt {
   return {
-    id, event_id: event.id, agent_id: event.agent_id, attempt: 1, trigger: "scheduled", url: "https://agents.test/hook",
-    started_at: at(200), duration_ms: 42, status_code: 500, error: null, response_excerpt: "boom", outcome: "failed",
-    next_attempt_at: at(260), ...extra,
+    id,
+    event_id: event.id,
+    agent_id: event.agent_id,
+    attempt: 1,
+    trigger: "scheduled",
+    url: "https://agents.test/hook",
+    started_at: at(200),
+    duration_ms: 42,
+    status_code: 500,
+    error: null,
+    response_excerpt: "boom",
+    outcome: "failed",
+    next_attempt_at: at(260),
+    ...extra,
   };
 }
 
-function channel(id: string, name: string, visibility: "public" | "private", createdAt = at(20)): Conversation & { dm_key: null } {
-  return { id, workspace_id: WS, type: "channel", name, visibility, created_by: OLIVE, created_at: createdAt, dm_key: null };
+function channel(
+  id: string,
+  name: string,
+  visibility: "public" | "private",
+  createdAt = at(20),
+): Conversation & { dm_key: null } {
+  return {
+    id,
+    workspace_id: WS,
+    type: "channel",
+    name,
+    visibility,
+    created_by: OLIVE,
+    created_at: createdAt,
+    dm_key: null,
+  };
 }
 
 function dm(id: string, dmKey: string): Conversation & { dm_key: string } {
-  return { id, workspace_id: WS, type: "dm", name: null, visibility: null, created_by: OLIVE, created_at: at(20), dm_key: dmKey };
+  return {
+    id,
+    workspace_id: WS,
+    type: "dm",
+    name: null,
+    visibility: null,
+    created_by: OLIVE,
+    created_at: at(20),
+    dm_key: dmKey,
+  };
 }
 
 function message(id: string, conversationId: string, extra: Partial<Message> = {}): Message {
   return {
-    id, workspace_id: WS, conversation_id: conversationId, thread_id: null, author: { id: OLIVE, type: "user", name: "Olive" },
-    text: `text of ${id}`, aside: false, mentions: [], created_at: at(30), ...extra,
+    id,
+    workspace_id: WS,
+    conversation_id: conversationId,
+    thread_id: null,
+    author: { id: OLIVE, type: "user", name: "Olive" },
+    text: `text of ${id}`,
+    aside: false,
+    mentions: [],
+    created_at: at(30),
+    ...extra,
   };
 }
 
@@ -208,7 +307,9 @@ for (const engine of engines) {
 
       test("refuse a second workspace with the same slug", async () => {
         await store.workspaces.create({ id: WS, slug: "acme", name: "Acme", createdAt: at(0) });
-        await assert.rejects(store.workspaces.create({ id: "ws_2", slug: "acme", name: "Acme again", createdAt: at(1) }));
+        await assert.rejects(
+          store.workspaces.create({ id: "ws_2", slug: "acme", name: "Acme again", createdAt: at(1) }),
+        );
         assert.equal(await store.workspaces.count(), 1);
       });
     });
@@ -217,7 +318,14 @@ for (const engine of engines) {
       test("are read within their own workspace only", async () => {
         await seedWorkspace(store);
         await store.workspaces.create({ id: "ws_other", slug: "other", name: "Other", createdAt: at(0) });
-        assert.deepEqual(await store.users.get(WS, OLIVE), { id: OLIVE, workspace_id: WS, name: "Olive", role: "owner", created_at: at(1), removed_at: null });
+        assert.deepEqual(await store.users.get(WS, OLIVE), {
+          id: OLIVE,
+          workspace_id: WS,
+          name: "Olive",
+          role: "owner",
+          created_at: at(1),
+          removed_at: null,
+        });
         assert.equal(await store.users.get("ws_other", OLIVE), undefined);
         assert.equal(await store.users.get(WS, "usr_nobody"), undefined);
       });
@@ -289,15 +397,29 @@ for (const engine of engines) {
 
     describe("API keys", () => {
       const key = (id: string, createdAt: string, extra: Partial<NewApiKey> = {}): NewApiKey => ({
-        id, workspaceId: WS, userId: BOB, name: `key ${id}`, scopes: ["tab.complete"], secretHash: `hash-${id}`, hint: "tr_…abcd", createdAt, ...extra,
+        id,
+        workspaceId: WS,
+        userId: BOB,
+        name: `key ${id}`,
+        scopes: ["tab.complete"],
+        secretHash: `hash-${id}`,
+        hint: "tr_…abcd",
+        createdAt,
+        ...extra,
       });
 
       test("find their key, user and workspace by the secret's hash", async () => {
         await seedWorkspace(store);
         const created = await store.apiKeys.create(key("key_1", at(3), { scopes: ["tab.complete", "messages.read"] }));
         assert.deepEqual(created, {
-          id: "key_1", workspace_id: WS, user_id: BOB, name: "key key_1", scopes: ["tab.complete", "messages.read"], hint: "tr_…abcd",
-          created_at: at(3), revoked_at: null,
+          id: "key_1",
+          workspace_id: WS,
+          user_id: BOB,
+          name: "key key_1",
+          scopes: ["tab.complete", "messages.read"],
+          hint: "tr_…abcd",
+          created_at: at(3),
+          revoked_at: null,
         });
         assert.deepEqual(await store.apiKeys.findOwnerByHash("hash-key_1"), {
           key: created,
@@ -365,8 +487,16 @@ for (const engine of engines) {
       test("are created, and read back without their token hash or signing secret", async () => {
         await seedWorkspace(store);
         const expected = {
-          id: "agt_1", workspace_id: WS, owner_user_id: OLIVE, name: "agt_1", description: "the agt_1 agent", webhook_url: "https://agents.test/agt_1",
-          state: "active", token_hint: "tr_a…", created_at: at(10), updated_at: at(10),
+          id: "agt_1",
+          workspace_id: WS,
+          owner_user_id: OLIVE,
+          name: "agt_1",
+          description: "the agt_1 agent",
+          webhook_url: "https://agents.test/agt_1",
+          state: "active",
+          token_hint: "tr_a…",
+          created_at: at(10),
+          updated_at: at(10),
         };
         const created = await store.agents.create(newAgent("agt_1"));
         assert.deepEqual(created, expected, "exactly the agent's fields: no token hash, no signing secret");
@@ -391,10 +521,23 @@ for (const engine of engines) {
       test("are updated, and a replaced token hash stops matching", async () => {
         await seedWorkspace(store);
         await store.agents.create(newAgent("agt_1"));
-        const updated = await store.agents.update(WS, "agt_1", { name: "Renamed", state: "paused", webhook_url: null, token_hash: "new-hash", token_hint: "tr_n…" }, at(50));
+        const updated = await store.agents.update(
+          WS,
+          "agt_1",
+          { name: "Renamed", state: "paused", webhook_url: null, token_hash: "new-hash", token_hint: "tr_n…" },
+          at(50),
+        );
         assert.deepEqual(updated, {
-          id: "agt_1", workspace_id: WS, owner_user_id: OLIVE, name: "Renamed", description: "the agt_1 agent", webhook_url: null,
-          state: "paused", token_hint: "tr_n…", created_at: at(10), updated_at: at(50),
+          id: "agt_1",
+          workspace_id: WS,
+          owner_user_id: OLIVE,
+          name: "Renamed",
+          description: "the agt_1 agent",
+          webhook_url: null,
+          state: "paused",
+          token_hint: "tr_n…",
+          created_at: at(10),
+          updated_at: at(50),
         });
         assert.equal(await store.agents.findByTokenHash("token-hash-agt_1"), undefined);
         assert.equal((await store.agents.findByTokenHash("new-hash"))?.agent.name, "Renamed");
@@ -431,7 +574,13 @@ for (const engine of engines) {
         assert.equal(await store.conversations.findChannel(WS, "random"), undefined);
         assert.equal(await store.conversations.findChannel("ws_other", "general"), undefined);
         assert.deepEqual(await store.conversations.findDm(WS, `${BOB}+${OLIVE}`), {
-          id: "cnv_dm", workspace_id: WS, type: "dm", name: null, visibility: null, created_by: OLIVE, created_at: at(20),
+          id: "cnv_dm",
+          workspace_id: WS,
+          type: "dm",
+          name: null,
+          visibility: null,
+          created_by: OLIVE,
+          created_at: at(20),
         });
         assert.equal(await store.conversations.findDm(WS, "usr_x+usr_y"), undefined);
       });
@@ -470,15 +619,38 @@ for (const engine of engines) {
         await store.conversations.create(channel("cnv_p", "plans", "private"));
         await store.conversations.create(dm("cnv_dm", `${BOB}+${OLIVE}`));
         await store.conversations.create(dm("cnv_dm_other", "usr_x+usr_y"));
-        for (const id of ["cnv_g", "cnv_p", "cnv_dm"]) await store.conversations.addMember(id, { id: BOB, type: "user" }, at(21));
+        for (const id of ["cnv_g", "cnv_p", "cnv_dm"])
+          await store.conversations.addMember(id, { id: BOB, type: "user" }, at(21));
         await store.conversations.addMember("cnv_s", { id: OLIVE, type: "user" }, at(21));
         const mine = await store.conversations.listVisible(WS, BOB, false);
-        assert.deepEqual(mine.map((c) => [c.id, c.is_member]), [["cnv_g", true], ["cnv_p", true], ["cnv_dm", true]]);
+        assert.deepEqual(
+          mine.map((c) => [c.id, c.is_member]),
+          [
+            ["cnv_g", true],
+            ["cnv_p", true],
+            ["cnv_dm", true],
+          ],
+        );
         assert.deepEqual(mine[0], {
-          id: "cnv_g", workspace_id: WS, type: "channel", name: "general", visibility: "public", created_by: OLIVE, created_at: at(20), is_member: true,
+          id: "cnv_g",
+          workspace_id: WS,
+          type: "channel",
+          name: "general",
+          visibility: "public",
+          created_by: OLIVE,
+          created_at: at(20),
+          is_member: true,
         });
         const withPublic = await store.conversations.listVisible(WS, BOB, true);
-        assert.deepEqual(withPublic.map((c) => [c.id, c.is_member]), [["cnv_g", true], ["cnv_p", true], ["cnv_r", false], ["cnv_dm", true]]);
+        assert.deepEqual(
+          withPublic.map((c) => [c.id, c.is_member]),
+          [
+            ["cnv_g", true],
+            ["cnv_p", true],
+            ["cnv_r", false],
+            ["cnv_dm", true],
+          ],
+        );
         assert.deepEqual(await store.conversations.listVisible("ws_other", BOB, true), []);
       });
 
@@ -531,7 +703,10 @@ for (const engine of engines) {
         const written = message("msg_1", "cnv_1", {
           author: { id: "agt_1", type: "agent", name: "Helper" },
           aside: true,
-          mentions: [{ id: BOB, type: "user", name: "Bob" }, { id: "agt_2", type: "agent", name: "Other" }],
+          mentions: [
+            { id: BOB, type: "user", name: "Bob" },
+            { id: "agt_2", type: "agent", name: "Other" },
+          ],
           thread_id: "msg_0",
           text: "héllo @Bob 👋",
         });
@@ -550,7 +725,9 @@ for (const engine of engines) {
         const post = async (extra: Partial<Message> = {}, conversationId = "cnv_1") => {
           now += 1000;
           const id = next("msg");
-          await store.messages.create(message(id, conversationId, { created_at: new Date(now).toISOString(), ...extra }));
+          await store.messages.create(
+            message(id, conversationId, { created_at: new Date(now).toISOString(), ...extra }),
+          );
           made.push(id);
           return id;
         };
@@ -581,7 +758,10 @@ for (const engine of engines) {
         await store.messages.create(message("msg_4", "cnv_1", { thread_id: "msg_1", ...agent("agt_reply") }));
         await store.messages.create(message("msg_5", "cnv_1", agent("agt_elsewhere")));
         await store.messages.create(message("msg_6", "cnv_1", { thread_id: "msg_5", ...agent("agt_other_thread") }));
-        assert.deepEqual((await store.messages.agentAuthorsInThread("cnv_1", "msg_1")).sort(), ["agt_reply", "agt_root"]);
+        assert.deepEqual((await store.messages.agentAuthorsInThread("cnv_1", "msg_1")).sort(), [
+          "agt_reply",
+          "agt_root",
+        ]);
         assert.deepEqual(await store.messages.agentAuthorsInThread("cnv_other", "msg_1"), []);
       });
     });
@@ -615,16 +795,25 @@ for (const engine of engines) {
         await store.events.create(newEvent("evt_later", "agt_a", { next_attempt_at: at(150) }));
         await store.events.create(newEvent("evt_done", "agt_a", { status: "delivered", next_attempt_at: at(90) }));
         const due = await store.events.due(at(120), { limit: 10, skipAgents: new Set(), socketAgents: new Set() });
-        assert.deepEqual(due.map((d) => d.event.id), ["evt_early", "evt_1", "evt_2", "evt_0"]);
+        assert.deepEqual(
+          due.map((d) => d.event.id),
+          ["evt_early", "evt_1", "evt_2", "evt_0"],
+        );
         assert.deepEqual(due[1], {
           event: newEvent("evt_1", "agt_b", { next_attempt_at: at(100) }),
           webhookUrl: "https://agents.test/agt_b",
           signingSecret: "whsec_agt_b",
         });
         const limited = await store.events.due(at(120), { limit: 2, skipAgents: new Set(), socketAgents: new Set() });
-        assert.deepEqual(limited.map((d) => d.event.id), ["evt_early", "evt_1"]);
+        assert.deepEqual(
+          limited.map((d) => d.event.id),
+          ["evt_early", "evt_1"],
+        );
         const exact = await store.events.due(at(100), { limit: 10, skipAgents: new Set(), socketAgents: new Set() });
-        assert.deepEqual(exact.map((d) => d.event.id), ["evt_early", "evt_1", "evt_2"]);
+        assert.deepEqual(
+          exact.map((d) => d.event.id),
+          ["evt_early", "evt_1", "evt_2"],
+        );
       });
 
       test("due skips agents that cannot take events, and agents the caller names", async () => {
@@ -651,11 +840,18 @@ for (const engine of engines) {
             .then((rows) => rows.map((row) => row.event.id));
         assert.deepEqual(await due({}), ["evt_1", "evt_4"]);
         assert.deepEqual(await due({ socketAgents: ["agt_socket"] }), ["evt_1", "evt_2", "evt_4"]);
-        assert.deepEqual(await due({ socketAgents: ["agt_socket"], skipAgents: ["agt_hook", "agt_socket"] }), ["evt_4"]);
+        assert.deepEqual(await due({ socketAgents: ["agt_socket"], skipAgents: ["agt_hook", "agt_socket"] }), [
+          "evt_4",
+        ]);
         assert.deepEqual(await due({ agentId: "agt_paused" }), ["evt_4"]);
         assert.deepEqual(await due({ agentId: "agt_socket" }), []);
         assert.deepEqual(await due({ agentId: "agt_socket", socketAgents: ["agt_socket"] }), ["evt_2"]);
-        const socketOnly = await store.events.due(at(200), { limit: 10, skipAgents: new Set(), socketAgents: new Set(["agt_socket"]), agentId: "agt_socket" });
+        const socketOnly = await store.events.due(at(200), {
+          limit: 10,
+          skipAgents: new Set(),
+          socketAgents: new Set(["agt_socket"]),
+          agentId: "agt_socket",
+        });
         assert.equal(socketOnly[0]?.webhookUrl, null);
       });
 
@@ -671,7 +867,9 @@ for (const engine of engines) {
         assert.equal(claimed?.next_attempt_at, null);
         assert.equal((await store.events.get("agt_a", "evt_done"))?.sending, false);
         const dueIds = async (now: string) =>
-          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map((d) => d.event.id);
+          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map(
+            (d) => d.event.id,
+          );
         assert.deepEqual(await dueIds(at(399)), ["evt_2"]);
         assert.deepEqual(await dueIds(at(400)), ["evt_2", "evt_1"]);
         assert.equal(await store.events.releaseClaims(at(150)), 1);
@@ -724,15 +922,45 @@ for (const engine of engines) {
         await store.events.create(event);
         await store.events.claim(["evt_1"], at(400));
         const attempt = newAttempt("att_1", event);
-        assert.equal(await store.events.recordAttempt(attempt, { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201), at(400)), true);
-        assert.deepEqual(await store.events.get("agt_a", "evt_1"), { ...event, attempts: 1, next_attempt_at: at(260), updated_at: at(201) });
+        assert.equal(
+          await store.events.recordAttempt(
+            attempt,
+            { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 },
+            at(201),
+            at(400),
+          ),
+          true,
+        );
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), {
+          ...event,
+          attempts: 1,
+          next_attempt_at: at(260),
+          updated_at: at(201),
+        });
         const success = newAttempt("att_2", event, {
-          attempt: 2, trigger: "manual", started_at: at(300), status_code: 200, response_excerpt: "", outcome: "success", next_attempt_at: null,
+          attempt: 2,
+          trigger: "manual",
+          started_at: at(300),
+          status_code: 200,
+          response_excerpt: "",
+          outcome: "success",
+          next_attempt_at: null,
         });
         await store.events.claim(["evt_1"], at(700));
-        await store.events.recordAttempt(success, { status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0 }, at(301), at(700));
+        await store.events.recordAttempt(
+          success,
+          { status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0 },
+          at(301),
+          at(700),
+        );
         assert.deepEqual(await store.events.get("agt_a", "evt_1"), {
-          ...event, status: "delivered", attempts: 2, next_attempt_at: null, next_trigger: "manual", retries: 0, updated_at: at(301),
+          ...event,
+          status: "delivered",
+          attempts: 2,
+          next_attempt_at: null,
+          next_trigger: "manual",
+          retries: 0,
+          updated_at: at(301),
         });
         assert.deepEqual(await store.events.attempts(["evt_1"]), [attempt, success]);
       });
@@ -750,8 +978,19 @@ for (const engine of engines) {
       test("an attempt whose claim lapsed and was taken over is kept and counted, but leaves the event to the new claim", async () => {
         const event = await claimedTwice();
         const stale = newAttempt("att_a", event, { status_code: 500, outcome: "failed", next_attempt_at: at(460) });
-        assert.equal(await store.events.recordAttempt(stale, { status: "pending", attempts: 1, next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 }, at(450), at(400)), false);
-        const dueIds = async (now: string) => (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map((d) => d.event.id);
+        assert.equal(
+          await store.events.recordAttempt(
+            stale,
+            { status: "pending", attempts: 1, next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 },
+            at(450),
+            at(400),
+          ),
+          false,
+        );
+        const dueIds = async (now: string) =>
+          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set() })).map(
+            (d) => d.event.id,
+          );
         const afterStale = await store.events.get("agt_a", "evt_1");
         assert.equal(afterStale?.sending, true, "B's claim stands");
         assert.equal(afterStale?.attempts, 1);
@@ -763,8 +1002,21 @@ for (const engine of engines) {
         assert.deepEqual(await dueIds(at(800)), []);
         assert.deepEqual(await dueIds(at(901)), ["evt_1"], "B's own lease still lapses");
 
-        const fresh = newAttempt("att_b", event, { started_at: at(500), status_code: 204, outcome: "success", next_attempt_at: null });
-        assert.equal(await store.events.recordAttempt(fresh, { status: "delivered", attempts: 1, next_attempt_at: null, next_trigger: "scheduled", retries: 1 }, at(501), at(900)), true);
+        const fresh = newAttempt("att_b", event, {
+          started_at: at(500),
+          status_code: 204,
+          outcome: "success",
+          next_attempt_at: null,
+        });
+        assert.equal(
+          await store.events.recordAttempt(
+            fresh,
+            { status: "delivered", attempts: 1, next_attempt_at: null, next_trigger: "scheduled", retries: 1 },
+            at(501),
+            at(900),
+          ),
+          true,
+        );
         assert.equal((await store.events.get("agt_a", "evt_1"))?.status, "delivered");
         assert.deepEqual(await store.events.attempts(["evt_1"]), [{ ...stale, next_attempt_at: null }, fresh]);
       });
@@ -775,7 +1027,12 @@ for (const engine of engines) {
         await store.events.create(event);
         await store.events.claim(["evt_1"], at(400));
         assert.equal(await store.events.cancelPending("agt_a", at(150)), 1);
-        const held = await store.events.recordAttempt(newAttempt("att_1", event), { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 }, at(201), at(400));
+        const held = await store.events.recordAttempt(
+          newAttempt("att_1", event),
+          { status: "pending", attempts: 1, next_attempt_at: at(260), next_trigger: "scheduled", retries: 1 },
+          at(201),
+          at(400),
+        );
         assert.equal(held, false);
         const afterwards = await store.events.get("agt_a", "evt_1");
         assert.equal(afterwards?.status, "cancelled");
@@ -784,7 +1041,10 @@ for (const engine of engines) {
         assert.equal(afterwards?.sending, false);
         assert.deepEqual(ids(await store.events.attempts(["evt_1"])), ["att_1"]);
         assert.equal((await store.events.attempts(["evt_1"]))[0]?.next_attempt_at, null);
-        assert.deepEqual(await store.events.due(at(1000), { limit: 10, skipAgents: new Set(), socketAgents: new Set() }), []);
+        assert.deepEqual(
+          await store.events.due(at(1000), { limit: 10, skipAgents: new Set(), socketAgents: new Set() }),
+          [],
+        );
       });
 
       test("attempts are listed by event then attempt number, and the latest is the agent's last", async () => {
@@ -793,7 +1053,13 @@ for (const engine of engines) {
         const e2 = newEvent("evt_2", "agt_a");
         const eb = newEvent("evt_b", "agt_b");
         for (const e of [e1, e2, eb]) await store.events.create(e);
-        const update = { status: "pending", attempts: 1, next_attempt_at: at(500), next_trigger: "scheduled", retries: 1 } as const;
+        const update = {
+          status: "pending",
+          attempts: 1,
+          next_attempt_at: at(500),
+          next_trigger: "scheduled",
+          retries: 1,
+        } as const;
         const record = async (attempt: DeliveryAttempt) => {
           await store.events.claim([attempt.event_id], at(1000));
           await store.events.recordAttempt(attempt, update, attempt.started_at, at(1000));
@@ -810,9 +1076,19 @@ for (const engine of engines) {
 
       test("schedule with a claim changes the event only while that claim holds it", async () => {
         await claimedTwice();
-        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(450), next_trigger: "scheduled", retries: 1 }, at(450), at(400));
+        await store.events.schedule(
+          "evt_1",
+          { status: "pending", next_attempt_at: at(450), next_trigger: "scheduled", retries: 1 },
+          at(450),
+          at(400),
+        );
         assert.equal((await store.events.get("agt_a", "evt_1"))?.sending, true);
-        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 }, at(460), at(900));
+        await store.events.schedule(
+          "evt_1",
+          { status: "pending", next_attempt_at: at(460), next_trigger: "scheduled", retries: 1 },
+          at(460),
+          at(900),
+        );
         assert.equal((await store.events.get("agt_a", "evt_1"))?.next_attempt_at, at(460));
         assert.equal((await store.events.get("agt_a", "evt_1"))?.sending, false);
       });
@@ -824,11 +1100,30 @@ for (const engine of engines) {
         await store.events.create(pending);
         await store.events.create(delivered);
         await store.events.claim(["evt_1"], at(400));
-        await store.events.schedule("evt_1", { status: "pending", next_attempt_at: at(500), next_trigger: "manual", retries: 0 }, at(300));
-        assert.deepEqual(await store.events.get("agt_a", "evt_1"), { ...pending, next_attempt_at: at(500), next_trigger: "manual", retries: 0, updated_at: at(300) });
-        await store.events.schedule("evt_2", { status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0 }, at(310));
+        await store.events.schedule(
+          "evt_1",
+          { status: "pending", next_attempt_at: at(500), next_trigger: "manual", retries: 0 },
+          at(300),
+        );
+        assert.deepEqual(await store.events.get("agt_a", "evt_1"), {
+          ...pending,
+          next_attempt_at: at(500),
+          next_trigger: "manual",
+          retries: 0,
+          updated_at: at(300),
+        });
+        await store.events.schedule(
+          "evt_2",
+          { status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0 },
+          at(310),
+        );
         assert.deepEqual(await store.events.get("agt_a", "evt_2"), {
-          ...delivered, status: "pending", next_attempt_at: at(310), next_trigger: "manual", retries: 0, updated_at: at(310),
+          ...delivered,
+          status: "pending",
+          next_attempt_at: at(310),
+          next_trigger: "manual",
+          retries: 0,
+          updated_at: at(310),
         });
       });
 
@@ -837,12 +1132,18 @@ for (const engine of engines) {
         await store.events.create(newEvent("evt_a", "agt_a"));
         await store.events.create(newEvent("evt_b", "agt_b"));
         const dueIds = async (now: string, socketAgents: string[] = []) =>
-          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set(socketAgents) })).map((d) => d.event.id);
+          (await store.events.due(now, { limit: 10, skipAgents: new Set(), socketAgents: new Set(socketAgents) })).map(
+            (d) => d.event.id,
+          );
         await store.agentSockets.mark(["agt_a"], "rly_other", at(1000));
         assert.equal(await store.agentSockets.connected("agt_a", at(500)), true);
         assert.equal(await store.agentSockets.connected("agt_b", at(500)), false);
         assert.deepEqual(await dueIds(at(500)), ["evt_b"], "relay_other delivers agt_a's events");
-        assert.deepEqual(await dueIds(at(500), ["agt_a"]), ["evt_a", "evt_b"], "the relay holding the socket delivers them");
+        assert.deepEqual(
+          await dueIds(at(500), ["agt_a"]),
+          ["evt_a", "evt_b"],
+          "the relay holding the socket delivers them",
+        );
         assert.deepEqual(await dueIds(at(1500)), ["evt_a", "evt_b"], "a lapsed record no longer holds them back");
         await store.agentSockets.mark(["agt_a"], "rly_other", at(3000));
         assert.equal(await store.agentSockets.connected("agt_a", at(2000)), true, "marking again renews");
@@ -862,7 +1163,10 @@ for (const engine of engines) {
         assert.equal(await store.events.cancelPending("agt_a", at(150)), 2);
         assert.equal(await store.events.cancelPending("agt_a", at(151)), 0);
         const cancelled = await store.events.get("agt_a", "evt_2");
-        assert.deepEqual([cancelled?.status, cancelled?.next_attempt_at, cancelled?.updated_at], ["cancelled", null, at(150)]);
+        assert.deepEqual(
+          [cancelled?.status, cancelled?.next_attempt_at, cancelled?.updated_at],
+          ["cancelled", null, at(150)],
+        );
         assert.equal((await store.events.get("agt_a", "evt_done"))?.status, "delivered");
         assert.equal((await store.events.get("agt_b", "evt_b"))?.status, "pending");
       });
@@ -872,14 +1176,30 @@ for (const engine of engines) {
       test("are listed newest first for their user, paging with before", async () => {
         await seedWorkspace(store);
         const notification = (id: string, userId = BOB): Notification => ({
-          id, workspace_id: WS, user_id: userId, type: "mention", conversation_id: "cnv_1", message_id: `msg_${id}`, created_at: at(30), read_at: null,
+          id,
+          workspace_id: WS,
+          user_id: userId,
+          type: "mention",
+          conversation_id: "cnv_1",
+          message_id: `msg_${id}`,
+          created_at: at(30),
+          read_at: null,
         });
         for (const id of ["ntf_2", "ntf_1", "ntf_3"]) await store.notifications.create(notification(id));
         await store.notifications.create(notification("ntf_9", OLIVE));
-        assert.deepEqual(await store.notifications.listForUser(BOB, { limit: 10 }), [notification("ntf_3"), notification("ntf_2"), notification("ntf_1")]);
+        assert.deepEqual(await store.notifications.listForUser(BOB, { limit: 10 }), [
+          notification("ntf_3"),
+          notification("ntf_2"),
+          notification("ntf_1"),
+        ]);
         assert.deepEqual(ids(await store.notifications.listForUser(BOB, { limit: 1 })), ["ntf_3"]);
-        assert.deepEqual(ids(await store.notifications.listForUser(BOB, { limit: 10, before: "ntf_3" })), ["ntf_2", "ntf_1"]);
-        assert.deepEqual(ids(await store.notifications.listForUser(OLIVE, { limit: 10, before: undefined })), ["ntf_9"]);
+        assert.deepEqual(ids(await store.notifications.listForUser(BOB, { limit: 10, before: "ntf_3" })), [
+          "ntf_2",
+          "ntf_1",
+        ]);
+        assert.deepEqual(ids(await store.notifications.listForUser(OLIVE, { limit: 10, before: undefined })), [
+          "ntf_9",
+        ]);
       });
     });
 
@@ -887,14 +1207,25 @@ for (const engine of engines) {
       test("are found by token hash with their key's owner, and end once", async () => {
         await seedWorkspace(store);
         const key = await store.apiKeys.create({
-          id: "key_1", workspaceId: WS, userId: BOB, name: "console", scopes: ["messages.read"], secretHash: "key-hash", hint: "tr_…", createdAt: at(3),
+          id: "key_1",
+          workspaceId: WS,
+          userId: BOB,
+          name: "console",
+          scopes: ["messages.read"],
+          secretHash: "key-hash",
+          hint: "tr_…",
+          createdAt: at(3),
         });
         const session = { id: "ses_1", api_key_id: "key_1", created_at: at(4), expires_at: at(86_400), ended_at: null };
         assert.deepEqual(await store.sessions.create({ ...session, token_hash: "cookie-hash" }), session);
         const found = await store.sessions.findByTokenHash("cookie-hash");
         assert.deepEqual(found, {
           session,
-          owner: { key, user: { id: BOB, workspace_id: WS, name: "Bob", role: "member", created_at: at(2), removed_at: null }, workspace: { id: WS, slug: "acme", name: "Acme", created_at: at(0) } },
+          owner: {
+            key,
+            user: { id: BOB, workspace_id: WS, name: "Bob", role: "member", created_at: at(2), removed_at: null },
+            workspace: { id: WS, slug: "acme", name: "Acme", created_at: at(0) },
+          },
         });
         assert.equal(await store.sessions.findByTokenHash("other-hash"), undefined);
         assert.equal(await store.sessions.end("ses_1", at(5)), true);
@@ -906,12 +1237,30 @@ for (const engine of engines) {
       test("past the cap, a key's oldest live sessions end; ended, expired and other keys' sessions are left alone", async () => {
         await seedWorkspace(store);
         const key = (id: string, userId: string) =>
-          store.apiKeys.create({ id, workspaceId: WS, userId, name: id, scopes: ["messages.read"], secretHash: `hash-${id}`, hint: "tr_…", createdAt: at(3) });
+          store.apiKeys.create({
+            id,
+            workspaceId: WS,
+            userId,
+            name: id,
+            scopes: ["messages.read"],
+            secretHash: `hash-${id}`,
+            hint: "tr_…",
+            createdAt: at(3),
+          });
         await key("key_1", BOB);
         await key("key_2", OLIVE);
-        const session = (id: string, apiKeyId: string, created: number, extra: { expires?: number; ended?: number } = {}) =>
+        const session = (
+          id: string,
+          apiKeyId: string,
+          created: number,
+          extra: { expires?: number; ended?: number } = {},
+        ) =>
           store.sessions.create({
-            id, api_key_id: apiKeyId, token_hash: `cookie-${id}`, created_at: at(created), expires_at: at(extra.expires ?? 86_400),
+            id,
+            api_key_id: apiKeyId,
+            token_hash: `cookie-${id}`,
+            created_at: at(created),
+            expires_at: at(extra.expires ?? 86_400),
             ended_at: extra.ended === undefined ? null : at(extra.ended),
           });
         await session("ses_a", "key_1", 10);
@@ -923,7 +1272,8 @@ for (const engine of engines) {
         await session("ses_gone", "key_1", 5, { ended: 6 });
         await session("ses_lapsed", "key_1", 1, { expires: 50 });
         await session("ses_other", "key_2", 1);
-        const endedAt = (id: string) => store.sessions.findByTokenHash(`cookie-${id}`).then((found) => found?.session.ended_at);
+        const endedAt = (id: string) =>
+          store.sessions.findByTokenHash(`cookie-${id}`).then((found) => found?.session.ended_at);
 
         assert.deepEqual(await store.sessions.endOldest("key_1", 5, at(100)), []);
         assert.deepEqual((await store.sessions.endOldest("key_1", 2, at(100))).sort(), ["ses_a", "ses_b", "ses_c1"]);
@@ -938,16 +1288,40 @@ for (const engine of engines) {
 
     describe("the audit log", () => {
       const record = (id: string, seconds: number, extra: Partial<AuditRecord> = {}): AuditRecord => ({
-        id, workspace_id: WS, at: at(seconds), action: "api_key.created", actor_user_id: OLIVE, via: "api_key", via_id: "key_1",
-        address: "203.0.113.7", target_type: "api_key", target_id: "key_2", details: JSON.stringify({ scopes: ["tab.complete"] }), ...extra,
+        id,
+        workspace_id: WS,
+        at: at(seconds),
+        action: "api_key.created",
+        actor_user_id: OLIVE,
+        via: "api_key",
+        via_id: "key_1",
+        address: "203.0.113.7",
+        target_type: "api_key",
+        target_id: "key_2",
+        details: JSON.stringify({ scopes: ["tab.complete"] }),
+        ...extra,
       });
 
       test("keeps each record as written and lists the workspace's own, newest first", async () => {
-        const failed = { action: "session.sign_in_failed", actor_user_id: null, via: "none", via_id: null, target_type: null, target_id: null } as const;
+        const failed = {
+          action: "session.sign_in_failed",
+          actor_user_id: null,
+          via: "none",
+          via_id: null,
+          target_type: null,
+          target_id: null,
+        } as const;
         await store.audit.create(record("aud_1", 1));
         await store.audit.create(record("aud_2", 2, failed));
         await store.audit.create(record("aud_3", 3, { workspace_id: "ws_other" }));
-        await store.audit.create(record("aud_4", 4, { action: "user.role_changed", actor_user_id: BOB, target_type: "user", target_id: OLIVE }));
+        await store.audit.create(
+          record("aud_4", 4, {
+            action: "user.role_changed",
+            actor_user_id: BOB,
+            target_type: "user",
+            target_id: OLIVE,
+          }),
+        );
         const rows = await store.audit.list(WS, { limit: 10 });
         assert.deepEqual(ids(rows), ["aud_4", "aud_2", "aud_1"]);
         assert.deepEqual(rows[1], record("aud_2", 2, failed));
@@ -956,13 +1330,26 @@ for (const engine of engines) {
       });
 
       test("filter by time (since inclusive, until exclusive), actor and action, and page with before and limit", async () => {
-        for (let i = 1; i <= 6; i++) await store.audit.create(record(`aud_${i}`, i * 10, i % 2 === 0 ? { actor_user_id: BOB, action: "agent.paused" } : {}));
-        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, since: at(20), until: at(50) })), ["aud_4", "aud_3", "aud_2"]);
+        for (let i = 1; i <= 6; i++)
+          await store.audit.create(
+            record(`aud_${i}`, i * 10, i % 2 === 0 ? { actor_user_id: BOB, action: "agent.paused" } : {}),
+          );
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, since: at(20), until: at(50) })), [
+          "aud_4",
+          "aud_3",
+          "aud_2",
+        ]);
         assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, actor: BOB })), ["aud_6", "aud_4", "aud_2"]);
-        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, action: "api_key.created" })), ["aud_5", "aud_3", "aud_1"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 10, action: "api_key.created" })), [
+          "aud_5",
+          "aud_3",
+          "aud_1",
+        ]);
         assert.deepEqual(ids(await store.audit.list(WS, { limit: 2 })), ["aud_6", "aud_5"]);
         assert.deepEqual(ids(await store.audit.list(WS, { limit: 2, before: "aud_5" })), ["aud_4", "aud_3"]);
-        assert.deepEqual(ids(await store.audit.list(WS, { limit: 2, before: "aud_5", actor: BOB, since: at(30) })), ["aud_4"]);
+        assert.deepEqual(ids(await store.audit.list(WS, { limit: 2, before: "aud_5", actor: BOB, since: at(30) })), [
+          "aud_4",
+        ]);
       });
 
       test("prune deletes exactly the records older than the given time, in every workspace", async () => {
@@ -1030,10 +1417,15 @@ for (const engine of engines) {
       await store.conversations.create(channel("cnv_1", "general", "public"));
       // Byte order: digits < upper case < `_` < lower case; a linguistic collation would order these differently.
       for (const id of ["msg_a", "msg_0", "msg__", "msg_Z"]) await store.messages.create(message(id, "cnv_1"));
-      const list = (before?: string) => store.messages.list("cnv_1", { limit: 10, includeAsides: true, before }).then(ids);
+      const list = (before?: string) =>
+        store.messages.list("cnv_1", { limit: 10, includeAsides: true, before }).then(ids);
       assert.deepEqual(await list(), ["msg_a", "msg__", "msg_Z", "msg_0"]);
       assert.deepEqual(await list("msg__"), ["msg_Z", "msg_0"]);
-      for (const [id, name] of [["cnv_b", "b"], ["cnv_B", "B"], ["cnv_u", "_x"]] as const) {
+      for (const [id, name] of [
+        ["cnv_b", "b"],
+        ["cnv_B", "B"],
+        ["cnv_u", "_x"],
+      ] as const) {
         await store.conversations.create(channel(id, name, "public"));
       }
       const names = (await store.conversations.listVisible(WS, BOB, true)).map((c) => c.name);
@@ -1051,7 +1443,10 @@ for (const engine of engines) {
         await client.connect();
         try {
           const { rows } = await client.query<{ name: string }>("select name from kysely_migration order by name");
-          assert.deepEqual(rows.map((row) => row.name), MIGRATIONS);
+          assert.deepEqual(
+            rows.map((row) => row.name),
+            MIGRATIONS,
+          );
         } finally {
           await client.end();
         }

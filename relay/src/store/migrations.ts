@@ -48,7 +48,10 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
     "0002_conversations_agents_outbox": {
       async up(db: Kysely<unknown>) {
         // Bumped whenever a user or agent joins, leaves or is renamed, so mention lookups can cache the directory.
-        await db.schema.alterTable("workspaces").addColumn("directory_version", "integer", (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema
+          .alterTable("workspaces")
+          .addColumn("directory_version", "integer", (c) => c.notNull().defaultTo(0))
+          .execute();
         await db.schema
           .createTable("agents")
           .addColumn("id", text, (c) => c.primaryKey())
@@ -78,8 +81,18 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .addColumn("created_at", text, (c) => c.notNull())
           .execute();
         // One channel per name and one DM per set of members in a workspace.
-        await db.schema.createIndex("conversations_channel_name").on("conversations").columns(["workspace_id", "type", "name"]).unique().execute();
-        await db.schema.createIndex("conversations_dm_key").on("conversations").columns(["workspace_id", "dm_key"]).unique().execute();
+        await db.schema
+          .createIndex("conversations_channel_name")
+          .on("conversations")
+          .columns(["workspace_id", "type", "name"])
+          .unique()
+          .execute();
+        await db.schema
+          .createIndex("conversations_dm_key")
+          .on("conversations")
+          .columns(["workspace_id", "dm_key"])
+          .unique()
+          .execute();
         await db.schema
           .createTable("conversation_members")
           .addColumn("conversation_id", text, (c) => c.notNull().references("conversations.id"))
@@ -88,7 +101,11 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .addColumn("joined_at", text, (c) => c.notNull())
           .addPrimaryKeyConstraint("conversation_members_pk", ["conversation_id", "member_id"])
           .execute();
-        await db.schema.createIndex("conversation_members_member").on("conversation_members").column("member_id").execute();
+        await db.schema
+          .createIndex("conversation_members_member")
+          .on("conversation_members")
+          .column("member_id")
+          .execute();
         await db.schema
           .createTable("messages")
           .addColumn("id", text, (c) => c.primaryKey())
@@ -104,7 +121,11 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .addColumn("created_at", text, (c) => c.notNull())
           .execute();
         // Message ids sort by time, so listing newest first and paging with `before` both walk this index.
-        await db.schema.createIndex("messages_conversation").on("messages").columns(["conversation_id", "id"]).execute();
+        await db.schema
+          .createIndex("messages_conversation")
+          .on("messages")
+          .columns(["conversation_id", "id"])
+          .execute();
         await db.schema.createIndex("messages_thread").on("messages").columns(["thread_id", "id"]).execute();
         // The outbox: one row per event and agent, written in the transaction of the message that caused it.
         await db.schema
@@ -126,7 +147,11 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .execute();
         await db.schema.createIndex("events_due").on("events").columns(["status", "next_attempt_at", "id"]).execute();
         await db.schema.createIndex("events_agent").on("events").columns(["agent_id", "id"]).execute();
-        await db.schema.createIndex("events_agent_due").on("events").columns(["agent_id", "status", "next_attempt_at", "id"]).execute();
+        await db.schema
+          .createIndex("events_agent_due")
+          .on("events")
+          .columns(["agent_id", "status", "next_attempt_at", "id"])
+          .execute();
         await db.schema
           .createTable("delivery_attempts")
           .addColumn("id", text, (c) => c.primaryKey())
@@ -143,7 +168,11 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .addColumn("outcome", text, (c) => c.notNull())
           .addColumn("next_attempt_at", text)
           .execute();
-        await db.schema.createIndex("delivery_attempts_event").on("delivery_attempts").columns(["event_id", "attempt"]).execute();
+        await db.schema
+          .createIndex("delivery_attempts_event")
+          .on("delivery_attempts")
+          .columns(["event_id", "attempt"])
+          .execute();
         await db.schema
           .createTable("notifications")
           .addColumn("id", text, (c) => c.primaryKey())
@@ -210,8 +239,16 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
         // Ids sort by time: the log lists newest first and pages with `before` along these indexes, the last two when
         // it is filtered by who acted or by what was done.
         await db.schema.createIndex("audit_log_workspace").on("audit_log").columns(["workspace_id", "id"]).execute();
-        await db.schema.createIndex("audit_log_actor").on("audit_log").columns(["workspace_id", "actor_user_id", "id"]).execute();
-        await db.schema.createIndex("audit_log_action").on("audit_log").columns(["workspace_id", "action", "id"]).execute();
+        await db.schema
+          .createIndex("audit_log_actor")
+          .on("audit_log")
+          .columns(["workspace_id", "actor_user_id", "id"])
+          .execute();
+        await db.schema
+          .createIndex("audit_log_action")
+          .on("audit_log")
+          .columns(["workspace_id", "action", "id"])
+          .execute();
         await db.schema.createIndex("audit_log_at").on("audit_log").column("at").execute();
       },
     },

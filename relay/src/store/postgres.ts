@@ -1,5 +1,13 @@
 import { RelayError } from "@tab-relay/shared";
-import { Kysely, type MigrationResult, Migrator, PostgresDialect, type PostgresPool, type PostgresPoolClient, sql } from "kysely";
+import {
+  Kysely,
+  type MigrationResult,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  sql,
+} from "kysely";
 import type pg from "pg";
 import { lazyRequire } from "../lazyRequire";
 import type { Logger } from "../logger";
@@ -33,7 +41,16 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 const UNAVAILABLE_STATES: ReadonlySet<string> = new Set(["57P01", "57P02", "57P03", "53300"]);
 /** Socket errors on the way to the server (Node's `code`). */
 const UNAVAILABLE_SOCKET_CODES: ReadonlySet<string> = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "EAI_AGAIN", "ENOTFOUND",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "EAI_AGAIN",
+  "ENOTFOUND",
 ]);
 /**
  * pg raises these as plain Errors, without a code: node_modules/pg/lib/client.js ("Connection terminated
@@ -58,7 +75,11 @@ export function isUnavailable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && (UNAVAILABLE_STATES.has(code) || code.startsWith("08") || UNAVAILABLE_SOCKET_CODES.has(code))) return true;
+    if (
+      typeof code === "string" &&
+      (UNAVAILABLE_STATES.has(code) || code.startsWith("08") || UNAVAILABLE_SOCKET_CODES.has(code))
+    )
+      return true;
     if (UNAVAILABLE_MESSAGES.has(current.message)) return true;
     // Node reports a failed connection to a name with several addresses as one AggregateError of the attempts.
     if (current instanceof AggregateError && current.errors.some(isUnavailable)) return true;
@@ -134,7 +155,12 @@ export async function migratePostgres(url: string): Promise<string[]> {
 }
 
 function createPool(url: string, poolSize: number, logger?: Logger): pg.Pool {
-  const pool = new (loadPg().Pool)({ connectionString: url, max: poolSize, application_name: "tab-relay", connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new (loadPg().Pool)({
+    connectionString: url,
+    max: poolSize,
+    application_name: "tab-relay",
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
   // Without a listener, a broken idle connection would be an uncaught 'error' event and end the process.
   pool.on("error", (error) => logger?.warn("database connection lost", { error }));
   // pg-pool listens for errors only while a connection is idle (node_modules/pg-pool/index.js, _acquireClient removes
@@ -154,7 +180,10 @@ async function migrate(db: Kysely<Database>): Promise<MigrationResult[]> {
   return db.connection().execute(async (connection) => {
     await sql`select pg_advisory_lock(${sql.lit(MIGRATION_LOCK_KEY)})`.execute(connection);
     try {
-      const { error, results } = await new Migrator({ db: connection, provider: migrationProviderFor("postgres") }).migrateToLatest();
+      const { error, results } = await new Migrator({
+        db: connection,
+        provider: migrationProviderFor("postgres"),
+      }).migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
       return results ?? [];
     } finally {

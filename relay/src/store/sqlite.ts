@@ -35,7 +35,9 @@ export async function openSqliteStore(path: string): Promise<Store> {
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
   const owners = new Map<string, KeyOwner>();
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => owners.clear()) }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => owners.clear()) }),
+  });
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();

@@ -15,7 +15,15 @@ import type {
   WorkspacesTable,
 } from "./schema";
 
-export type { AgentState, AttemptOutcome, ConversationType, DeliveryTrigger, EventStatus, MemberType, Visibility } from "./schema";
+export type {
+  AgentState,
+  AttemptOutcome,
+  ConversationType,
+  DeliveryTrigger,
+  EventStatus,
+  MemberType,
+  Visibility,
+} from "./schema";
 
 /*
  * Each row callers get is its table's row (schema.ts), less any column the store keeps to itself. Where the store
@@ -72,7 +80,9 @@ export interface NewAgent {
 }
 
 /** What an update may change: never the ids, the owner or the timestamps. */
-export type AgentPatch = Partial<Pick<AgentsTable, "name" | "description" | "webhook_url" | "state" | "token_hash" | "token_hint" | "signing_secret">>;
+export type AgentPatch = Partial<
+  Pick<AgentsTable, "name" | "description" | "webhook_url" | "state" | "token_hash" | "token_hint" | "signing_secret">
+>;
 
 /** Less the DM's key, which only finds a DM again. */
 export type Conversation = Omit<Selectable<ConversationsTable>, "dm_key">;
@@ -191,7 +201,11 @@ export interface Store {
     findDm(workspaceId: string, dmKey: string): Promise<Conversation | undefined>;
     findChannel(workspaceId: string, name: string): Promise<Conversation | undefined>;
     /** Conversations `memberId` is in, and every public channel when `withPublic`. */
-    listVisible(workspaceId: string, memberId: string, withPublic: boolean): Promise<(Conversation & { is_member: boolean })[]>;
+    listVisible(
+      workspaceId: string,
+      memberId: string,
+      withPublic: boolean,
+    ): Promise<(Conversation & { is_member: boolean })[]>;
     /** Adds the member unless already there; true when added. */
     addMember(conversationId: string, member: MemberRef, at: string): Promise<boolean>;
     isMember(conversationId: string, memberId: string): Promise<boolean>;
@@ -222,7 +236,10 @@ export interface Store {
      * `socketAgents` have a Socket Mode connection here, so they can take events without a webhook URL; an agent
      * whose socket another relay holds (a live `agentSockets` row) is left to that relay.
      */
-    due(now: string, query: { limit: number; skipAgents: ReadonlySet<string>; socketAgents: ReadonlySet<string>; agentId?: string }): Promise<DueEvent[]>;
+    due(
+      now: string,
+      query: { limit: number; skipAgents: ReadonlySet<string>; socketAgents: ReadonlySet<string>; agentId?: string },
+    ): Promise<DueEvent[]>;
     /** How many events are pending and when the oldest of them was created (for /metrics, read when scraped). */
     pendingSummary(): Promise<{ count: number; oldestCreatedAt: string | undefined }>;
     /** Makes the agent's waiting events due now (it just connected, so retrying need not wait). */
@@ -257,7 +274,12 @@ export interface Store {
     /** The outcome of the agent's latest attempt. */
     lastAttempt(agentId: string): Promise<DeliveryAttempt | undefined>;
     /** Sets when (and why) the event is attempted next; with `claim`, only while that claim still holds it. */
-    schedule(id: string, update: Pick<StoredEvent, "status" | "next_attempt_at" | "next_trigger" | "retries">, at: string, claim?: string): Promise<void>;
+    schedule(
+      id: string,
+      update: Pick<StoredEvent, "status" | "next_attempt_at" | "next_trigger" | "retries">,
+      at: string,
+      claim?: string,
+    ): Promise<void>;
     cancelPending(agentId: string, at: string): Promise<number>;
   };
   readonly notifications: {

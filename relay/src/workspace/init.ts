@@ -32,17 +32,35 @@ export async function initWorkspace(
   input: { slug: string; name?: string | undefined; ownerName: string; general?: boolean },
 ): Promise<InitializedWorkspace> {
   const slug = WorkspaceSlug.safeParse(input.slug);
-  if (!slug.success) throw new RelayError("VALIDATION_ERROR", `workspace: ${slug.error.issues[0]?.message ?? "invalid"}`);
+  if (!slug.success)
+    throw new RelayError("VALIDATION_ERROR", `workspace: ${slug.error.issues[0]?.message ?? "invalid"}`);
   const ownerName = input.ownerName.trim();
-  if (ownerName === "" || ownerName.length > 100) throw new RelayError("VALIDATION_ERROR", "owner: must be 1-100 characters");
+  if (ownerName === "" || ownerName.length > 100)
+    throw new RelayError("VALIDATION_ERROR", "owner: must be 1-100 characters");
   return store.transaction(async (tx) => {
     if (await tx.workspaces.getBySlug(slug.data)) {
       throw new RelayError("VALIDATION_ERROR", `workspace: a workspace with the slug "${slug.data}" already exists`);
     }
     const now = new Date(clock.now()).toISOString();
-    const workspace = await tx.workspaces.create({ id: newId("ws"), slug: slug.data, name: input.name?.trim() || slug.data, createdAt: now });
-    const user = await tx.users.create({ id: newId("usr"), workspaceId: workspace.id, name: ownerName, role: "owner", createdAt: now });
-    const { secret } = await createApiKey(tx, clock, { workspaceId: workspace.id, user, name: "Owner key (created by init)", scopes: SCOPES });
+    const workspace = await tx.workspaces.create({
+      id: newId("ws"),
+      slug: slug.data,
+      name: input.name?.trim() || slug.data,
+      createdAt: now,
+    });
+    const user = await tx.users.create({
+      id: newId("usr"),
+      workspaceId: workspace.id,
+      name: ownerName,
+      role: "owner",
+      createdAt: now,
+    });
+    const { secret } = await createApiKey(tx, clock, {
+      workspaceId: workspace.id,
+      user,
+      name: "Owner key (created by init)",
+      scopes: SCOPES,
+    });
     let general: Conversation | undefined;
     if (input.general === true) {
       general = await tx.conversations.create({

@@ -223,7 +223,7 @@ interface AgentManagement {
  * goes come with `can_manage: true` only, so a viewer who cannot manage it is never sent them.
  */
 export type Agent = AgentFields &
-  ({ can_manage: true } & AgentManagement | { can_manage: false } & { [K in keyof AgentManagement]?: never });
+  (({ can_manage: true } & AgentManagement) | ({ can_manage: false } & { [K in keyof AgentManagement]?: never }));
 
 /** `POST /agents`: both secrets, shown this once. */
 export interface AgentCreated {

@@ -42,15 +42,24 @@ describe("CompletionRequest", () => {
   }
 
   test("a field of the wrong type keeps zod's detail after its name; null is not absent", () => {
-    assert.equal(failure(body({ entity_id: 42 })), "tab_context.entity_id: Invalid input: expected string, received number");
-    assert.equal(failure(body({ entity_id: null })), "tab_context.entity_id: Invalid input: expected string, received null");
+    assert.equal(
+      failure(body({ entity_id: 42 })),
+      "tab_context.entity_id: Invalid input: expected string, received number",
+    );
+    assert.equal(
+      failure(body({ entity_id: null })),
+      "tab_context.entity_id: Invalid input: expected string, received null",
+    );
     assert.equal(failure({ model: "tab-v1" }), "tab_context is required");
   });
 
   test("without the input, an absent field is told from zod's wording", () => {
     const result = CompletionRequest.safeParse(body({ entity_id: undefined, surface: 1 }));
     assert.ok(!result.success);
-    assert.equal(describeZodError(result.error), "tab_context.surface: Invalid input: expected string, received number; tab_context.entity_id is required");
+    assert.equal(
+      describeZodError(result.error),
+      "tab_context.surface: Invalid input: expected string, received number; tab_context.entity_id is required",
+    );
   });
 
   test("an empty text before the cursor is allowed; an empty or blank surface is not", () => {
@@ -62,7 +71,8 @@ describe("CompletionRequest", () => {
   test("document_type is plaintext or markdown and nothing else", () => {
     assert.ok(CompletionRequest.safeParse(body({ document_type: "plaintext" })).success);
     assert.ok(CompletionRequest.safeParse(body({ document_type: "markdown" })).success);
-    for (const other of ["html", "Markdown", "", 1]) assert.match(failure(body({ document_type: other })), /tab_context\.document_type/);
+    for (const other of ["html", "Markdown", "", 1])
+      assert.match(failure(body({ document_type: other })), /tab_context\.document_type/);
   });
 
   test("tasks need a taskboard_file_id; other surfaces don't", () => {
@@ -75,7 +85,12 @@ describe("CompletionRequest", () => {
   test("the limits are the documented ones: 16,384 before, 16,384 after, 32,768 of context, 500 tokens", () => {
     assert.deepEqual(
       { ...TAB_LIMITS },
-      { activeTextBeforeCursor: 16_384, activeTextAfterCursor: 16_384, surroundingContext: 32_768, maxCompletionTokens: 500 },
+      {
+        activeTextBeforeCursor: 16_384,
+        activeTextAfterCursor: 16_384,
+        surroundingContext: 32_768,
+        maxCompletionTokens: 500,
+      },
     );
   });
 
@@ -92,8 +107,10 @@ describe("CompletionRequest", () => {
   }
 
   test("max_completion_tokens is an integer from 1 to 500", () => {
-    for (const ok of [1, 250, 500]) assert.equal(CompletionRequest.parse(body({}, { max_completion_tokens: ok })).max_completion_tokens, ok);
-    for (const bad of [0, -1, 501, 1.5, "10"]) assert.match(failure(body({}, { max_completion_tokens: bad })), /^max_completion_tokens: /);
+    for (const ok of [1, 250, 500])
+      assert.equal(CompletionRequest.parse(body({}, { max_completion_tokens: ok })).max_completion_tokens, ok);
+    for (const bad of [0, -1, 501, 1.5, "10"])
+      assert.match(failure(body({}, { max_completion_tokens: bad })), /^max_completion_tokens: /);
   });
 
   test("unknown fields, such as the messages the openai SDK sends, are ignored and dropped", () => {

@@ -49,40 +49,74 @@ describe("readCompletionStream", () => {
   });
 
   test("a mid-stream error frame is thrown as a RelayError with its code, after the deltas before it", async () => {
-    const wire = chunk("partial") + encodeSseEvent({ event: "error", data: JSON.stringify({ error: { code: "UPSTREAM_TIMEOUT", message: "Upstream took too long" } }) });
+    const wire =
+      chunk("partial") +
+      encodeSseEvent({
+        event: "error",
+        data: JSON.stringify({ error: { code: "UPSTREAM_TIMEOUT", message: "Upstream took too long" } }),
+      });
     const seen: CompletionStreamEvent[] = [];
     await assert.rejects(
       async () => {
         for await (const event of readCompletionStream(bytes(wire))) seen.push(event);
       },
-      (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_TIMEOUT" && error.status === 504 && error.message === "Upstream took too long",
+      (error: unknown) =>
+        error instanceof RelayError &&
+        error.code === "UPSTREAM_TIMEOUT" &&
+        error.status === 504 &&
+        error.message === "Upstream took too long",
     );
     assert.deepEqual(seen, [{ type: "delta", content: "partial" }]);
   });
 
   test("an error envelope without the event name is an error too", async () => {
-    const wire = encodeSseEvent({ data: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "slow down" } }) });
-    await assert.rejects(read(wire), (error: unknown) => error instanceof RelayError && error.code === "RATE_LIMIT_EXCEEDED");
+    const wire = encodeSseEvent({
+      data: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "slow down" } }),
+    });
+    await assert.rejects(
+      read(wire),
+      (error: unknown) => error instanceof RelayError && error.code === "RATE_LIMIT_EXCEEDED",
+    );
   });
 
   test("an error frame with an unknown code becomes UPSTREAM_ERROR", async () => {
-    const wire = encodeSseEvent({ event: "error", data: JSON.stringify({ error: { code: "SOMETHING_NEW", message: "?" } }) });
-    await assert.rejects(read(wire), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR");
+    const wire = encodeSseEvent({
+      event: "error",
+      data: JSON.stringify({ error: { code: "SOMETHING_NEW", message: "?" } }),
+    });
+    await assert.rejects(
+      read(wire),
+      (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR",
+    );
   });
 
   test("an error frame whose data is not JSON is an UPSTREAM_ERROR carrying that text", async () => {
     const wire = encodeSseEvent({ event: "error", data: "model overloaded" });
-    await assert.rejects(read(wire), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR" && error.message === "model overloaded");
+    await assert.rejects(
+      read(wire),
+      (error: unknown) =>
+        error instanceof RelayError && error.code === "UPSTREAM_ERROR" && error.message === "model overloaded",
+    );
   });
 
   test("a chunk that is not a completion chunk is an UPSTREAM_ERROR, not a validation dump", async () => {
     for (const data of ["{not json", JSON.stringify({ choices: "nope" })]) {
-      await assert.rejects(read(encodeSseEvent({ data })), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR" && /Malformed completion chunk/.test(error.message));
+      await assert.rejects(
+        read(encodeSseEvent({ data })),
+        (error: unknown) =>
+          error instanceof RelayError &&
+          error.code === "UPSTREAM_ERROR" &&
+          /Malformed completion chunk/.test(error.message),
+      );
     }
   });
 
   test("a stream that ends without [DONE] throws UPSTREAM_ERROR", async () => {
-    await assert.rejects(read(chunk("cut off")), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR" && /\[DONE\]/.test(error.message));
+    await assert.rejects(
+      read(chunk("cut off")),
+      (error: unknown) =>
+        error instanceof RelayError && error.code === "UPSTREAM_ERROR" && /\[DONE\]/.test(error.message),
+    );
     await assert.rejects(read(""), (error: unknown) => error instanceof RelayError && error.code === "UPSTREAM_ERROR");
   });
 

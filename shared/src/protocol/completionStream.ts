@@ -3,8 +3,7 @@ import { readSseEvents } from "../sse/sseDecoder";
 import { ChatCompletionChunk, ErrorEnvelope, SSE_DONE, type FinishReason } from "./completion";
 
 export type CompletionStreamEvent =
-  | { type: "delta"; content: string }
-  | { type: "done"; finishReason: FinishReason | null };
+  { type: "delta"; content: string } | { type: "done"; finishReason: FinishReason | null };
 
 /**
  * Reads the relay's completion SSE stream as deltas then one `done`.
@@ -26,7 +25,8 @@ export async function* readCompletionStream(
       throw new RelayError(isErrorCode(code) ? code : "UPSTREAM_ERROR", message);
     }
     const parsed = ChatCompletionChunk.safeParse(json);
-    if (!parsed.success) throw new RelayError("UPSTREAM_ERROR", `Malformed completion chunk: ${event.data.slice(0, 200)}`);
+    if (!parsed.success)
+      throw new RelayError("UPSTREAM_ERROR", `Malformed completion chunk: ${event.data.slice(0, 200)}`);
     const chunk = parsed.data;
     const choice = chunk.choices[0];
     if (!choice) continue;

@@ -11,8 +11,13 @@ test("snippets written by formatSnippets are read back unchanged, path and text"
 });
 
 test("a context without headers is one snippet without a path; text before the first header is one too", () => {
-  assert.deepEqual(parseSnippets("plain context\nfrom another client"), [{ text: "plain context\nfrom another client" }]);
-  assert.deepEqual(parseSnippets(`intro\n${snippetHeader("a.ts")}\nconst a = 1;\n`), [{ text: "intro" }, { path: "a.ts", text: "const a = 1;" }]);
+  assert.deepEqual(parseSnippets("plain context\nfrom another client"), [
+    { text: "plain context\nfrom another client" },
+  ]);
+  assert.deepEqual(parseSnippets(`intro\n${snippetHeader("a.ts")}\nconst a = 1;\n`), [
+    { text: "intro" },
+    { path: "a.ts", text: "const a = 1;" },
+  ]);
 });
 
 test("a line inside a snippet that looks like a header cannot split it", () => {
@@ -34,11 +39,20 @@ test("a path with a line break is written on one line", () => {
 });
 
 test("snippetCost is exactly what formatSnippets spends", () => {
-  const snippets: ContextSnippet[] = [{ path: "a.ts", text: "one\ntwo" }, { text: "free" }, { path: "c/d.ts", text: "" }];
-  assert.equal(formatSnippets(snippets).length, snippets.reduce((sum, s) => sum + snippetCost(s), 0));
+  const snippets: ContextSnippet[] = [
+    { path: "a.ts", text: "one\ntwo" },
+    { text: "free" },
+    { path: "c/d.ts", text: "" },
+  ];
+  assert.equal(
+    formatSnippets(snippets).length,
+    snippets.reduce((sum, s) => sum + snippetCost(s), 0),
+  );
 });
 
 test("empty snippets are left out when parsing", () => {
-  assert.deepEqual(parseSnippets(`${snippetHeader("a.ts")}\n\n${snippetHeader("b.ts")}\nx\n`), [{ path: "b.ts", text: "x" }]);
+  assert.deepEqual(parseSnippets(`${snippetHeader("a.ts")}\n\n${snippetHeader("b.ts")}\nx\n`), [
+    { path: "b.ts", text: "x" },
+  ]);
   assert.deepEqual(parseSnippets(""), []);
 });

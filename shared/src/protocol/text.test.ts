@@ -4,7 +4,25 @@ import { WORD_CHAR, isWordChar, typedRepeatCandidates, typedRepeatLength } from 
 
 test("word characters are what continues a JavaScript identifier: letters, marks, digits, _ and $", () => {
   const words = ["a", "Z", "0", "9", "_", "$", "é", "ß", "名", "Я", "\u0301", "\u093f", "٣"];
-  const others = [" ", "\t", "\n", ".", "(", ")", "-", "@", "#", "'", '"', "`", "\u00a0", "\u2028", "€", "😀".charAt(0), ""];
+  const others = [
+    " ",
+    "\t",
+    "\n",
+    ".",
+    "(",
+    ")",
+    "-",
+    "@",
+    "#",
+    "'",
+    '"',
+    "`",
+    "\u00a0",
+    "\u2028",
+    "€",
+    "😀".charAt(0),
+    "",
+  ];
   for (const char of words) {
     assert.equal(isWordChar(char), true, JSON.stringify(char));
     assert.equal(WORD_CHAR.test(char), true, JSON.stringify(char));
@@ -35,7 +53,8 @@ test("a repeat of the cursor line starts at the line's start, after a space or a
     ["if (x) {\n    ", []],
     ["a.$el", ["a.$el", "$el"]],
   ];
-  for (const [before, candidates] of cases) assert.deepEqual(typedRepeatCandidates(before), candidates, JSON.stringify(before));
+  for (const [before, candidates] of cases)
+    assert.deepEqual(typedRepeatCandidates(before), candidates, JSON.stringify(before));
 });
 
 test("only the last 256 characters of the cursor line are compared, and a cut there is no line start", () => {

@@ -29,7 +29,13 @@ export function isWordChar(char: string | undefined): boolean {
   if (char === undefined || char === "") return false;
   const code = char.charCodeAt(0);
   if (code < 128) {
-    return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 || code === 36;
+    return (
+      (code >= 97 && code <= 122) ||
+      (code >= 65 && code <= 90) ||
+      (code >= 48 && code <= 57) ||
+      code === 95 ||
+      code === 36
+    );
   }
   return WORD_CHAR.test(char);
 }
@@ -70,7 +76,8 @@ function isRepeatStart(line: string, start: number): boolean {
 /** The length of the longest candidate `text` starts with, or 0. */
 export function longestTypedRepeat(candidates: readonly string[], text: string): number {
   let repeat = 0;
-  for (const candidate of candidates) if (candidate.length > repeat && text.startsWith(candidate)) repeat = candidate.length;
+  for (const candidate of candidates)
+    if (candidate.length > repeat && text.startsWith(candidate)) repeat = candidate.length;
   return repeat;
 }
 
@@ -88,6 +95,11 @@ export function mayGrowIntoTypedRepeat(candidates: readonly string[], text: stri
 export function typedRepeatLength(before: string, text: string): number {
   const candidates = typedRepeatCandidates(before);
   let length = 0;
-  for (let next = longestTypedRepeat(candidates, text); next > 0; next = longestTypedRepeat(candidates, text.slice(length))) length += next;
+  for (
+    let next = longestTypedRepeat(candidates, text);
+    next > 0;
+    next = longestTypedRepeat(candidates, text.slice(length))
+  )
+    length += next;
   return length;
 }

@@ -24,9 +24,13 @@ export function describeZodError(error: z.ZodError, root?: string, parsed?: { in
     .map((issue) => {
       const path = [root, ...issue.path.map(String)].filter((part) => part !== undefined && part !== "").join(".");
       const field = path === "" ? "body" : path;
-      const absent = parsed ? valueAt(parsed.input, issue.path) === undefined : /received undefined$/.test(issue.message);
+      const absent = parsed
+        ? valueAt(parsed.input, issue.path) === undefined
+        : /received undefined$/.test(issue.message);
       // A refinement's own message about an absent field says more than "is required" (it is why the field is needed).
-      return issue.code !== "custom" && issue.path.length > 0 && absent ? `${field} is required` : `${field}: ${issue.message}`;
+      return issue.code !== "custom" && issue.path.length > 0 && absent
+        ? `${field} is required`
+        : `${field}: ${issue.message}`;
     })
     .join("; ");
 }

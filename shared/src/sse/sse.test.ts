@@ -120,7 +120,11 @@ describe("SseDecoder", () => {
   });
 
   test("strips exactly one space after the colon, and a field without a colon has an empty value", () => {
-    assert.deepEqual(decodeEvents(["data:x\n\n", "data:  two spaces\n\n", "data\n\n"]), [{ data: "x" }, { data: " two spaces" }, { data: "" }]);
+    assert.deepEqual(decodeEvents(["data:x\n\n", "data:  two spaces\n\n", "data\n\n"]), [
+      { data: "x" },
+      { data: " two spaces" },
+      { data: "" },
+    ]);
   });
 
   test("blank lines with nothing pending dispatch nothing", () => {
@@ -136,7 +140,10 @@ describe("SseDecoder", () => {
   });
 
   test("the event name applies to one event only", () => {
-    assert.deepEqual(decodeEvents(["event: error\ndata: a\n\ndata: b\n\n"]), [{ event: "error", data: "a" }, { data: "b" }]);
+    assert.deepEqual(decodeEvents(["event: error\ndata: a\n\ndata: b\n\n"]), [
+      { event: "error", data: "a" },
+      { data: "b" },
+    ]);
   });
 
   test("a long line arriving in many small chunks is read in linear time", () => {

@@ -11,7 +11,8 @@ export class LineDecoder {
   private pendingCR = false;
 
   decode(chunk: Uint8Array | string): string[] {
-    let input = typeof chunk === "string" ? chunk : (this.text ??= new TextDecoder("utf-8")).decode(chunk, { stream: true });
+    let input =
+      typeof chunk === "string" ? chunk : (this.text ??= new TextDecoder("utf-8")).decode(chunk, { stream: true });
     // An empty chunk (or one holding only part of a UTF-8 sequence) must not forget a CR awaiting its LF.
     if (input === "") return [];
     if (this.pendingCR && input.charCodeAt(0) === 10) input = input.slice(1);
@@ -88,7 +89,9 @@ export class SseDecoder {
 }
 
 /** Reads a byte stream (a fetch body) as server-sent events. Breaking out of the loop cancels the stream. */
-export async function* readSseEvents(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+export async function* readSseEvents(
+  body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+): AsyncGenerator<SseEvent> {
   const lines = new LineDecoder();
   const events = new SseDecoder();
   const iterable: AsyncIterable<Uint8Array> = Symbol.asyncIterator in body ? body : streamToIterable(body);

@@ -41,7 +41,10 @@ export class FakeClock implements Clock {
 
   /** When the earliest pending timer is due, or undefined when none is. */
   get nextTimerAt(): number | undefined {
-    return this.timers.reduce<number | undefined>((earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest), undefined);
+    return this.timers.reduce<number | undefined>(
+      (earliest, timer) => (earliest === undefined || timer.at < earliest ? timer.at : earliest),
+      undefined,
+    );
   }
 
   /**

@@ -28,13 +28,27 @@ function messageEvent(overrides: { replyUrl?: string; threadId?: string | null }
       direct: false,
       url: "http://relay.test/w/acme/c/ch_1#msg_1",
     },
-    reply: { url: overrides.replyUrl ?? "http://relay.test/api/v1/agent-api/conversations/channel/ch_1/messages", thread_id: overrides.threadId === undefined ? "msg_1" : overrides.threadId },
+    reply: {
+      url: overrides.replyUrl ?? "http://relay.test/api/v1/agent-api/conversations/channel/ch_1/messages",
+      thread_id: overrides.threadId === undefined ? "msg_1" : overrides.threadId,
+    },
   };
 }
 
-const PING: PingEvent = { id: "evt_ping", type: "ping", created_at: "2025-06-15T15:06:40.000Z", workspace: { slug: "acme", name: "Acme" }, agent: { id: "agt_1", name: "Echo" } };
+const PING: PingEvent = {
+  id: "evt_ping",
+  type: "ping",
+  created_at: "2025-06-15T15:06:40.000Z",
+  workspace: { slug: "acme", name: "Acme" },
+  agent: { id: "agt_1", name: "Echo" },
+};
 
-async function delivery(secret: string, webhookId: string, body: string, timestamp: number = NOW_S): Promise<Record<string, string>> {
+async function delivery(
+  secret: string,
+  webhookId: string,
+  body: string,
+  timestamp: number = NOW_S,
+): Promise<Record<string, string>> {
   return {
     [WEBHOOK_HEADERS.id]: webhookId,
     [WEBHOOK_HEADERS.timestamp]: String(timestamp),
@@ -64,7 +78,10 @@ describe("createWebhookReceiver", () => {
     const body = JSON.stringify(PING);
     const headers = await delivery(secret, "msg_t", body);
     const tampered = body.replace("Acme", "Evil");
-    await assert.rejects(receiver.receive(headers, tampered), (error: unknown) => error instanceof WebhookVerificationError && error.reason === "no_matching_signature");
+    await assert.rejects(
+      receiver.receive(headers, tampered),
+      (error: unknown) => error instanceof WebhookVerificationError && error.reason === "no_matching_signature",
+    );
     const genuine = await receiver.receive(headers, body);
     assert.equal(genuine.duplicate, false, "a forged request must not suppress the real delivery");
     assert.deepEqual(genuine.event, PING);
@@ -73,15 +90,25 @@ describe("createWebhookReceiver", () => {
   test("rejects a delivery signed with another secret", async () => {
     const receiver = createWebhookReceiver({ signingSecret: secret, now: () => NOW_MS });
     const body = JSON.stringify(PING);
-    await assert.rejects(receiver.receive(await delivery(newSigningSecret(), "msg_x", body), body), WebhookVerificationError);
+    await assert.rejects(
+      receiver.receive(await delivery(newSigningSecret(), "msg_x", body), body),
+      WebhookVerificationError,
+    );
   });
 
   test("checks timestamps against the injected clock and tolerance", async () => {
     const body = JSON.stringify(PING);
     const headers = await delivery(secret, "msg_clock", body);
     const late = createWebhookReceiver({ signingSecret: secret, now: () => NOW_MS + 301_000 });
-    await assert.rejects(late.receive(headers, body), (error: unknown) => error instanceof WebhookVerificationError && error.reason === "timestamp_too_old");
-    const lenient = createWebhookReceiver({ signingSecret: secret, now: () => NOW_MS + 301_000, toleranceSeconds: 600 });
+    await assert.rejects(
+      late.receive(headers, body),
+      (error: unknown) => error instanceof WebhookVerificationError && error.reason === "timestamp_too_old",
+    );
+    const lenient = createWebhookReceiver({
+      signingSecret: secret,
+      now: () => NOW_MS + 301_000,
+      toleranceSeconds: 600,
+    });
     assert.equal((await lenient.receive(headers, body)).duplicate, false);
   });
 
@@ -115,7 +142,10 @@ describe("createWebhookReceiver", () => {
   });
 
   test("refuses an unusable secret or rememberIds at creation", () => {
-    assert.throws(() => createWebhookReceiver({ signingSecret: "whsec_short" }), (error: unknown) => error instanceof WebhookVerificationError && error.reason === "invalid_secret");
+    assert.throws(
+      () => createWebhookReceiver({ signingSecret: "whsec_short" }),
+      (error: unknown) => error instanceof WebhookVerificationError && error.reason === "invalid_secret",
+    );
     assert.throws(() => createWebhookReceiver({ signingSecret: secret, rememberIds: -1 }), RangeError);
   });
 
@@ -147,7 +177,12 @@ describe("replyTo", () => {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
-        captured.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+        captured.push({
+          method: req.method,
+          url: req.url,
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+        });
         res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
         res.end(answer.body);
       });
@@ -186,7 +221,11 @@ describe("replyTo", () => {
   });
 
   test("surfaces a 429 as AgentApiError with the code and Retry-After seconds", async () => {
-    answer = { status: 429, headers: { "retry-after": "17" }, body: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "Too many requests; wait a minute." } }) };
+    answer = {
+      status: 429,
+      headers: { "retry-after": "17" },
+      body: JSON.stringify({ error: { code: "RATE_LIMIT_EXCEEDED", message: "Too many requests; wait a minute." } }),
+    };
     const event = messageEvent({ replyUrl: `${base}/messages` });
     await assert.rejects(replyTo(event, "hi", { token: "svc_agent_token" }), (error: unknown) => {
       assert.ok(error instanceof AgentApiError);
@@ -200,42 +239,57 @@ describe("replyTo", () => {
 
   test("reads an HTTP-date Retry-After as seconds from now", async () => {
     answer = { status: 503, headers: { "retry-after": new Date(NOW_MS + 120_000).toUTCString() }, body: "" };
-    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }), (error: unknown) => {
-      assert.ok(error instanceof AgentApiError);
-      assert.equal(error.code, "SERVICE_UNAVAILABLE");
-      assert.ok(error.retryAfterSeconds !== undefined && error.retryAfterSeconds >= 118 && error.retryAfterSeconds <= 120, String(error.retryAfterSeconds));
-      assert.equal(error.retryAfterSeconds, 120);
-      return true;
-    });
+    await assert.rejects(
+      replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }),
+      (error: unknown) => {
+        assert.ok(error instanceof AgentApiError);
+        assert.equal(error.code, "SERVICE_UNAVAILABLE");
+        assert.ok(
+          error.retryAfterSeconds !== undefined && error.retryAfterSeconds >= 118 && error.retryAfterSeconds <= 120,
+          String(error.retryAfterSeconds),
+        );
+        assert.equal(error.retryAfterSeconds, 120);
+        return true;
+      },
+    );
   });
 
   test("rounds a Retry-After date up to whole seconds, so waiting that long is never too short", async () => {
     answer = { status: 503, headers: { "retry-after": new Date(NOW_MS + 120_000).toUTCString() }, body: "" };
-    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS - 400 }), (error: unknown) => {
-      assert.ok(error instanceof AgentApiError);
-      assert.equal(error.retryAfterSeconds, 121);
-      return true;
-    });
+    await assert.rejects(
+      replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS - 400 }),
+      (error: unknown) => {
+        assert.ok(error instanceof AgentApiError);
+        assert.equal(error.retryAfterSeconds, 121);
+        return true;
+      },
+    );
   });
 
   test("ignores a Retry-After that is neither delay-seconds nor an HTTP-date", async () => {
     answer = { status: 503, headers: { "retry-after": "1.5" }, body: "" };
-    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }), (error: unknown) => {
-      assert.ok(error instanceof AgentApiError);
-      assert.equal("retryAfterSeconds" in error, false);
-      return true;
-    });
+    await assert.rejects(
+      replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t", now: () => NOW_MS }),
+      (error: unknown) => {
+        assert.ok(error instanceof AgentApiError);
+        assert.equal("retryAfterSeconds" in error, false);
+        return true;
+      },
+    );
   });
 
   test("derives the code from the status when the error body is not an envelope, without retryAfterSeconds", async () => {
     answer = { status: 401, body: "not json" };
-    await assert.rejects(replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t" }), (error: unknown) => {
-      assert.ok(error instanceof AgentApiError);
-      assert.equal(error.status, 401);
-      assert.equal(error.code, "UNAUTHORIZED");
-      assert.equal("retryAfterSeconds" in error, false);
-      return true;
-    });
+    await assert.rejects(
+      replyTo(messageEvent({ replyUrl: `${base}/messages` }), "hi", { token: "t" }),
+      (error: unknown) => {
+        assert.ok(error instanceof AgentApiError);
+        assert.equal(error.status, 401);
+        assert.equal(error.code, "UNAUTHORIZED");
+        assert.equal("retryAfterSeconds" in error, false);
+        return true;
+      },
+    );
   });
 
   test("uses an injected fetch", async () => {

@@ -117,7 +117,11 @@ export async function replyTo(event: MessageCreatedEvent, text: string, options:
   if (event.reply.thread_id !== null) body.thread_id = event.reply.thread_id;
   const init: RequestInit = {
     method: "POST",
-    headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json", accept: "application/json" },
+    headers: {
+      authorization: `Bearer ${options.token}`,
+      "content-type": "application/json",
+      accept: "application/json",
+    },
     body: JSON.stringify(body),
   };
   if (options.signal !== undefined) init.signal = options.signal;
@@ -133,7 +137,12 @@ function toAgentApiError(response: Response, payload: unknown, now: number): Age
   const message = typeof error?.message === "string" ? error.message : `Agent API answered HTTP ${response.status}`;
   const retryAfterMs = parseRetryAfterMs(response.headers.get("retry-after"), now);
   // Whole seconds, rounded up: waiting a fraction less than asked would be answered with another 429.
-  return new AgentApiError(response.status, code, message, retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000));
+  return new AgentApiError(
+    response.status,
+    code,
+    message,
+    retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+  );
 }
 
 function parseJson(text: string): unknown {

@@ -28,7 +28,7 @@ const OTHER_SIGNATURE = "Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=";
 // Derived vectors (computed with Python hmac and Node createHmac).
 const DERIVED = [
   {
-    name: "the Standard Webhooks specification's example payload, minified (spec/standard-webhooks.md, \"Signature scheme\")",
+    name: 'the Standard Webhooks specification\'s example payload, minified (spec/standard-webhooks.md, "Signature scheme")',
     secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     id: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
     timestamp: 1674087231,
@@ -76,7 +76,10 @@ function nowSeconds(): number {
 
 describe("signWebhook", () => {
   test("reproduces the official Standard Webhooks test vector", async () => {
-    assert.equal(await signWebhook(OFFICIAL.secret, OFFICIAL.id, OFFICIAL.timestamp, OFFICIAL.body), OFFICIAL.signature);
+    assert.equal(
+      await signWebhook(OFFICIAL.secret, OFFICIAL.id, OFFICIAL.timestamp, OFFICIAL.body),
+      OFFICIAL.signature,
+    );
   });
 
   test("gives the same signature whether or not the secret carries the whsec_ prefix", async () => {
@@ -119,12 +122,16 @@ describe("verifyWebhook with the official vector", () => {
   const at = { nowSeconds: OFFICIAL.timestamp };
 
   test("accepts the official signature and returns the parsed body", async () => {
-    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(OFFICIAL.signature), OFFICIAL.body, at), { test: 2432232314 });
+    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(OFFICIAL.signature), OFFICIAL.body, at), {
+      test: 2432232314,
+    });
   });
 
   test("accepts the secret with and without the whsec_ prefix", async () => {
     const bare = OFFICIAL.secret.slice("whsec_".length);
-    assert.deepEqual(await verifyWebhook(bare, officialHeaders(OFFICIAL.signature), OFFICIAL.body, at), { test: 2432232314 });
+    assert.deepEqual(await verifyWebhook(bare, officialHeaders(OFFICIAL.signature), OFFICIAL.body, at), {
+      test: 2432232314,
+    });
   });
 
   const negatives: Array<[string, string]> = [
@@ -138,41 +145,78 @@ describe("verifyWebhook with the official vector", () => {
   ];
   for (const [name, signature] of negatives) {
     test(`rejects ${name}`, async () => {
-      await rejects(verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, at), "no_matching_signature");
+      await rejects(
+        verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, at),
+        "no_matching_signature",
+      );
     });
   }
 
   test("accepts a multi-signature header when any v1 entry matches, skipping other versions", async () => {
     const header = `v1,${OTHER_SIGNATURE} v2,${OTHER_SIGNATURE} ${OFFICIAL.signature} v1,${OTHER_SIGNATURE}`;
-    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(header), OFFICIAL.body, at), { test: 2432232314 });
+    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(header), OFFICIAL.body, at), {
+      test: 2432232314,
+    });
   });
 
   test("rejects a tampered body, even a single added space", async () => {
-    await rejects(verifyWebhook(OFFICIAL.secret, officialHeaders(OFFICIAL.signature), '{"test":  2432232314}', at), "no_matching_signature");
+    await rejects(
+      verifyWebhook(OFFICIAL.secret, officialHeaders(OFFICIAL.signature), '{"test":  2432232314}', at),
+      "no_matching_signature",
+    );
   });
 
   test("rejects the right signature under a different secret", async () => {
-    await rejects(verifyWebhook(newSigningSecret(), officialHeaders(OFFICIAL.signature), OFFICIAL.body, at), "no_matching_signature");
+    await rejects(
+      verifyWebhook(newSigningSecret(), officialHeaders(OFFICIAL.signature), OFFICIAL.body, at),
+      "no_matching_signature",
+    );
   });
 
   test("accepts timestamps up to 300 s either side of now and rejects 301 s", async () => {
     const signature = OFFICIAL.signature;
-    await verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp + 300 });
-    await verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp - 300 });
-    await rejects(verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp + 301 }), "timestamp_too_old");
-    await rejects(verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp - 301 }), "timestamp_too_new");
+    await verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, {
+      nowSeconds: OFFICIAL.timestamp + 300,
+    });
+    await verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, {
+      nowSeconds: OFFICIAL.timestamp - 300,
+    });
+    await rejects(
+      verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, {
+        nowSeconds: OFFICIAL.timestamp + 301,
+      }),
+      "timestamp_too_old",
+    );
+    await rejects(
+      verifyWebhook(OFFICIAL.secret, officialHeaders(signature), OFFICIAL.body, {
+        nowSeconds: OFFICIAL.timestamp - 301,
+      }),
+      "timestamp_too_new",
+    );
   });
 
   test("applies a custom tolerance", async () => {
     const headers = officialHeaders(OFFICIAL.signature);
-    await verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp + 3600, toleranceSeconds: 3600 });
-    await rejects(verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp + 11, toleranceSeconds: 10 }), "timestamp_too_old");
+    await verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, {
+      nowSeconds: OFFICIAL.timestamp + 3600,
+      toleranceSeconds: 3600,
+    });
+    await rejects(
+      verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, {
+        nowSeconds: OFFICIAL.timestamp + 11,
+        toleranceSeconds: 10,
+      }),
+      "timestamp_too_old",
+    );
   });
 });
 
 describe("verifyWebhook against the current clock", () => {
   test("rejects a signature made 301 s in the past or the future", async () => {
-    for (const [offset, reason] of [[-301, "timestamp_too_old"], [301, "timestamp_too_new"]] as const) {
+    for (const [offset, reason] of [
+      [-301, "timestamp_too_old"],
+      [301, "timestamp_too_new"],
+    ] as const) {
       const timestamp = nowSeconds() + offset;
       const signature = await signWebhook(OFFICIAL.secret, OFFICIAL.id, timestamp, OFFICIAL.body);
       await rejects(verifyWebhook(OFFICIAL.secret, officialHeaders(signature, timestamp), OFFICIAL.body), reason);
@@ -182,15 +226,24 @@ describe("verifyWebhook against the current clock", () => {
   test("accepts a fresh signature without an explicit clock", async () => {
     const timestamp = nowSeconds();
     const signature = await signWebhook(OFFICIAL.secret, OFFICIAL.id, timestamp, OFFICIAL.body);
-    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(signature, timestamp), OFFICIAL.body), { test: 2432232314 });
+    assert.deepEqual(await verifyWebhook(OFFICIAL.secret, officialHeaders(signature, timestamp), OFFICIAL.body), {
+      test: 2432232314,
+    });
   });
 });
 
 describe("verifyWebhook derived vectors", () => {
   for (const vector of DERIVED) {
     test(`accepts the derived vector for ${vector.name}`, async () => {
-      const headers = { "webhook-id": vector.id, "webhook-timestamp": String(vector.timestamp), "webhook-signature": vector.signature };
-      assert.deepEqual(await verifyWebhook(vector.secret, headers, vector.body, { nowSeconds: vector.timestamp }), JSON.parse(vector.body));
+      const headers = {
+        "webhook-id": vector.id,
+        "webhook-timestamp": String(vector.timestamp),
+        "webhook-signature": vector.signature,
+      };
+      assert.deepEqual(
+        await verifyWebhook(vector.secret, headers, vector.body, { nowSeconds: vector.timestamp }),
+        JSON.parse(vector.body),
+      );
     });
   }
 
@@ -217,8 +270,14 @@ describe("verifyWebhook headers", () => {
   }
 
   test("treats an empty or repeated webhook-id as missing", async () => {
-    await rejects(verifyWebhook(OFFICIAL.secret, { ...officialHeaders(OFFICIAL.signature), "webhook-id": "" }, OFFICIAL.body, at), "missing_headers");
-    const repeated: WebhookHeaders = { ...officialHeaders(OFFICIAL.signature), "webhook-id": [OFFICIAL.id, "msg_other"] };
+    await rejects(
+      verifyWebhook(OFFICIAL.secret, { ...officialHeaders(OFFICIAL.signature), "webhook-id": "" }, OFFICIAL.body, at),
+      "missing_headers",
+    );
+    const repeated: WebhookHeaders = {
+      ...officialHeaders(OFFICIAL.signature),
+      "webhook-id": [OFFICIAL.id, "msg_other"],
+    };
     await rejects(verifyWebhook(OFFICIAL.secret, repeated, OFFICIAL.body, at), "missing_headers");
   });
 
@@ -230,7 +289,11 @@ describe("verifyWebhook headers", () => {
   }
 
   test("looks header names up case-insensitively in a plain record", async () => {
-    const headers = { "Webhook-Id": OFFICIAL.id, "WEBHOOK-TIMESTAMP": String(OFFICIAL.timestamp), "webhook-Signature": OFFICIAL.signature };
+    const headers = {
+      "Webhook-Id": OFFICIAL.id,
+      "WEBHOOK-TIMESTAMP": String(OFFICIAL.timestamp),
+      "webhook-Signature": OFFICIAL.signature,
+    };
     assert.deepEqual(await verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, at), { test: 2432232314 });
   });
 
@@ -240,7 +303,10 @@ describe("verifyWebhook headers", () => {
   });
 
   test("treats repeated webhook-signature values as one space-separated list", async () => {
-    const headers: WebhookHeaders = { ...officialHeaders(""), "webhook-signature": [`v1,${OTHER_SIGNATURE}`, OFFICIAL.signature] };
+    const headers: WebhookHeaders = {
+      ...officialHeaders(""),
+      "webhook-signature": [`v1,${OTHER_SIGNATURE}`, OFFICIAL.signature],
+    };
     assert.deepEqual(await verifyWebhook(OFFICIAL.secret, headers, OFFICIAL.body, at), { test: 2432232314 });
   });
 
@@ -267,13 +333,19 @@ describe("signing secrets", () => {
       assert.equal(isValidSigningSecret(secret), false);
       assert.throws(() => decodeSigningSecret(secret), WebhookVerificationError);
       await rejects(signWebhook(secret, OFFICIAL.id, OFFICIAL.timestamp, OFFICIAL.body), "invalid_secret");
-      await rejects(verifyWebhook(secret, officialHeaders(OFFICIAL.signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp }), "invalid_secret");
+      await rejects(
+        verifyWebhook(secret, officialHeaders(OFFICIAL.signature), OFFICIAL.body, { nowSeconds: OFFICIAL.timestamp }),
+        "invalid_secret",
+      );
     });
   }
 
   test("never repeats the secret in the error message", () => {
     const secret = `whsec_${Buffer.alloc(16, 9).toString("base64")}`;
-    assert.throws(() => decodeSigningSecret(secret), (error: Error) => !error.message.includes(secret.slice(6)));
+    assert.throws(
+      () => decodeSigningSecret(secret),
+      (error: Error) => !error.message.includes(secret.slice(6)),
+    );
   });
 
   test("accepts a 24-byte key, padded or unpadded", () => {
@@ -327,14 +399,22 @@ describe("base64", () => {
 });
 
 describe("interoperability with the standardwebhooks reference library", () => {
-  const bodies = ['{"test": 2432232314}', '{"text":"héllo 👋","n":[1,2,3]}', JSON.stringify({ type: "ping", nested: { a: "b.c.d" } })];
+  const bodies = [
+    '{"test": 2432232314}',
+    '{"text":"héllo 👋","n":[1,2,3]}',
+    JSON.stringify({ type: "ping", nested: { a: "b.c.d" } }),
+  ];
 
   for (const body of bodies) {
     test(`the reference library verifies our signature over ${JSON.stringify(body).slice(0, 40)}`, async () => {
       const secret = newSigningSecret();
       const timestamp = nowSeconds();
       const signature = await signWebhook(secret, "msg_interop", timestamp, body);
-      const headers = { "webhook-id": "msg_interop", "webhook-timestamp": String(timestamp), "webhook-signature": signature };
+      const headers = {
+        "webhook-id": "msg_interop",
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signature,
+      };
       assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body));
     });
 
@@ -342,14 +422,21 @@ describe("interoperability with the standardwebhooks reference library", () => {
       const secret = newSigningSecret();
       const timestamp = nowSeconds();
       const signature = new Webhook(secret).sign("msg_interop", new Date(timestamp * 1000), body);
-      const headers = { "webhook-id": "msg_interop", "webhook-timestamp": String(timestamp), "webhook-signature": signature };
+      const headers = {
+        "webhook-id": "msg_interop",
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signature,
+      };
       assert.deepEqual(await verifyWebhook(secret, headers, body), JSON.parse(body));
     });
   }
 
   test("the reference library and we sign an empty body identically", async () => {
     const secret = newSigningSecret();
-    assert.equal(await signWebhook(secret, "msg_empty", 1700000000, ""), new Webhook(secret).sign("msg_empty", new Date(1700000000 * 1000), ""));
+    assert.equal(
+      await signWebhook(secret, "msg_empty", 1700000000, ""),
+      new Webhook(secret).sign("msg_empty", new Date(1700000000 * 1000), ""),
+    );
   });
 
   test("the reference library and we agree on the official vector and reject the same tampering", async () => {
@@ -357,7 +444,11 @@ describe("interoperability with the standardwebhooks reference library", () => {
     assert.equal(reference.sign(OFFICIAL.id, new Date(OFFICIAL.timestamp * 1000), OFFICIAL.body), OFFICIAL.signature);
     const timestamp = nowSeconds();
     const signature = reference.sign(OFFICIAL.id, new Date(timestamp * 1000), OFFICIAL.body);
-    const tampered = { "webhook-id": OFFICIAL.id, "webhook-timestamp": String(timestamp), "webhook-signature": flipFirstMacCharacter(signature) };
+    const tampered = {
+      "webhook-id": OFFICIAL.id,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": flipFirstMacCharacter(signature),
+    };
     assert.throws(() => reference.verify(OFFICIAL.body, tampered));
     await rejects(verifyWebhook(OFFICIAL.secret, tampered, OFFICIAL.body), "no_matching_signature");
   });

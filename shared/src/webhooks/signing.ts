@@ -43,7 +43,8 @@ export class WebhookVerificationError extends Error {
 }
 
 /** A plain header record (Node's `req.headers`, any casing) or anything with `get(name)`, like fetch `Headers`. */
-export type WebhookHeaders = Readonly<Record<string, string | readonly string[] | undefined>> | { get(name: string): string | null };
+export type WebhookHeaders =
+  Readonly<Record<string, string | readonly string[] | undefined>> | { get(name: string): string | null };
 
 export interface VerifyWebhookOptions {
   /** Current time in seconds; defaults to the system clock. */
@@ -223,12 +224,18 @@ export function getWebhookHeader(headers: WebhookHeaders, name: string): string 
  * Signatures other than `v1` in the space-separated list are ignored, so rotation headers carrying
  * several signatures pass when any one matches.
  */
-export async function verifyWebhook(secret: string, headers: WebhookHeaders, body: string, options: VerifyWebhookOptions = {}): Promise<unknown> {
+export async function verifyWebhook(
+  secret: string,
+  headers: WebhookHeaders,
+  body: string,
+  options: VerifyWebhookOptions = {},
+): Promise<unknown> {
   decodeSigningSecret(secret);
   const id = getWebhookHeader(headers, "webhook-id");
   const timestamp = getWebhookHeader(headers, "webhook-timestamp");
   const signatures = headerValues(headers, "webhook-signature").join(" ").trim();
-  if (id === undefined || timestamp === undefined || signatures === "") throw new WebhookVerificationError("missing_headers");
+  if (id === undefined || timestamp === undefined || signatures === "")
+    throw new WebhookVerificationError("missing_headers");
 
   if (!/^\d{1,15}$/.test(timestamp)) throw new WebhookVerificationError("invalid_timestamp");
   const sentAt = Number(timestamp);

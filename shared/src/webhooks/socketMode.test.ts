@@ -44,7 +44,13 @@ async function until(condition: () => boolean, what: string, timeoutMs = AT_ONCE
 }
 
 function ping(id: string): PingEvent {
-  return { id, type: "ping", created_at: "2025-06-15T15:06:40.000Z", workspace: { slug: "acme", name: "Acme" }, agent: { id: "agt_1", name: "Echo" } };
+  return {
+    id,
+    type: "ping",
+    created_at: "2025-06-15T15:06:40.000Z",
+    workspace: { slug: "acme", name: "Acme" },
+    agent: { id: "agt_1", name: "Echo" },
+  };
 }
 
 async function envelope(id: string, body = JSON.stringify(ping(id)), secret = SECRET) {
@@ -52,7 +58,11 @@ async function envelope(id: string, body = JSON.stringify(ping(id)), secret = SE
   return {
     type: "event",
     envelope_id: id,
-    headers: { [WEBHOOK_HEADERS.id]: id, [WEBHOOK_HEADERS.timestamp]: String(timestamp), [WEBHOOK_HEADERS.signature]: await signWebhook(secret, id, timestamp, body) },
+    headers: {
+      [WEBHOOK_HEADERS.id]: id,
+      [WEBHOOK_HEADERS.timestamp]: String(timestamp),
+      [WEBHOOK_HEADERS.signature]: await signWebhook(secret, id, timestamp, body),
+    },
     body,
   };
 }
@@ -138,7 +148,8 @@ async function startFakeRelay(now: () => number) {
       const deadline = performance.now() + timeoutMs;
       while (attempts.length < count) {
         const left = deadline - performance.now();
-        if (left <= 0) throw new Error(`expected ${count} connection attempts within ${timeoutMs} ms, got ${attempts.length}`);
+        if (left <= 0)
+          throw new Error(`expected ${count} connection attempts within ${timeoutMs} ms, got ${attempts.length}`);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, left);
           connectionWaiters.push(() => {
@@ -270,7 +281,10 @@ describe("createSocketModeClient", () => {
     await agent.start();
     const connection = relay.connections[0] as Connection;
     const forged = await envelope("evt_forged", JSON.stringify(ping("evt_forged")), newSigningSecret());
-    const tampered = { ...(await envelope("evt_tampered")), body: JSON.stringify({ ...ping("evt_tampered"), type: "message.created" }) };
+    const tampered = {
+      ...(await envelope("evt_tampered")),
+      body: JSON.stringify({ ...ping("evt_tampered"), type: "message.created" }),
+    };
     const stale = await envelope("evt_stale");
     const oldTimestamp = Math.floor(NOW_MS / 1000) - 3600;
     stale.headers[WEBHOOK_HEADERS.timestamp] = String(oldTimestamp);
@@ -289,8 +303,17 @@ describe("createSocketModeClient", () => {
       ["evt_good"],
     );
     assert.deepEqual(
-      logs.filter((entry) => entry.kind === "rejected").map((entry) => entry.reason).sort(),
-      ["envelope_id_mismatch", "malformed_envelope", "no_matching_signature", "no_matching_signature", "timestamp_too_old"],
+      logs
+        .filter((entry) => entry.kind === "rejected")
+        .map((entry) => entry.reason)
+        .sort(),
+      [
+        "envelope_id_mismatch",
+        "malformed_envelope",
+        "no_matching_signature",
+        "no_matching_signature",
+        "timestamp_too_old",
+      ],
     );
     assert.equal(events[0]?.envelopeId, "evt_good");
   });
@@ -308,13 +331,20 @@ describe("createSocketModeClient", () => {
     connection.socket.send(JSON.stringify(await envelope("evt_boom")));
     connection.socket.send(JSON.stringify(await envelope("evt_after")));
     await until(() => seen.length === 2, "both envelopes");
-    assert.ok(logs.some((entry) => entry.kind === "handler_failed" && entry.envelope_id === "evt_boom" && entry.error === "boom"));
+    assert.ok(
+      logs.some(
+        (entry) => entry.kind === "handler_failed" && entry.envelope_id === "evt_boom" && entry.error === "boom",
+      ),
+    );
   });
 
   test("reconnects after the relay goes away and handles envelopes on the new connection", async () => {
     const { client: agent, events, closed, logs } = client();
     await agent.start();
-    (relay.connections[0] as Connection).socket.close(SOCKET_MODE_CLOSE_CODES.shutdown.code, SOCKET_MODE_CLOSE_CODES.shutdown.reason);
+    (relay.connections[0] as Connection).socket.close(
+      SOCKET_MODE_CLOSE_CODES.shutdown.code,
+      SOCKET_MODE_CLOSE_CODES.shutdown.reason,
+    );
     await clock.advance(await reconnectDelay(logs, 1));
     await until(() => relay.connections.length === 2 && agent.connected, "the reconnect");
     const second = relay.connections[1] as Connection;
@@ -485,7 +515,10 @@ describe("agentSocketUrl", () => {
   test("turns a relay address into its Socket Mode address and keeps explicit socket addresses", () => {
     assert.equal(agentSocketUrl("http://127.0.0.1:8787"), "ws://127.0.0.1:8787/api/v1/agent-api/socket");
     assert.equal(agentSocketUrl("https://relay.example.com/"), "wss://relay.example.com/api/v1/agent-api/socket");
-    assert.equal(agentSocketUrl("wss://relay.example.com/api/v1/agent-api/socket"), "wss://relay.example.com/api/v1/agent-api/socket");
+    assert.equal(
+      agentSocketUrl("wss://relay.example.com/api/v1/agent-api/socket"),
+      "wss://relay.example.com/api/v1/agent-api/socket",
+    );
     assert.throws(() => agentSocketUrl("ftp://relay.example.com"), TypeError);
   });
 });

@@ -33,7 +33,11 @@ export const SOCKET_MODE_CLOSE_CODES = {
 
 // Marked pure, like signing.ts's tables, so bundles that never use Socket Mode (the extension) drop them.
 const FINAL_CLOSE_CODES: ReadonlySet<number> = /* @__PURE__ */ (() =>
-  new Set(Object.values(SOCKET_MODE_CLOSE_CODES as Record<string, SocketModeClose>).filter((close) => close.final).map((close) => close.code)))();
+  new Set(
+    Object.values(SOCKET_MODE_CLOSE_CODES as Record<string, SocketModeClose>)
+      .filter((close) => close.final)
+      .map((close) => close.code),
+  ))();
 /** Refused reconnects that retrying cannot fix: the token is unknown, replaced or removed (401), the agent is paused (403). */
 const FINAL_HTTP_STATUSES: ReadonlySet<number> = /* @__PURE__ */ new Set([401, 403]);
 const OPEN = 1;
@@ -52,7 +56,10 @@ export interface SocketModeSocket {
 }
 
 /** Compatible with the `ws` package's `WebSocket` and undici's (Node 22 global) `WebSocket`. */
-export type SocketModeWebSocketConstructor = new (url: string, options: { headers: Record<string, string> }) => SocketModeSocket;
+export type SocketModeWebSocketConstructor = new (
+  url: string,
+  options: { headers: Record<string, string> },
+) => SocketModeSocket;
 
 export interface SocketModeLogEntry {
   kind: string;
@@ -121,7 +128,8 @@ export function agentSocketUrl(relayUrl: string): string {
   const url = new URL(relayUrl);
   if (url.protocol === "http:") url.protocol = "ws:";
   else if (url.protocol === "https:") url.protocol = "wss:";
-  if (url.protocol !== "ws:" && url.protocol !== "wss:") throw new TypeError(`Not an http(s) or ws(s) address: ${relayUrl}`);
+  if (url.protocol !== "ws:" && url.protocol !== "wss:")
+    throw new TypeError(`Not an http(s) or ws(s) address: ${relayUrl}`);
   if (url.pathname === "/" || url.pathname === "") url.pathname = AGENT_SOCKET_PATH;
   return url.toString();
 }
@@ -222,7 +230,12 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
     });
   }
 
-  function disconnected(ws: SocketModeSocket | undefined, code: number, reason: string, status: number | undefined): void {
+  function disconnected(
+    ws: SocketModeSocket | undefined,
+    code: number,
+    reason: string,
+    status: number | undefined,
+  ): void {
     if (ws !== undefined) socket = undefined;
     const wasConnected = isConnected;
     isConnected = false;
@@ -238,14 +251,28 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
       const finalReason = FINAL_CLOSE_CODES.has(code) ? reason : `the relay refused the connection (HTTP ${status})`;
       log({ kind: "stopped", code: finalCode, reason: finalReason });
       // Before the first hello the rejected start() is the report.
-      if (firstHello !== undefined) failStart(new SocketModeError(`Socket Mode connection refused: ${finalReason}`, FINAL_CLOSE_CODES.has(code) ? { closeCode: code } : { status }));
+      if (firstHello !== undefined)
+        failStart(
+          new SocketModeError(
+            `Socket Mode connection refused: ${finalReason}`,
+            FINAL_CLOSE_CODES.has(code) ? { closeCode: code } : { status },
+          ),
+        );
       else options.onClosed?.(finalCode, finalReason);
       return;
     }
     if (firstHello !== undefined) {
       stop();
-      const why = status !== undefined ? `the relay refused the connection (HTTP ${status})` : `closed with code ${code}${reason ? ` (${reason})` : ""}`;
-      failStart(new SocketModeError(`Could not connect to ${url}: ${why}`, { status, closeCode: status === undefined ? code : undefined }));
+      const why =
+        status !== undefined
+          ? `the relay refused the connection (HTTP ${status})`
+          : `closed with code ${code}${reason ? ` (${reason})` : ""}`;
+      failStart(
+        new SocketModeError(`Could not connect to ${url}: ${why}`, {
+          status,
+          closeCode: status === undefined ? code : undefined,
+        }),
+      );
       return;
     }
     const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 30));
@@ -289,7 +316,12 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
     handlers.add(job);
   }
 
-  async function onEnvelope(ws: SocketModeSocket, envelopeId: string, headers: Record<string, string>, body: string): Promise<void> {
+  async function onEnvelope(
+    ws: SocketModeSocket,
+    envelopeId: string,
+    headers: Record<string, string>,
+    body: string,
+  ): Promise<void> {
     // The envelope id is what gets acknowledged, so it must be the id the signature covers.
     if (getWebhookHeader(headers, WEBHOOK_HEADERS.id) !== envelopeId) {
       log({ kind: "rejected", envelope_id: envelopeId, reason: "envelope_id_mismatch" });
@@ -299,20 +331,37 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
     try {
       received = await receiver.receive(headers, body);
     } catch (error) {
-      if (error instanceof WebhookVerificationError) log({ kind: "rejected", envelope_id: envelopeId, reason: error.reason });
+      if (error instanceof WebhookVerificationError)
+        log({ kind: "rejected", envelope_id: envelopeId, reason: error.reason });
       else if (error instanceof SyntaxError) log({ kind: "rejected", envelope_id: envelopeId, reason: "invalid_json" });
-      else log({ kind: "rejected", envelope_id: envelopeId, reason: "error", error: error instanceof Error ? error.message : String(error) });
+      else
+        log({
+          kind: "rejected",
+          envelope_id: envelopeId,
+          reason: "error",
+          error: error instanceof Error ? error.message : String(error),
+        });
       return;
     }
     // Acknowledge before working, as a webhook receiver answers 2xx first: slow work must not look like a lost envelope.
     // A repeat is acknowledged too, or the relay would keep redelivering it.
     if (ws.readyState === OPEN) ws.send(JSON.stringify({ type: "ack", envelope_id: envelopeId }));
-    log({ kind: "received", envelope_id: envelopeId, event_id: received.event.id, type: received.event.type, duplicate: received.duplicate });
+    log({
+      kind: "received",
+      envelope_id: envelopeId,
+      event_id: received.event.id,
+      type: received.event.type,
+      duplicate: received.duplicate,
+    });
     if (received.duplicate) return;
     try {
       await options.onEvent(received.event, envelopeId);
     } catch (error) {
-      log({ kind: "handler_failed", envelope_id: envelopeId, error: error instanceof Error ? error.message : String(error) });
+      log({
+        kind: "handler_failed",
+        envelope_id: envelopeId,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -332,7 +381,10 @@ export function createSocketModeClient(options: SocketModeClientOptions): Socket
         const closed = new Promise<void>((resolve) => closeWaiters.push(resolve));
         ws.close(NORMAL_CLOSURE, "agent closing");
         let timer: unknown;
-        await Promise.race([closed, new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, CLOSE_WAIT_MS)))]);
+        await Promise.race([
+          closed,
+          new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, CLOSE_WAIT_MS))),
+        ]);
         clock.clearTimeout(timer);
         socket = undefined;
       }

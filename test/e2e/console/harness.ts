@@ -35,8 +35,13 @@ function newestChange(path: string): number {
  */
 export function ensureConsoleBuilt(): void {
   if (existsSync(CONSOLE_BUNDLE) && statSync(CONSOLE_BUNDLE).mtimeMs >= newestChange(CONSOLE_SOURCES)) return;
-  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  if (build.status !== 0) throw new Error(`building the relay and its console failed:\n${build.stdout}\n${build.stderr}`);
+  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  if (build.status !== 0)
+    throw new Error(`building the relay and its console failed:\n${build.stdout}\n${build.stderr}`);
 }
 
 export function launchChromium(): Promise<Browser> {
@@ -52,7 +57,11 @@ export interface PersonPage {
   log: string[];
 }
 
-export async function openPersonPage(browser: Browser, name: string, viewport: { width: number; height: number }): Promise<PersonPage> {
+export async function openPersonPage(
+  browser: Browser,
+  name: string,
+  viewport: { width: number; height: number },
+): Promise<PersonPage> {
   const context = await browser.newContext({ viewport, deviceScaleFactor: 1, reducedMotion: "reduce" });
   // Quick failures: every step waits for something the console shows within a second or two.
   context.setDefaultTimeout(10_000);
@@ -64,7 +73,9 @@ export async function openPersonPage(browser: Browser, name: string, viewport: {
     person.scriptErrors.push(`${error.name}: ${error.message}`);
     note(`pageerror: ${error.stack ?? error.message}`);
   });
-  page.on("requestfailed", (request) => note(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ""}`));
+  page.on("requestfailed", (request) =>
+    note(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText ?? ""}`),
+  );
   page.on("response", (response) => {
     if (response.status() >= 400) note(`HTTP ${response.status()} ${response.request().method()} ${response.url()}`);
   });

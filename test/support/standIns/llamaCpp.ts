@@ -1,5 +1,18 @@
 import type { ServerResponse } from "node:http";
-import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, startEvents, startStandInServer, typeProblem } from "./server";
+import {
+  type Generation,
+  type JsonType,
+  type RecordedRequest,
+  type StandIn,
+  type StandInBase,
+  applyStops,
+  isRecord,
+  roughTokens,
+  sendJson,
+  startEvents,
+  startStandInServer,
+  typeProblem,
+} from "./server";
 
 /**
  * llama.cpp's `llama-server` (notes-internal/model-servers.md §2):
@@ -67,7 +80,13 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
   const created = 1_700_000_000;
   let sequence = 0;
 
-  const error = (res: ServerResponse, status: number, message: string, type: string) => sendJson(res, status, { error: { code: status, message, type } }, { contentType: "application/json; charset=utf-8" });
+  const error = (res: ServerResponse, status: number, message: string, type: string) =>
+    sendJson(
+      res,
+      status,
+      { error: { code: status, message, type } },
+      { contentType: "application/json; charset=utf-8" },
+    );
   const stopsOf = (body: Record<string, unknown>): string[] => {
     const stop = body["stop"];
     return typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : [];
@@ -85,27 +104,56 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
     }
     return { pieces: out, limited: false };
   };
-  const timings = (predicted: number) => ({ prompt_n: 12, prompt_ms: 3.1, prompt_per_token_ms: 0.26, prompt_per_second: 3871, predicted_n: predicted, predicted_ms: 9.5, predicted_per_token_ms: 1.1, predicted_per_second: 900 });
+  const timings = (predicted: number) => ({
+    prompt_n: 12,
+    prompt_ms: 3.1,
+    prompt_per_token_ms: 0.26,
+    prompt_per_second: 3871,
+    predicted_n: predicted,
+    predicted_ms: 9.5,
+    predicted_per_token_ms: 1.1,
+    predicted_per_second: 900,
+  });
 
   function infill(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
     if (options.fim === false) {
-      error(res, 501, "Infill is not supported by this model: prefix token is missing. suffix token is missing. middle token is missing. ", "not_supported_error");
+      error(
+        res,
+        501,
+        "Infill is not supported by this model: prefix token is missing. suffix token is missing. middle token is missing. ",
+        "not_supported_error",
+      );
       return;
     }
     if (!isRecord(request.body)) {
-      error(res, 500, "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error while parsing value", "server_error");
+      error(
+        res,
+        500,
+        "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error while parsing value",
+        "server_error",
+      );
       return;
     }
     const body = request.body;
     const extra = body["input_extra"];
     if (extra !== undefined) {
       if (!Array.isArray(extra) || extra.some((chunk) => !isRecord(chunk))) {
-        error(res, 400, '"input_extra" must be an array of {"filename": string, "text": string}', "invalid_request_error");
+        error(
+          res,
+          400,
+          '"input_extra" must be an array of {"filename": string, "text": string}',
+          "invalid_request_error",
+        );
         return;
       }
       for (const chunk of extra as Record<string, unknown>[]) {
         if (typeof chunk["text"] !== "string") {
-          error(res, 400, 'extra_context chunk must contain a "text" field with a string value', "invalid_request_error");
+          error(
+            res,
+            400,
+            'extra_context chunk must contain a "text" field with a string value',
+            "invalid_request_error",
+          );
           return;
         }
         if (chunk["filename"] !== undefined && typeof chunk["filename"] !== "string") {
@@ -152,14 +200,29 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
       return;
     }
     const send = startEvents(res);
-    pieces.forEach((content, index) => send({ index: 0, content, tokens: [], stop: false, id_slot: 0, tokens_predicted: index + 1, tokens_evaluated: 12 }));
+    pieces.forEach((content, index) =>
+      send({
+        index: 0,
+        content,
+        tokens: [],
+        stop: false,
+        id_slot: 0,
+        tokens_predicted: index + 1,
+        tokens_evaluated: 12,
+      }),
+    );
     send(final(""));
     res.end();
   }
 
   function completions(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
     if (!isRecord(request.body)) {
-      error(res, 500, "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error while parsing value", "server_error");
+      error(
+        res,
+        500,
+        "[json.exception.parse_error.101] parse error at line 1, column 1: syntax error while parsing value",
+        "server_error",
+      );
       return;
     }
     const body = request.body;
@@ -206,7 +269,15 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
       return;
     }
     const send = startEvents(res);
-    for (const piece of pieces) send({ choices: [{ text: piece, index: 0, logprobs: null, finish_reason: null }], created, model: modelPath, system_fingerprint: "b6500-standin", object: "text_completion", id });
+    for (const piece of pieces)
+      send({
+        choices: [{ text: piece, index: 0, logprobs: null, finish_reason: null }],
+        created,
+        model: modelPath,
+        system_fingerprint: "b6500-standin",
+        object: "text_completion",
+        id,
+      });
     send(whole(""));
     res.end("data: [DONE]\n\n");
   }
@@ -224,11 +295,33 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
         tags: [""],
         capabilities: ["completion"],
         parameters: "",
-        details: { parent_model: "", format: "gguf", family: "", families: [""], parameter_size: "", quantization_level: "" },
+        details: {
+          parent_model: "",
+          format: "gguf",
+          family: "",
+          families: [""],
+          parameter_size: "",
+          quantization_level: "",
+        },
       },
     ],
     object: "list",
-    data: [{ id: modelPath, object: "model", created, owned_by: "llamacpp", meta: { vocab_type: 2, n_vocab: 151936, n_ctx_train: 32768, n_embd: 1536, n_params: 1543714304, size: 1640000000 } }],
+    data: [
+      {
+        id: modelPath,
+        object: "model",
+        created,
+        owned_by: "llamacpp",
+        meta: {
+          vocab_type: 2,
+          n_vocab: 151936,
+          n_ctx_train: 32768,
+          n_embd: 1536,
+          n_params: 1543714304,
+          size: 1640000000,
+        },
+      },
+    ],
   });
 
   const standIn = await startStandInServer(options, (request, res, generation) => {
@@ -239,7 +332,10 @@ export async function startLlamaCppStandIn(options: LlamaCppOptions = {}): Promi
         return sendJson(res, 200, { status: "ok" }, { contentType: "application/json; charset=utf-8" });
       case "GET /props":
         return sendJson(res, 200, {
-          default_generation_settings: { n_ctx: 4096, params: { n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05 } },
+          default_generation_settings: {
+            n_ctx: 4096,
+            params: { n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05 },
+          },
           total_slots: 1,
           model_alias: modelPath,
           model_path: modelPath,

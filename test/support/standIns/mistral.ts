@@ -1,5 +1,18 @@
 import type { ServerResponse } from "node:http";
-import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, startEvents, startStandInServer, typeProblem } from "./server";
+import {
+  type Generation,
+  type JsonType,
+  type RecordedRequest,
+  type StandIn,
+  type StandInBase,
+  applyStops,
+  isRecord,
+  roughTokens,
+  sendJson,
+  startEvents,
+  startStandInServer,
+  typeProblem,
+} from "./server";
 
 /**
  * Mistral's API (notes-internal/model-servers.md §4):
@@ -54,16 +67,31 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
   const created = 1_759_496_862;
   let sequence = 0;
 
-  const unprocessable = (res: ServerResponse, type: string, field: string, msg: string, input: unknown) => sendJson(res, 422, { detail: [{ type, loc: ["body", field], msg, input }] });
+  const unprocessable = (res: ServerResponse, type: string, field: string, msg: string, input: unknown) =>
+    sendJson(res, 422, { detail: [{ type, loc: ["body", field], msg, input }] });
 
   /** Authorization, the schema and the model; answers and returns undefined when something is wrong. */
-  function validate(request: RecordedRequest, res: ServerResponse, fields: Record<string, readonly JsonType[]>, required: readonly string[]): Record<string, unknown> | undefined {
+  function validate(
+    request: RecordedRequest,
+    res: ServerResponse,
+    fields: Record<string, readonly JsonType[]>,
+    required: readonly string[],
+  ): Record<string, unknown> | undefined {
     if (options.apiKey && request.headers["authorization"] !== `Bearer ${options.apiKey}`) {
       sendJson(res, 401, { message: "Unauthorized", request_id: "standin" });
       return undefined;
     }
     if (!isRecord(request.body)) {
-      sendJson(res, 422, { detail: [{ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from", input: request.raw }] });
+      sendJson(res, 422, {
+        detail: [
+          {
+            type: "model_attributes_type",
+            loc: ["body"],
+            msg: "Input should be a valid dictionary or object to extract fields from",
+            input: request.raw,
+          },
+        ],
+      });
       return undefined;
     }
     const body = request.body;
@@ -74,7 +102,13 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
     }
     const wrong = typeProblem(body, fields);
     if (wrong) {
-      unprocessable(res, `${wrong.expected[0]}_type`, wrong.field, `Input should be a valid ${wrong.expected.join(" or ")}`, body[wrong.field]);
+      unprocessable(
+        res,
+        `${wrong.expected[0]}_type`,
+        wrong.field,
+        `Input should be a valid ${wrong.expected.join(" or ")}`,
+        body[wrong.field],
+      );
       return undefined;
     }
     const extra = Object.keys(body).find((field) => !(field in fields));
@@ -83,7 +117,13 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
       return undefined;
     }
     if (!models.includes(String(body["model"]))) {
-      sendJson(res, 400, { object: "error", message: `Invalid model: ${String(body["model"])}`, type: "invalid_model", param: null, code: "1500" });
+      sendJson(res, 400, {
+        object: "error",
+        message: `Invalid model: ${String(body["model"])}`,
+        type: "invalid_model",
+        param: null,
+        code: "1500",
+      });
       return undefined;
     }
     return body;
@@ -92,11 +132,18 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
   function answer(body: Record<string, unknown>, res: ServerResponse, generation: Generation): void {
     const stop = body["stop"];
     const drawn = generation.next();
-    const { pieces } = applyStops(drawn.pieces, typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : []);
+    const { pieces } = applyStops(
+      drawn.pieces,
+      typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : [],
+    );
     const id = `${(++sequence).toString(16).padStart(32, "0")}`;
     const model = String(body["model"]);
     const text = pieces.join("");
-    const usage = { prompt_tokens: roughTokens(String(body["prompt"] ?? "")), completion_tokens: roughTokens(text), total_tokens: roughTokens(String(body["prompt"] ?? "")) + roughTokens(text) };
+    const usage = {
+      prompt_tokens: roughTokens(String(body["prompt"] ?? "")),
+      completion_tokens: roughTokens(text),
+      total_tokens: roughTokens(String(body["prompt"] ?? "")) + roughTokens(text),
+    };
     if (body["stream"] !== true || drawn.json) {
       sendJson(res, 200, {
         id,
@@ -104,14 +151,35 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
         model,
         usage,
         created,
-        choices: [{ index: 0, message: { content: text, tool_calls: null, prefix: false, role: "assistant" }, finish_reason: "stop" }],
+        choices: [
+          {
+            index: 0,
+            message: { content: text, tool_calls: null, prefix: false, role: "assistant" },
+            finish_reason: "stop",
+          },
+        ],
       });
       return;
     }
     const send = startEvents(res);
-    const chunk = (delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra });
+    const chunk = (delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}) => ({
+      id,
+      object: "chat.completion.chunk",
+      created,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...extra,
+    });
     send(chunk({ role: "assistant", content: "" }, null));
-    pieces.forEach((piece, index) => send(chunk({ content: piece }, index === pieces.length - 1 ? "stop" : null, index === pieces.length - 1 ? { usage } : {})));
+    pieces.forEach((piece, index) =>
+      send(
+        chunk(
+          { content: piece },
+          index === pieces.length - 1 ? "stop" : null,
+          index === pieces.length - 1 ? { usage } : {},
+        ),
+      ),
+    );
     if (pieces.length === 0) send(chunk({ content: "" }, "stop", { usage }));
     res.end("data: [DONE]\n\n");
   }
@@ -129,11 +197,36 @@ export async function startMistralStandIn(options: MistralOptions = {}): Promise
         return;
       }
       case "GET /v1/models": {
-        if (options.apiKey && request.headers["authorization"] !== `Bearer ${options.apiKey}`) return sendJson(res, 401, { message: "Unauthorized", request_id: "standin" });
+        if (options.apiKey && request.headers["authorization"] !== `Bearer ${options.apiKey}`)
+          return sendJson(res, 401, { message: "Unauthorized", request_id: "standin" });
         const card = (id: string) => {
           const codestral = id.includes("codestral");
-          const capabilities = { completion_chat: true, function_calling: !codestral, reasoning: false, completion_fim: codestral, fine_tuning: false, vision: false, ocr: false, classification: false, moderation: false, audio: false };
-          return { id, object: "model", created, owned_by: "mistralai", capabilities, name: id, description: "", max_context_length: codestral ? 256000 : 32768, aliases: [], deprecation: null, default_model_temperature: 0.3, type: "base" };
+          const capabilities = {
+            completion_chat: true,
+            function_calling: !codestral,
+            reasoning: false,
+            completion_fim: codestral,
+            fine_tuning: false,
+            vision: false,
+            ocr: false,
+            classification: false,
+            moderation: false,
+            audio: false,
+          };
+          return {
+            id,
+            object: "model",
+            created,
+            owned_by: "mistralai",
+            capabilities,
+            name: id,
+            description: "",
+            max_context_length: codestral ? 256000 : 32768,
+            aliases: [],
+            deprecation: null,
+            default_model_temperature: 0.3,
+            type: "base",
+          };
         };
         return sendJson(res, 200, { object: "list", data: models.map(card) });
       }

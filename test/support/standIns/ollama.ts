@@ -1,5 +1,19 @@
 import type { ServerResponse } from "node:http";
-import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, sendText, startEvents, startStandInServer, typeProblem } from "./server";
+import {
+  type Generation,
+  type JsonType,
+  type RecordedRequest,
+  type StandIn,
+  type StandInBase,
+  applyStops,
+  isRecord,
+  roughTokens,
+  sendJson,
+  sendText,
+  startEvents,
+  startStandInServer,
+  typeProblem,
+} from "./server";
 
 /**
  * Ollama (notes-internal/model-servers.md §3; ollama/ollama @ fb30760996871fa9460115c753afd2c60d4ab0f7):
@@ -46,8 +60,26 @@ const FIELDS: Record<string, readonly JsonType[]> = {
 };
 
 /** Go's names for the JSON types it fails to decode. */
-const GO_TYPES: Record<string, string> = { string: "string", integer: "number", number: "number", boolean: "bool", array: "array", object: "object", null: "null" };
-const GO_FIELD_TYPES: Record<string, string> = { max_tokens: "int", seed: "int", logprobs: "int", stream: "bool", temperature: "float32", top_p: "float32", frequency_penalty: "float32", presence_penalty: "float32", stream_options: "openai.StreamOptions" };
+const GO_TYPES: Record<string, string> = {
+  string: "string",
+  integer: "number",
+  number: "number",
+  boolean: "bool",
+  array: "array",
+  object: "object",
+  null: "null",
+};
+const GO_FIELD_TYPES: Record<string, string> = {
+  max_tokens: "int",
+  seed: "int",
+  logprobs: "int",
+  stream: "bool",
+  temperature: "float32",
+  top_p: "float32",
+  frequency_penalty: "float32",
+  presence_penalty: "float32",
+  stream_options: "openai.StreamOptions",
+};
 
 /** Qwen2.5-Coder's FIM template in Ollama's library (UNVERIFIED: library templates are not in ollama/ollama). */
 export const QWEN_FIM_TEMPLATE = "<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>";
@@ -59,13 +91,29 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
   let sequence = 0;
 
   const error = (res: ServerResponse, status: number, message: string) =>
-    sendJson(res, status, { error: { message, type: status === 400 ? "invalid_request_error" : status === 404 ? "not_found_error" : "api_error", param: null, code: null } }, { trailingNewline: true });
+    sendJson(
+      res,
+      status,
+      {
+        error: {
+          message,
+          type: status === 400 ? "invalid_request_error" : status === 404 ? "not_found_error" : "api_error",
+          param: null,
+          code: null,
+        },
+      },
+      { trailingNewline: true },
+    );
   const fullName = (name: string) => `registry.ollama.ai/library/${name.includes(":") ? name : `${name}:latest`}`;
 
   function show(request: RecordedRequest, res: ServerResponse): void {
     if (request.raw === "") return sendJson(res, 400, { error: "missing request body" });
-    if (!isRecord(request.body)) return sendJson(res, 400, { error: "invalid character looking for beginning of value" });
-    const name = typeof request.body["model"] === "string" && request.body["model"] !== "" ? request.body["model"] : request.body["name"];
+    if (!isRecord(request.body))
+      return sendJson(res, 400, { error: "invalid character looking for beginning of value" });
+    const name =
+      typeof request.body["model"] === "string" && request.body["model"] !== ""
+        ? request.body["model"]
+        : request.body["name"];
     if (typeof name !== "string" || name === "") return sendJson(res, 400, { error: "model is required" });
     const model = models[name] ?? models[`${name}:latest`];
     if (!model) return sendJson(res, 404, { error: `model '${name}' not found` });
@@ -73,7 +121,14 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
     sendJson(res, 200, {
       modelfile: `FROM ${fullName(name)}\nTEMPLATE """${template}"""\n`,
       template,
-      details: { parent_model: "", format: "gguf", family: "", families: null, parameter_size: "1.5B", quantization_level: "Q4_K_M" },
+      details: {
+        parent_model: "",
+        format: "gguf",
+        family: "",
+        families: null,
+        parameter_size: "1.5B",
+        quantization_level: "Q4_K_M",
+      },
       model_info: { "general.architecture": "stand-in" },
       capabilities: model.fimTemplate === undefined ? ["completion"] : ["completion", "insert"],
       modified_at: new Date(created * 1000).toISOString(),
@@ -89,12 +144,25 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
     const wrong = typeProblem(body, FIELDS);
     if (wrong) {
       const goType = GO_FIELD_TYPES[wrong.field] ?? "string";
-      error(res, 400, `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field CompletionRequest.${wrong.field} of type ${goType}`);
+      error(
+        res,
+        400,
+        `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field CompletionRequest.${wrong.field} of type ${goType}`,
+      );
       return;
     }
     const stop = body["stop"];
-    if (stop !== undefined && stop !== null && typeof stop !== "string" && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
-      error(res, 400, `invalid type for 'stop' field: ${Array.isArray(stop) ? "[]interface {}" : typeof stop === "number" ? "float64" : "map[string]interface {}"}`);
+    if (
+      stop !== undefined &&
+      stop !== null &&
+      typeof stop !== "string" &&
+      !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))
+    ) {
+      error(
+        res,
+        400,
+        `invalid type for 'stop' field: ${Array.isArray(stop) ? "[]interface {}" : typeof stop === "number" ? "float64" : "map[string]interface {}"}`,
+      );
       return;
     }
     const name = typeof body["model"] === "string" ? body["model"] : "";
@@ -110,12 +178,16 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
         error(res, 400, `${fullName(name)} does not support insert`);
         return;
       }
-      if (options.record !== false) rendered.push(model.fimTemplate.replace("{{ .Prompt }}", prompt).replace("{{ .Suffix }}", suffix));
+      if (options.record !== false)
+        rendered.push(model.fimTemplate.replace("{{ .Prompt }}", prompt).replace("{{ .Suffix }}", suffix));
     } else if (options.record !== false) {
       rendered.push(`(chat template) ${prompt}`);
     }
     const drawn = generation.next();
-    const { pieces } = applyStops(drawn.pieces, typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : []);
+    const { pieces } = applyStops(
+      drawn.pieces,
+      typeof stop === "string" ? [stop] : Array.isArray(stop) ? (stop as string[]) : [],
+    );
     const id = `cmpl-${++sequence % 999}`;
     const text = pieces.join("");
     if (body["stream"] !== true || drawn.json) {
@@ -129,14 +201,25 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
           model: name,
           system_fingerprint: "fp_ollama",
           choices: [{ text, index: 0, finish_reason: "stop" }],
-          usage: { prompt_tokens: roughTokens(prompt), completion_tokens: roughTokens(text), total_tokens: roughTokens(prompt) + roughTokens(text) },
+          usage: {
+            prompt_tokens: roughTokens(prompt),
+            completion_tokens: roughTokens(text),
+            total_tokens: roughTokens(prompt) + roughTokens(text),
+          },
         },
         { trailingNewline: true },
       );
       return;
     }
     const send = startEvents(res);
-    const chunk = (piece: string, finish: string | null) => ({ id, object: "text_completion", created, choices: [{ text: piece, index: 0, finish_reason: finish }], model: name, system_fingerprint: "fp_ollama" });
+    const chunk = (piece: string, finish: string | null) => ({
+      id,
+      object: "text_completion",
+      created,
+      choices: [{ text: piece, index: 0, finish_reason: finish }],
+      model: name,
+      system_fingerprint: "fp_ollama",
+    });
     for (const piece of pieces) send(chunk(piece, null));
     send(chunk("", "stop"));
     res.end("data: [DONE]\n\n");
@@ -146,9 +229,22 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
     switch (`${request.method} ${request.path}`) {
       case "GET /api/version":
       case "HEAD /api/version":
-        return sendJson(res, 200, { version: options.version ?? "0.12.6" }, { contentType: "application/json; charset=utf-8" });
+        return sendJson(
+          res,
+          200,
+          { version: options.version ?? "0.12.6" },
+          { contentType: "application/json; charset=utf-8" },
+        );
       case "GET /v1/models":
-        return sendJson(res, 200, { object: "list", data: Object.keys(models).map((id) => ({ id, object: "model", created, owned_by: "library" })) }, { trailingNewline: true });
+        return sendJson(
+          res,
+          200,
+          {
+            object: "list",
+            data: Object.keys(models).map((id) => ({ id, object: "model", created, owned_by: "library" })),
+          },
+          { trailingNewline: true },
+        );
       case "POST /v1/completions":
         return completions(request, res, generation);
       case "POST /api/show":

@@ -76,7 +76,13 @@ export async function startStandInServer(base: StandInBase, handle: Handler): Pr
       } catch {
         body = undefined;
       }
-      const recorded: RecordedRequest = { method: req.method ?? "GET", path: (req.url ?? "/").split("?")[0] ?? "/", headers: req.headers, raw, body };
+      const recorded: RecordedRequest = {
+        method: req.method ?? "GET",
+        path: (req.url ?? "/").split("?")[0] ?? "/",
+        headers: req.headers,
+        raw,
+        body,
+      };
       if (base.record !== false) requests.push(recorded);
       handle(recorded, res, generation);
     });
@@ -106,13 +112,26 @@ function toReply(reply: string | Reply): Reply {
 }
 
 /** Compact JSON, as Python's starlette, Go's encoding/json and nlohmann::json all write it. */
-export function sendJson(res: ServerResponse, status: number, value: unknown, options: { contentType?: string; trailingNewline?: boolean } = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  options: { contentType?: string; trailingNewline?: boolean } = {},
+): void {
   const text = `${JSON.stringify(value)}${options.trailingNewline ? "\n" : ""}`;
-  res.writeHead(status, { "content-type": options.contentType ?? "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    "content-type": options.contentType ?? "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
-export function sendText(res: ServerResponse, status: number, text: string, contentType = "text/plain; charset=utf-8"): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  contentType = "text/plain; charset=utf-8",
+): void {
   res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
@@ -127,7 +146,10 @@ export function startEvents(res: ServerResponse, contentType = "text/event-strea
  * What a server does with `stop`: the text ends before the first stop string (which is not returned), and the
  * generation ends. The pieces keep their boundaries up to the cut.
  */
-export function applyStops(pieces: readonly string[], stops: readonly string[]): { pieces: string[]; stoppedAt: string | undefined } {
+export function applyStops(
+  pieces: readonly string[],
+  stops: readonly string[],
+): { pieces: string[]; stoppedAt: string | undefined } {
   const whole = pieces.join("");
   let cut = -1;
   let stoppedAt: string | undefined;
@@ -149,7 +171,8 @@ export function applyStops(pieces: readonly string[], stops: readonly string[]):
   return { pieces: out.filter((piece) => piece !== ""), stoppedAt };
 }
 
-export type JsonType = "null" | "string" | "integer" | "number" | "boolean" | "array" | "object" | "string[]" | "integer[]";
+export type JsonType =
+  "null" | "string" | "integer" | "number" | "boolean" | "array" | "object" | "string[]" | "integer[]";
 
 export function jsonType(value: unknown): Exclude<JsonType, "string[]" | "integer[]"> {
   if (value === null) return "null";
@@ -174,7 +197,10 @@ export interface FieldProblem {
 }
 
 /** The first field of `body` whose value is not of one of its allowed types (absent fields are not checked). */
-export function typeProblem(body: Record<string, unknown>, spec: Readonly<Record<string, readonly JsonType[]>>): FieldProblem | undefined {
+export function typeProblem(
+  body: Record<string, unknown>,
+  spec: Readonly<Record<string, readonly JsonType[]>>,
+): FieldProblem | undefined {
   for (const [field, types] of Object.entries(spec)) {
     if (!(field in body)) continue;
     const value = body[field];

@@ -9,7 +9,11 @@ import { startTgiStandIn } from "./tgi";
 import { startVllmStandIn } from "./vllm";
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 /** The raw data lines of a stream, `[DONE]` included as itself. */
@@ -36,15 +40,23 @@ describe("vLLM stand-in", () => {
     for (const suffix of ["}", ""]) {
       const response = await post(`${vllm.origin}/v1/completions`, { model: "qwen-coder", prompt: "a", suffix });
       assert.equal(response.status, 400);
-      assert.equal(await response.text(), '{"error":{"message":"suffix is not currently supported","type":"BadRequestError","param":null,"code":400}}');
+      assert.equal(
+        await response.text(),
+        '{"error":{"message":"suffix is not currently supported","type":"BadRequestError","param":null,"code":400}}',
+      );
     }
-    assert.equal((await post(`${vllm.origin}/v1/completions`, { model: "qwen-coder", prompt: "a", suffix: null })).status, 200);
+    assert.equal(
+      (await post(`${vllm.origin}/v1/completions`, { model: "qwen-coder", prompt: "a", suffix: null })).status,
+      200,
+    );
   });
 
   test("an unknown model is a 404 before the suffix is looked at", async () => {
     const response = await post(`${vllm.origin}/v1/completions`, { model: "other", prompt: "a", suffix: "b" });
     assert.equal(response.status, 404);
-    assert.deepEqual(await response.json(), { error: { message: "The model `other` does not exist.", type: "NotFoundError", param: "model", code: 404 } });
+    assert.deepEqual(await response.json(), {
+      error: { message: "The model `other` does not exist.", type: "NotFoundError", param: "model", code: 404 },
+    });
   });
 
   test("the older flat error shape, and unknown fields refused like mid-2024 releases", async () => {
@@ -69,11 +81,18 @@ describe("vLLM stand-in", () => {
 
   test("streams choices[0].text chunks, finish_reason on the last, then [DONE], and applies stops", async () => {
     vllm.enqueue({ text: ["a +", " b;", "<|file_sep|>x"] });
-    const response = await post(`${vllm.origin}/v1/completions`, { model: "qwen-coder", prompt: "p", stream: true, stop: ["<|file_sep|>"] });
+    const response = await post(`${vllm.origin}/v1/completions`, {
+      model: "qwen-coder",
+      prompt: "p",
+      stream: true,
+      stop: ["<|file_sep|>"],
+    });
     assert.equal(response.headers.get("content-type"), "text/event-stream; charset=utf-8");
     const data = await dataOf(response);
     assert.equal(data.at(-1), "[DONE]");
-    const chunks = data.slice(0, -1).map((line) => JSON.parse(line) as { choices: { text: string; finish_reason: string | null }[] });
+    const chunks = data
+      .slice(0, -1)
+      .map((line) => JSON.parse(line) as { choices: { text: string; finish_reason: string | null }[] });
     assert.deepEqual(
       chunks.map((chunk) => chunk.choices[0]?.text),
       ["a +", " b;"],
@@ -85,7 +104,9 @@ describe("vLLM stand-in", () => {
   });
 
   test("serves /v1/models, /health, and FastAPI's 404 and 405", async () => {
-    const models = (await (await fetch(`${vllm.origin}/v1/models`)).json()) as { data: { id: string; owned_by: string; max_model_len: number }[] };
+    const models = (await (await fetch(`${vllm.origin}/v1/models`)).json()) as {
+      data: { id: string; owned_by: string; max_model_len: number }[];
+    };
     assert.equal(models.data[0]?.id, "qwen-coder");
     assert.equal(models.data[0]?.owned_by, "vllm");
     assert.equal((await fetch(`${vllm.origin}/health`)).status, 200);
@@ -113,7 +134,12 @@ describe("llama.cpp stand-in", () => {
 
   test("/infill streams content events, the last with stop:true and no [DONE]", async () => {
     llama.enqueue({ text: ["x *", " 2"] });
-    const response = await post(`${llama.origin}/infill`, { input_prefix: "a", input_suffix: "b", input_extra: [{ filename: "f.py", text: "t" }], stream: true });
+    const response = await post(`${llama.origin}/infill`, {
+      input_prefix: "a",
+      input_suffix: "b",
+      input_extra: [{ filename: "f.py", text: "t" }],
+      stream: true,
+    });
     const data = (await dataOf(response)).map((line) => JSON.parse(line) as { content: string; stop: boolean });
     assert.deepEqual(
       data.map((event) => [event.content, event.stop]),
@@ -126,9 +152,19 @@ describe("llama.cpp stand-in", () => {
   });
 
   test("/infill checks input_extra, and a missing input_prefix ends in a 500", async () => {
-    const bad = await post(`${llama.origin}/infill`, { input_prefix: "a", input_suffix: "b", input_extra: [{ filename: 3, text: "t" }] });
+    const bad = await post(`${llama.origin}/infill`, {
+      input_prefix: "a",
+      input_suffix: "b",
+      input_extra: [{ filename: 3, text: "t" }],
+    });
     assert.equal(bad.status, 400);
-    assert.deepEqual(await bad.json(), { error: { code: 400, message: "extra_context chunk's \"filename\" field must be a string", type: "invalid_request_error" } });
+    assert.deepEqual(await bad.json(), {
+      error: {
+        code: 400,
+        message: 'extra_context chunk\'s "filename" field must be a string',
+        type: "invalid_request_error",
+      },
+    });
     assert.equal((await post(`${llama.origin}/infill`, { input_suffix: "b" })).status, 500);
   });
 
@@ -142,7 +178,10 @@ describe("llama.cpp stand-in", () => {
     for (const suffix of ["b", null]) {
       const response = await post(`${llama.origin}/v1/completions`, { prompt: "a", suffix });
       assert.equal(response.status, 500);
-      assert.equal(await response.text(), '{"error":{"code":500,"message":"Unsupported param: suffix","type":"server_error"}}');
+      assert.equal(
+        await response.text(),
+        '{"error":{"code":500,"message":"Unsupported param: suffix","type":"server_error"}}',
+      );
     }
     ignoring.enqueue("plain");
     const response = await post(`${ignoring.origin}/v1/completions`, { prompt: "a", suffix: "b" });
@@ -154,8 +193,15 @@ describe("llama.cpp stand-in", () => {
 
   test("serves /health, /props and /v1/models; an unknown route is not_found_error", async () => {
     assert.deepEqual(await (await fetch(`${llama.origin}/health`)).json(), { status: "ok" });
-    assert.equal(((await (await fetch(`${llama.origin}/props`)).json()) as { default_generation_settings: { n_ctx: number } }).default_generation_settings.n_ctx, 4096);
-    const models = (await (await fetch(`${llama.origin}/v1/models`)).json()) as { models: unknown[]; data: { owned_by: string }[] };
+    assert.equal(
+      ((await (await fetch(`${llama.origin}/props`)).json()) as { default_generation_settings: { n_ctx: number } })
+        .default_generation_settings.n_ctx,
+      4096,
+    );
+    const models = (await (await fetch(`${llama.origin}/v1/models`)).json()) as {
+      models: unknown[];
+      data: { owned_by: string }[];
+    };
     assert.equal(models.models.length, 1);
     assert.equal(models.data[0]?.owned_by, "llamacpp");
     assert.equal((await post(`${llama.origin}/v1/fim/completions`, {})).status, 404);
@@ -170,24 +216,38 @@ describe("Ollama stand-in", () => {
   after(() => ollama.close());
 
   test("a suffix runs the model's FIM template; a model without one does not support insert", async () => {
-    assert.equal((await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", suffix: "b" })).status, 200);
+    assert.equal(
+      (await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", suffix: "b" })).status,
+      200,
+    );
     assert.equal(ollama.rendered.at(-1), "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>");
     const refused = await post(`${ollama.origin}/v1/completions`, { model: "llama3.2:1b", prompt: "a", suffix: "b" });
     assert.equal(refused.status, 400);
-    assert.equal(await refused.text(), '{"error":{"message":"registry.ollama.ai/library/llama3.2:1b does not support insert","type":"invalid_request_error","param":null,"code":null}}\n');
+    assert.equal(
+      await refused.text(),
+      '{"error":{"message":"registry.ollama.ai/library/llama3.2:1b does not support insert","type":"invalid_request_error","param":null,"code":null}}\n',
+    );
   });
 
   test("Go's decoding errors, stop's own check, and an unknown model", async () => {
     const wrong = await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: ["a"] });
     assert.equal(wrong.status, 400);
-    assert.match(await wrong.text(), /cannot unmarshal array into Go struct field CompletionRequest\.prompt of type string/);
-    assert.equal((await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", stop: 3 })).status, 400);
+    assert.match(
+      await wrong.text(),
+      /cannot unmarshal array into Go struct field CompletionRequest\.prompt of type string/,
+    );
+    assert.equal(
+      (await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", stop: 3 })).status,
+      400,
+    );
     assert.equal((await post(`${ollama.origin}/v1/completions`, { model: "nope", prompt: "a" })).status, 404);
   });
 
   test("streams fp_ollama chunks then [DONE]; /api/version and gin's 404", async () => {
     ollama.enqueue("done");
-    const data = await dataOf(await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", stream: true }));
+    const data = await dataOf(
+      await post(`${ollama.origin}/v1/completions`, { model: "qwen2.5-coder:1.5b", prompt: "a", stream: true }),
+    );
     assert.equal(data.at(-1), "[DONE]");
     assert.match(data[0] ?? "", /"system_fingerprint":"fp_ollama"/);
     assert.ok(((await (await fetch(`${ollama.origin}/api/version`)).json()) as { version: string }).version);
@@ -197,7 +257,8 @@ describe("Ollama stand-in", () => {
   });
 
   test("/api/show lists insert only for a model whose template takes a suffix; native errors", async () => {
-    const capabilities = async (model: string) => ((await (await post(`${ollama.origin}/api/show`, { model })).json()) as { capabilities: string[] }).capabilities;
+    const capabilities = async (model: string) =>
+      ((await (await post(`${ollama.origin}/api/show`, { model })).json()) as { capabilities: string[] }).capabilities;
     assert.deepEqual(await capabilities("qwen2.5-coder:1.5b"), ["completion", "insert"]);
     assert.deepEqual(await capabilities("llama3.2:1b"), ["completion"]);
     const unknown = await post(`${ollama.origin}/api/show`, { model: "nope" });
@@ -218,9 +279,17 @@ describe("Mistral stand-in", () => {
 
   test("answers chat-shaped chunks for /v1/fim/completions, then [DONE]", async () => {
     mistral.enqueue({ text: ["add(", "a, b)"] });
-    const data = await dataOf(await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "def ", suffix: "", stream: true }, { authorization: "Bearer mk-test" }));
+    const data = await dataOf(
+      await post(
+        `${mistral.origin}/v1/fim/completions`,
+        { model: "codestral-latest", prompt: "def ", suffix: "", stream: true },
+        { authorization: "Bearer mk-test" },
+      ),
+    );
     assert.equal(data.at(-1), "[DONE]");
-    const contents = data.slice(0, -1).map((line) => (JSON.parse(line) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content);
+    const contents = data
+      .slice(0, -1)
+      .map((line) => (JSON.parse(line) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content);
     assert.deepEqual(contents, ["", "add(", "a, b)"]);
   });
 
@@ -229,15 +298,41 @@ describe("Mistral stand-in", () => {
     const missing = await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest" }, auth);
     assert.equal(missing.status, 422);
     assert.deepEqual(((await missing.json()) as { detail: { loc: string[] }[] }).detail[0]?.loc, ["body", "prompt"]);
-    assert.equal((await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "a", max_tokens: 1.5 }, auth)).status, 422);
-    assert.equal((await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "a", n_predict: 5 }, auth)).status, 422);
-    assert.equal((await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "a" })).status, 401);
-    assert.equal((await post(`${mistral.origin}/v1/completions`, { model: "codestral-latest", prompt: "a" }, auth)).status, 404);
+    assert.equal(
+      (
+        await post(
+          `${mistral.origin}/v1/fim/completions`,
+          { model: "codestral-latest", prompt: "a", max_tokens: 1.5 },
+          auth,
+        )
+      ).status,
+      422,
+    );
+    assert.equal(
+      (
+        await post(
+          `${mistral.origin}/v1/fim/completions`,
+          { model: "codestral-latest", prompt: "a", n_predict: 5 },
+          auth,
+        )
+      ).status,
+      422,
+    );
+    assert.equal(
+      (await post(`${mistral.origin}/v1/fim/completions`, { model: "codestral-latest", prompt: "a" })).status,
+      401,
+    );
+    assert.equal(
+      (await post(`${mistral.origin}/v1/completions`, { model: "codestral-latest", prompt: "a" }, auth)).status,
+      404,
+    );
   });
 
   test("/v1/models needs the key and marks Codestral models as taking FIM", async () => {
     assert.equal((await fetch(`${mistral.origin}/v1/models`)).status, 401);
-    const list = (await (await fetch(`${mistral.origin}/v1/models`, { headers: { authorization: "Bearer mk-test" } })).json()) as { data: { id: string; owned_by: string; capabilities: { completion_fim: boolean } }[] };
+    const list = (await (
+      await fetch(`${mistral.origin}/v1/models`, { headers: { authorization: "Bearer mk-test" } })
+    ).json()) as { data: { id: string; owned_by: string; capabilities: { completion_fim: boolean } }[] };
     assert.deepEqual(
       list.data.map((card) => [card.id, card.owned_by, card.capabilities.completion_fim]),
       [
@@ -258,21 +353,34 @@ describe("TGI stand-in", () => {
   test("suffix is TGI's 422; a null suffix passes", async () => {
     const response = await post(`${tgi.origin}/v1/completions`, { prompt: "a", suffix: "b" });
     assert.equal(response.status, 422);
-    assert.equal(await response.text(), '{"error":"Suffix is not supported and can be achieved by preprocessing the prompt.","error_type":"suffix not supported"}');
+    assert.equal(
+      await response.text(),
+      '{"error":"Suffix is not supported and can be achieved by preprocessing the prompt.","error_type":"suffix not supported"}',
+    );
     assert.equal((await post(`${tgi.origin}/v1/completions`, { prompt: "a", suffix: null })).status, 200);
   });
 
   test("at most four stop sequences, as an array", async () => {
     const many = await post(`${tgi.origin}/v1/completions`, { prompt: "a", stop: ["1", "2", "3", "4", "5"] });
     assert.equal(many.status, 422);
-    assert.equal(((await many.json()) as { error: string }).error, "Input validation error: `stop` supports up to 4 stop sequences. Given: 5");
+    assert.equal(
+      ((await many.json()) as { error: string }).error,
+      "Input validation error: `stop` supports up to 4 stop sequences. Given: 5",
+    );
     assert.equal((await post(`${tgi.origin}/v1/completions`, { prompt: "a", stop: "\n" })).status, 422);
     assert.equal((await post(`${tgi.origin}/v1/completions`, { prompt: "a", stop: ["1", "2", "3", "4"] })).status, 200);
   });
 
   test("/info is the router's Info; /v1/models has one card owned by the model id", async () => {
-    const info = (await (await fetch(`${tgi.origin}/info`)).json()) as { model_id: string; router: string; max_stop_sequences: number };
-    assert.deepEqual([info.model_id, info.router, info.max_stop_sequences], ["bigcode/starcoder2-3b", "text-generation-router", 4]);
+    const info = (await (await fetch(`${tgi.origin}/info`)).json()) as {
+      model_id: string;
+      router: string;
+      max_stop_sequences: number;
+    };
+    assert.deepEqual(
+      [info.model_id, info.router, info.max_stop_sequences],
+      ["bigcode/starcoder2-3b", "text-generation-router", 4],
+    );
     assert.deepEqual(await (await fetch(`${tgi.origin}/v1/models`)).json(), {
       object: "list",
       data: [{ id: "bigcode/starcoder2-3b", object: "model", created: 0, owned_by: "bigcode/starcoder2-3b" }],

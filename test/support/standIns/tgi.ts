@@ -1,5 +1,19 @@
 import type { ServerResponse } from "node:http";
-import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, sendText, startEvents, startStandInServer, typeProblem } from "./server";
+import {
+  type Generation,
+  type JsonType,
+  type RecordedRequest,
+  type StandIn,
+  type StandInBase,
+  applyStops,
+  isRecord,
+  roughTokens,
+  sendJson,
+  sendText,
+  startEvents,
+  startStandInServer,
+  typeProblem,
+} from "./server";
 
 /**
  * Hugging Face text-generation-inference (huggingface/text-generation-inference @ db931fcf):
@@ -42,37 +56,69 @@ export async function startTgiStandIn(options: TgiOptions = {}): Promise<StandIn
 
   function completions(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
     if (!isRecord(request.body)) {
-      sendText(res, 422, "Failed to deserialize the JSON body into the target type: invalid type: expected struct CompletionRequest");
+      sendText(
+        res,
+        422,
+        "Failed to deserialize the JSON body into the target type: invalid type: expected struct CompletionRequest",
+      );
       return;
     }
     const body = request.body;
     const wrong = typeProblem(body, FIELDS);
     if (wrong || !("prompt" in body)) {
-      const what = wrong ? `${wrong.field}: invalid type: ${wrong.received}, expected ${wrong.expected.join(" or ")}` : "missing field `prompt`";
+      const what = wrong
+        ? `${wrong.field}: invalid type: ${wrong.received}, expected ${wrong.expected.join(" or ")}`
+        : "missing field `prompt`";
       sendText(res, 422, `Failed to deserialize the JSON body into the target type: ${what}`);
       return;
     }
     if (body["suffix"] !== undefined && body["suffix"] !== null) {
-      sendJson(res, 422, { error: "Suffix is not supported and can be achieved by preprocessing the prompt.", error_type: "suffix not supported" });
+      sendJson(res, 422, {
+        error: "Suffix is not supported and can be achieved by preprocessing the prompt.",
+        error_type: "suffix not supported",
+      });
       return;
     }
     const stops = Array.isArray(body["stop"]) ? (body["stop"] as string[]) : [];
     if (stops.length > maxStops) {
-      sendJson(res, 422, { error: `Input validation error: \`stop\` supports up to ${maxStops} stop sequences. Given: ${stops.length}`, error_type: "validation" });
+      sendJson(res, 422, {
+        error: `Input validation error: \`stop\` supports up to ${maxStops} stop sequences. Given: ${stops.length}`,
+        error_type: "validation",
+      });
       return;
     }
     const drawn = generation.next();
     const { pieces, stoppedAt } = applyStops(drawn.pieces, stops);
     const text = pieces.join("");
     const finishReason = stoppedAt === undefined ? "eos_token" : "stop_sequence";
-    const usage = { prompt_tokens: roughTokens(String(body["prompt"])), completion_tokens: roughTokens(text), total_tokens: roughTokens(String(body["prompt"])) + roughTokens(text) };
+    const usage = {
+      prompt_tokens: roughTokens(String(body["prompt"])),
+      completion_tokens: roughTokens(text),
+      total_tokens: roughTokens(String(body["prompt"])) + roughTokens(text),
+    };
     if (body["stream"] !== true || drawn.json) {
-      sendJson(res, 200, { id: "", created, model: modelId, system_fingerprint: "3.3.6-native", choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }], usage });
+      sendJson(res, 200, {
+        id: "",
+        created,
+        model: modelId,
+        system_fingerprint: "3.3.6-native",
+        choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
+        usage,
+      });
       return;
     }
     const send = startEvents(res);
-    const chunk = (piece: string, finish: string) => ({ object: "text_completion", id: "", created, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: finish }], model: modelId, system_fingerprint: "3.3.6-native" });
-    pieces.forEach((piece, index) => send(index === pieces.length - 1 ? { ...chunk(piece, finishReason), usage } : chunk(piece, "")));
+    const chunk = (piece: string, finish: string) => ({
+      object: "text_completion",
+      id: "",
+      created,
+      choices: [{ index: 0, text: piece, logprobs: null, finish_reason: finish }],
+      model: modelId,
+      system_fingerprint: "3.3.6-native",
+    });
+    pieces.forEach((piece, index) =>
+      send(index === pieces.length - 1 ? { ...chunk(piece, finishReason), usage } : chunk(piece, "")),
+    );
     if (pieces.length === 0) send({ ...chunk("", finishReason), usage });
     res.end("data: [DONE]\n\n");
   }
@@ -102,7 +148,10 @@ export async function startTgiStandIn(options: TgiOptions = {}): Promise<StandIn
           docker_label: null,
         });
       case "GET /v1/models":
-        return sendJson(res, 200, { object: "list", data: [{ id: modelId, object: "model", created: 0, owned_by: modelId }] });
+        return sendJson(res, 200, {
+          object: "list",
+          data: [{ id: modelId, object: "model", created: 0, owned_by: modelId }],
+        });
       default:
         res.writeHead(404, { "content-length": 0 });
         return res.end();

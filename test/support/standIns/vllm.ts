@@ -1,5 +1,18 @@
 import type { ServerResponse } from "node:http";
-import { type Generation, type JsonType, type RecordedRequest, type StandIn, type StandInBase, applyStops, isRecord, roughTokens, sendJson, startEvents, startStandInServer, typeProblem } from "./server";
+import {
+  type Generation,
+  type JsonType,
+  type RecordedRequest,
+  type StandIn,
+  type StandInBase,
+  applyStops,
+  isRecord,
+  roughTokens,
+  sendJson,
+  startEvents,
+  startStandInServer,
+  typeProblem,
+} from "./server";
 
 /**
  * vLLM's OpenAI-compatible server, as strict as the real one (notes-internal/model-servers.md §1):
@@ -77,20 +90,36 @@ export async function startVllmStandIn(options: VllmOptions = {}): Promise<Stand
     sendJson(res, status, options.errorShape === "flat" ? { object: "error", ...info } : { error: info });
   };
   /** Pydantic's checks, then the model check; the route's own checks come after. */
-  const validate = (request: RecordedRequest, res: ServerResponse, fields: Record<string, readonly JsonType[]>): Record<string, unknown> | undefined => {
+  const validate = (
+    request: RecordedRequest,
+    res: ServerResponse,
+    fields: Record<string, readonly JsonType[]>,
+  ): Record<string, unknown> | undefined => {
     if (!/^application\/json/i.test(String(request.headers["content-type"] ?? ""))) {
       // Some releases raise 415, others a validation error (400): UNVERIFIED which; the relay always sends JSON.
       error(res, 415, "Unsupported Media Type: Only 'application/json' is allowed", "Unsupported Media Type");
       return undefined;
     }
     if (!isRecord(request.body)) {
-      error(res, 400, "1 validation error:\n  Input should be a valid dictionary or object to extract fields from", "Bad Request", "body");
+      error(
+        res,
+        400,
+        "1 validation error:\n  Input should be a valid dictionary or object to extract fields from",
+        "Bad Request",
+        "body",
+      );
       return undefined;
     }
     const body = request.body;
     const wrong = typeProblem(body, fields);
     if (wrong) {
-      error(res, 400, `1 validation error:\n  Input should be ${wrong.expected.join(" or ")} (received ${wrong.received})`, "Bad Request", `body.${wrong.field}`);
+      error(
+        res,
+        400,
+        `1 validation error:\n  Input should be ${wrong.expected.join(" or ")} (received ${wrong.received})`,
+        "Bad Request",
+        `body.${wrong.field}`,
+      );
       return undefined;
     }
     if (options.extraFields === "forbid") {
@@ -138,7 +167,12 @@ export async function startVllmStandIn(options: VllmOptions = {}): Promise<Stand
         created,
         model,
         choices: [{ index: 0, text, logprobs: null, finish_reason: "stop", stop_reason: null, prompt_logprobs: null }],
-        usage: { prompt_tokens: roughTokens(String(prompt)), total_tokens: roughTokens(String(prompt)) + roughTokens(text), completion_tokens: roughTokens(text), prompt_tokens_details: null },
+        usage: {
+          prompt_tokens: roughTokens(String(prompt)),
+          total_tokens: roughTokens(String(prompt)) + roughTokens(text),
+          completion_tokens: roughTokens(text),
+          prompt_tokens_details: null,
+        },
       });
       return;
     }
@@ -146,17 +180,44 @@ export async function startVllmStandIn(options: VllmOptions = {}): Promise<Stand
     // Empty deltas are not sent ("Chunked prefill case, don't return empty chunks"); the last one carries finish_reason.
     pieces.forEach((piece, index) => {
       const last = index === pieces.length - 1;
-      send({ id, object: "text_completion", created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? "stop" : null, stop_reason: null }] });
+      send({
+        id,
+        object: "text_completion",
+        created,
+        model,
+        choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? "stop" : null, stop_reason: null }],
+      });
     });
-    if (pieces.length === 0) send({ id, object: "text_completion", created, model, choices: [{ index: 0, text: "", logprobs: null, finish_reason: "stop", stop_reason: null }] });
+    if (pieces.length === 0)
+      send({
+        id,
+        object: "text_completion",
+        created,
+        model,
+        choices: [{ index: 0, text: "", logprobs: null, finish_reason: "stop", stop_reason: null }],
+      });
     res.end("data: [DONE]\n\n");
   }
 
   function chat(body: Record<string, unknown>, res: ServerResponse, generation: Generation): void {
     const messages = body["messages"];
-    const bad = !Array.isArray(messages) || messages.length === 0 || messages.some((m) => !isRecord(m) || typeof m["role"] !== "string" || (typeof m["content"] !== "string" && !Array.isArray(m["content"])));
+    const bad =
+      !Array.isArray(messages) ||
+      messages.length === 0 ||
+      messages.some(
+        (m) =>
+          !isRecord(m) ||
+          typeof m["role"] !== "string" ||
+          (typeof m["content"] !== "string" && !Array.isArray(m["content"])),
+      );
     if (bad) {
-      error(res, 400, "1 validation error:\n  messages: each message needs a role and a content", "Bad Request", "body.messages");
+      error(
+        res,
+        400,
+        "1 validation error:\n  messages: each message needs a role and a content",
+        "Bad Request",
+        "body.messages",
+      );
       return;
     }
     const drawn = generation.next();
@@ -168,20 +229,41 @@ export async function startVllmStandIn(options: VllmOptions = {}): Promise<Stand
         object: "chat.completion",
         created,
         model,
-        choices: [{ index: 0, message: { role: "assistant", content: pieces.join(""), tool_calls: [] }, logprobs: null, finish_reason: "stop", stop_reason: null }],
-        usage: { prompt_tokens: 10, total_tokens: 10 + roughTokens(pieces.join("")), completion_tokens: roughTokens(pieces.join("")) },
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: pieces.join(""), tool_calls: [] },
+            logprobs: null,
+            finish_reason: "stop",
+            stop_reason: null,
+          },
+        ],
+        usage: {
+          prompt_tokens: 10,
+          total_tokens: 10 + roughTokens(pieces.join("")),
+          completion_tokens: roughTokens(pieces.join("")),
+        },
       });
       return;
     }
     const send = startEvents(res, "text/event-stream; charset=utf-8");
-    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
+      id,
+      object: "chat.completion.chunk",
+      created,
+      model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    });
     send(chunk({ role: "assistant", content: "" }, null));
     for (const piece of pieces) send(chunk({ content: piece }, null));
     send(chunk({}, "stop"));
     res.end("data: [DONE]\n\n");
   }
 
-  const routes: Record<string, Record<string, (request: RecordedRequest, res: ServerResponse, generation: Generation) => void>> = {
+  const routes: Record<
+    string,
+    Record<string, (request: RecordedRequest, res: ServerResponse, generation: Generation) => void>
+  > = {
     "/v1/models": {
       GET: (_request, res) =>
         sendJson(res, 200, {

@@ -12,7 +12,14 @@ export type FetchStep =
       /** Ends with `data: [DONE]` unless false. */
       readonly done?: boolean;
     }
-  | { readonly kind: "error"; readonly status: number; readonly code: string; readonly message: string; readonly headers?: Record<string, string>; readonly latencyMs?: number }
+  | {
+      readonly kind: "error";
+      readonly status: number;
+      readonly code: string;
+      readonly message: string;
+      readonly headers?: Record<string, string>;
+      readonly latencyMs?: number;
+    }
   | { readonly kind: "network"; readonly message: string; readonly latencyMs?: number }
   /** Never answers; only an abort ends it. */
   | { readonly kind: "hang" };
@@ -99,8 +106,19 @@ export class FakeFetch {
         if (step.kind === "network") reject(new TypeError("fetch failed", { cause: new Error(step.message) }));
         else if (step.kind === "error") {
           const headers = { "content-type": "application/json", ...step.headers };
-          resolve(new Response(JSON.stringify({ error: { code: step.code, message: step.message } }), { status: step.status, headers }));
-        } else resolve(new Response(this.sseStream(step, signal), { status: 200, headers: { "content-type": "text/event-stream" } }));
+          resolve(
+            new Response(JSON.stringify({ error: { code: step.code, message: step.message } }), {
+              status: step.status,
+              headers,
+            }),
+          );
+        } else
+          resolve(
+            new Response(this.sseStream(step, signal), {
+              status: 200,
+              headers: { "content-type": "text/event-stream" },
+            }),
+          );
       }, step.latencyMs ?? 0);
       onAbort(signal, () => {
         this.clock.clearTimeout(handle);

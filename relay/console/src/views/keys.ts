@@ -1,6 +1,22 @@
 /** API keys: the person's keys, creating one with scopes from the catalogue (secret shown once), revoking. */
 import { api } from "../api";
-import { InputError, announce, busy, clearError, confirmDialog, errorSlot, field, h, headed, onSubmit, replaceKeepingFocus, reveal, secretsPanel, showError, timeEl } from "../dom";
+import {
+  InputError,
+  announce,
+  busy,
+  clearError,
+  confirmDialog,
+  errorSlot,
+  field,
+  h,
+  headed,
+  onSubmit,
+  replaceKeepingFocus,
+  reveal,
+  secretsPanel,
+  showError,
+  timeEl,
+} from "../dom";
 import { hasScope } from "../state";
 import { type ApiKey, type ApiKeyCreated, SCOPES, type Scope } from "@tab-relay/shared/api";
 import type { View } from "./view";
@@ -43,7 +59,11 @@ export function keysView(): View {
     if (stored) showError(rowError, stored);
     let revoke: HTMLButtonElement | null = null;
     if (!key.revoked_at) {
-      const button = h("button", { type: "button", class: "danger", "data-testid": "revoke-key", "data-focus-key": `revoke:${key.id}` }, `Revoke ${key.name}`);
+      const button = h(
+        "button",
+        { type: "button", class: "danger", "data-testid": "revoke-key", "data-focus-key": `revoke:${key.id}` },
+        `Revoke ${key.name}`,
+      );
       button.addEventListener("click", () => {
         clearError(rowError);
         rowErrors.delete(key.id);
@@ -68,7 +88,13 @@ export function keysView(): View {
     }
     return h(
       "li",
-      { class: `card key${key.revoked_at ? " revoked" : ""}`, "data-testid": "key-row", "data-key-id": key.id, "data-revoked": String(key.revoked_at !== null), tabindex: "-1" },
+      {
+        class: `card key${key.revoked_at ? " revoked" : ""}`,
+        "data-testid": "key-row",
+        "data-key-id": key.id,
+        "data-revoked": String(key.revoked_at !== null),
+        tabindex: "-1",
+      },
       h("h3", null, key.name),
       h("p", null, h("code", null, key.hint)),
       h("p", { class: "small" }, "Scopes: ", key.scopes.join(", ")),
@@ -88,7 +114,11 @@ export function keysView(): View {
     "div",
     { class: "page" },
     heading,
-    h("p", { class: "muted" }, "A key acts as you, with the scopes it was created with (limited by your role). Keep keys secret."),
+    h(
+      "p",
+      { class: "muted" },
+      "A key acts as you, with the scopes it was created with (limited by your role). Keep keys secret.",
+    ),
     error,
     headed("Your keys", "h2", list),
     createKeyForm(reload),
@@ -127,9 +157,18 @@ function createKeyForm(created: () => Promise<void>): HTMLElement {
   const submit = h("button", { type: "submit", class: "primary", "data-testid": "create-key-submit" }, "Create key");
   const error = errorSlot();
   const secrets = h("div", { class: "secrets-slot" });
-  const form = h("form", { "data-testid": "create-key-form" }, field("Name", name, "What the key is for, for example “laptop editor”."), scopes, h("div", { class: "row" }, submit), error);
+  const form = h(
+    "form",
+    { "data-testid": "create-key-form" },
+    field("Name", name, "What the key is for, for example “laptop editor”."),
+    scopes,
+    h("div", { class: "row" }, submit),
+    error,
+  );
   onSubmit(form, submit, error, async () => {
-    const chosen = [...form.querySelectorAll<HTMLInputElement>('input[name="scope"]:checked')].map((input) => input.value);
+    const chosen = [...form.querySelectorAll<HTMLInputElement>('input[name="scope"]:checked')].map(
+      (input) => input.value,
+    );
     if (!name.value.trim()) throw new InputError("Give the key a name.");
     if (chosen.length === 0) throw new InputError("Choose at least one scope.");
     const key = await api<ApiKeyCreated>("POST", "/api-keys", { body: { name: name.value.trim(), scopes: chosen } });

@@ -9,7 +9,8 @@ import type { View } from "./view";
 
 const SURFACES = ["code", "docs", "notes", "messages"] as const;
 const LANGUAGES = ["typescript", "javascript", "python", "go", "rust", "java", "markdown", "plaintext"];
-const SAMPLE = "function total(items) {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\nfunction totalWithTax(items, rate) {\n  ";
+const SAMPLE =
+  "function total(items) {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\nfunction totalWithTax(items, rate) {\n  ";
 
 interface Chunk {
   choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
@@ -24,13 +25,38 @@ export function lineAndColumn(text: string, offset: number): { line: number; col
 
 export function playgroundView(): View {
   const heading = h("h1", { tabindex: "-1" }, "Completion playground");
-  const text = h("textarea", { name: "text", rows: "10", spellcheck: "false", class: "code-input", "data-testid": "playground-text" });
+  const text = h("textarea", {
+    name: "text",
+    rows: "10",
+    spellcheck: "false",
+    class: "code-input",
+    "data-testid": "playground-text",
+  });
   text.value = SAMPLE;
   const cursor = h("p", { class: "hint", "aria-live": "polite", "data-testid": "playground-cursor" });
-  const surface = h("select", { name: "surface", "data-testid": "playground-surface" }, SURFACES.map((s) => h("option", { value: s }, s)));
-  const languages = h("datalist", { id: uid("languages") }, LANGUAGES.map((l) => h("option", { value: l })));
-  const language = h("input", { name: "language", value: "javascript", list: languages.id, autocomplete: "off", spellcheck: "false", "data-testid": "playground-language" });
-  const submit = h("button", { type: "submit", class: "primary", "data-testid": "playground-send" }, "Complete at the cursor");
+  const surface = h(
+    "select",
+    { name: "surface", "data-testid": "playground-surface" },
+    SURFACES.map((s) => h("option", { value: s }, s)),
+  );
+  const languages = h(
+    "datalist",
+    { id: uid("languages") },
+    LANGUAGES.map((l) => h("option", { value: l })),
+  );
+  const language = h("input", {
+    name: "language",
+    value: "javascript",
+    list: languages.id,
+    autocomplete: "off",
+    spellcheck: "false",
+    "data-testid": "playground-language",
+  });
+  const submit = h(
+    "button",
+    { type: "submit", class: "primary", "data-testid": "playground-send" },
+    "Complete at the cursor",
+  );
   const stop = h("button", { type: "button", hidden: true, "data-testid": "playground-stop" }, "Stop");
   const error = errorSlot();
 
@@ -41,13 +67,31 @@ export function playgroundView(): View {
   const finish = h("dd", { "data-testid": "playground-finish" }, "–");
   const result = h(
     "section",
-    { class: "playground-result", "aria-labelledby": "playground-answer-h", "data-testid": "playground-result", "data-state": "idle" },
+    {
+      class: "playground-result",
+      "aria-labelledby": "playground-answer-h",
+      "data-testid": "playground-result",
+      "data-state": "idle",
+    },
     h("h2", { id: "playground-answer-h" }, "Answer"),
     h("p", { class: "hint" }, "What the editor would show as ghost text after the cursor, as it streams in."),
     answer,
-    h("dl", { class: "facts" }, h("dt", null, "First text after"), firstMs, h("dt", null, "Finished after"), totalMs, h("dt", null, "Finish reason"), finish),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", null, "First text after"),
+      firstMs,
+      h("dt", null, "Finished after"),
+      totalMs,
+      h("dt", null, "Finish reason"),
+      finish,
+    ),
     h("h2", null, "The model's raw text"),
-    h("p", { class: "hint" }, "What the model answered before the relay cut it to the cursor's line, the text after the cursor and the token limit."),
+    h(
+      "p",
+      { class: "hint" },
+      "What the model answered before the relay cut it to the cursor's line, the text after the cursor and the token limit.",
+    ),
     raw,
   );
 
@@ -109,7 +153,11 @@ export function playgroundView(): View {
         ({ event, data }) => {
           if (event === "error") {
             const envelope = (JSON.parse(data) as { error?: { code?: string; message?: string } }).error;
-            throw new ApiError(200, envelope?.code ?? "UPSTREAM_ERROR", envelope?.message ?? "The completion failed mid-stream");
+            throw new ApiError(
+              200,
+              envelope?.code ?? "UPSTREAM_ERROR",
+              envelope?.message ?? "The completion failed mid-stream",
+            );
           }
           if (event === "raw") {
             raw.append((JSON.parse(data) as { text: string }).text);
@@ -145,7 +193,11 @@ export function playgroundView(): View {
     "div",
     { class: "page" },
     heading,
-    h("p", { class: "muted" }, "Sends a real completion to this relay with your session, the way the editor extension does, to check the relay and its model from a browser."),
+    h(
+      "p",
+      { class: "muted" },
+      "Sends a real completion to this relay with your session, the way the editor extension does, to check the relay and its model from a browser.",
+    ),
     form,
     result,
   );

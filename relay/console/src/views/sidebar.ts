@@ -91,7 +91,11 @@ export function resetSidebar(): void {
 }
 
 function sectionLink(href: string, label: string, testid: string, current: boolean): HTMLLIElement {
-  return h("li", null, h("a", { href, "data-testid": testid, "data-focus-key": href, "aria-current": current ? "page" : null }, label));
+  return h(
+    "li",
+    null,
+    h("a", { href, "data-testid": testid, "data-focus-key": href, "aria-current": current ? "page" : null }, label),
+  );
 }
 
 function conversationItem(conversation: Conversation): HTMLLIElement {
@@ -117,7 +121,9 @@ function conversationItem(conversation: Conversation): HTMLLIElement {
       h("span", { class: "conv-name" }, conversationLabel(conversation)),
       conversation.visibility === "private" ? h("span", { class: "tag" }, "private") : null,
       notMember ? h("span", { class: "tag" }, "not joined") : null,
-      unread ? h("span", { class: "unread-dot", "data-testid": "unread-mark" }, h("span", { class: "sr-only" }, "unread")) : null,
+      unread
+        ? h("span", { class: "unread-dot", "data-testid": "unread-mark" }, h("span", { class: "sr-only" }, "unread"))
+        : null,
     ),
   );
 }
@@ -137,7 +143,9 @@ export function renderSidebar(): void {
       sectionLink("/", "Conversations", "nav-conversations", inConversations),
       sectionLink("/agents", "Agents", "nav-agents", store.route === "agents" || store.route === "agent"),
       sectionLink("/keys", "API keys", "nav-keys", store.route === "keys"),
-      hasScope("tab.complete") ? sectionLink("/playground", "Playground", "nav-playground", store.route === "playground") : null,
+      hasScope("tab.complete")
+        ? sectionLink("/playground", "Playground", "nav-playground", store.route === "playground")
+        : null,
     ),
     h(
       "section",
@@ -151,9 +159,15 @@ export function renderSidebar(): void {
       "section",
       { "aria-labelledby": "sidebar-dms" },
       h("h2", { id: "sidebar-dms" }, "Direct messages"),
-      dms.length ? h("ul", { class: "conv-list", "data-testid": "dm-list" }, dms.map(conversationItem)) : h("p", { class: "muted" }, "No direct messages yet."),
+      dms.length
+        ? h("ul", { class: "conv-list", "data-testid": "dm-list" }, dms.map(conversationItem))
+        : h("p", { class: "muted" }, "No direct messages yet."),
     ),
     errorEl,
-    h("p", { class: "whoami-side muted" }, `Signed in as ${session.user.name} (${session.user.role}) in ${session.workspace.name}`),
+    h(
+      "p",
+      { class: "whoami-side muted" },
+      `Signed in as ${session.user.name} (${session.user.role}) in ${session.workspace.name}`,
+    ),
   );
 }

@@ -4,7 +4,8 @@ import { context, whole } from "./testing";
 
 describe("postprocess: chat-model wrapping", () => {
   it("strips a lead-in line, the code fence and the explanation after it", () => {
-    const output = "Sure! Here is the completion:\n```typescript\nreturn a + b;\n}\n```\nThis code returns the sum of a and b.";
+    const output =
+      "Sure! Here is the completion:\n```typescript\nreturn a + b;\n}\n```\nThis code returns the sum of a and b.";
     assert.equal(whole(context("function add(a, b) {\n  "), output).text, "return a + b;\n}");
   });
 
@@ -19,9 +20,15 @@ describe("postprocess: chat-model wrapping", () => {
 
   it("keeps prose that merely starts like a lead-in", () => {
     const notes = context("Plan:\n", "", { surface: "notes" });
-    assert.equal(whole(notes, "Here we go again, said Tom.\nAnd he left.").text, "Here we go again, said Tom.\nAnd he left.");
+    assert.equal(
+      whole(notes, "Here we go again, said Tom.\nAnd he left.").text,
+      "Here we go again, said Tom.\nAnd he left.",
+    );
     assert.equal(whole(notes, "Sure!").text, "Sure!");
-    assert.equal(whole(context("Hi Ann,", "", { surface: "messages" }), " sure, I'll be there at five.").text, " sure, I'll be there at five.");
+    assert.equal(
+      whole(context("Hi Ann,", "", { surface: "messages" }), " sure, I'll be there at five.").text,
+      " sure, I'll be there at five.",
+    );
   });
 
   it("keeps a fence naming a language at the start of a markdown note, but strips one after a lead-in", () => {

@@ -6,11 +6,25 @@ import type { Stage } from "./stage";
 
 const INTERJECTION = /^(?:sure|certainly|of course|absolutely|okay|ok|alright|got it)\b/i;
 const BARE_INTERJECTION = /^(?:sure|certainly|of course|absolutely|okay|ok|alright|got it)[!.]?$/i;
-const PRESENTING = /^(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|got it)[!,.]?\s+)?(?:here(?:'s| is| are)|below is|this is)\b/i;
+const PRESENTING =
+  /^(?:(?:sure|certainly|of course|absolutely|okay|ok|alright|got it)[!,.]?\s+)?(?:here(?:'s| is| are)|below is|this is)\b/i;
 /** Words a lead-in uses for the answer itself; everyday words ("result", "plan") would strip real prose. */
 const ABOUT_THE_ANSWER = /\b(?:completion|continuation|code|snippet|suggestion|implementation|completed|rest of)\b/i;
 /** Every lead-in line begins with one of these, so a line that cannot is released at once. */
-const LEAD_IN_STARTS = ["sure", "certainly", "of course", "absolutely", "ok", "alright", "got it", "here", "below is", "this is", "completion", "continuation"];
+const LEAD_IN_STARTS = [
+  "sure",
+  "certainly",
+  "of course",
+  "absolutely",
+  "ok",
+  "alright",
+  "got it",
+  "here",
+  "below is",
+  "this is",
+  "completion",
+  "continuation",
+];
 const FENCE_OPENER = /^```[\w+#.-]*$/;
 /** Lines ending past this offset are content: a lead-in is a line or two, and the hold must stay bounded. */
 const LEAD_IN_WINDOW = 400;
@@ -32,7 +46,11 @@ function startsLikeLeadIn(line: string): boolean {
 
 function couldStartLeadIn(partial: string): boolean {
   const lower = partial.toLowerCase();
-  return lower.startsWith("```") || "```".startsWith(lower) || LEAD_IN_STARTS.some((start) => start.startsWith(lower) || lower.startsWith(start));
+  return (
+    lower.startsWith("```") ||
+    "```".startsWith(lower) ||
+    LEAD_IN_STARTS.some((start) => start.startsWith(lower) || lower.startsWith(start))
+  );
 }
 
 export class ChatterFilter implements Stage {
@@ -71,7 +89,7 @@ export class ChatterFilter implements Stage {
     const text = this.lead;
     let dropUntil = 0;
     let sawLeadIn = false;
-    for (let lineStart = 0; ; ) {
+    for (let lineStart = 0; ;) {
       const newline = text.indexOf("\n", lineStart);
       const complete = newline >= 0;
       const lineEnd = complete ? newline : text.length;
@@ -79,7 +97,8 @@ export class ChatterFilter implements Stage {
       const beyondWindow = lineEnd > LEAD_IN_WINDOW;
 
       if (!complete && !ending) {
-        if (beyondWindow || (line !== "" && !couldStartLeadIn(line))) return this.startBody(text.slice(dropUntil), false);
+        if (beyondWindow || (line !== "" && !couldStartLeadIn(line)))
+          return this.startBody(text.slice(dropUntil), false);
         return "";
       }
       if (beyondWindow) return this.startBody(text.slice(dropUntil), ending);

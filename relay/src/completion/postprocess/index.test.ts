@@ -9,7 +9,11 @@ describe("postprocess: streaming", () => {
   const fixtures: Array<{ name: string; ctx: TabContext; output: string; maxTokens?: number }> = [
     { name: "typed repeat", ctx: context(ADD_BEFORE, "\n}"), output: "  return a + b;\n}" },
     { name: "closing bracket", ctx: context("draw(", ");\nnext();"), output: "canvas, f(10), [1, 2]);\nnext();" },
-    { name: "next line", ctx: context("if (ok) {\n  start();", "\n\n  finish();\n}"), output: "\n  report();\n\n  finish();\n}" },
+    {
+      name: "next line",
+      ctx: context("if (ok) {\n  start();", "\n\n  finish();\n}"),
+      output: "\n  report();\n\n  finish();\n}",
+    },
     { name: "rest of line", ctx: context("const total = ", "price * qty;"), output: "base + price * qty;" },
     {
       name: "chatter and fences",
@@ -17,10 +21,24 @@ describe("postprocess: streaming", () => {
       output: "Sure!\n\nHere is the completion:\n```typescript\nreturn a + b;\n}\n```\nThis code returns the sum.",
     },
     { name: "crlf fence", ctx: context("x = "), output: "```js\r\n1 +\r\n2\r\n```\r\nDone." },
-    { name: "single line", ctx: context("Hi Bob, ", "", { surface: "messages" }), output: "\nsee you at noon.\r\nBest,\nAnn" },
-    { name: "token limit", ctx: context("Notes: ", "", { surface: "notes" }), output: "one two  three\n\nfour five six seven", maxTokens: 5 },
+    {
+      name: "single line",
+      ctx: context("Hi Bob, ", "", { surface: "messages" }),
+      output: "\nsee you at noon.\r\nBest,\nAnn",
+    },
+    {
+      name: "token limit",
+      ctx: context("Notes: ", "", { surface: "notes" }),
+      output: "one two  three\n\nfour five six seven",
+      maxTokens: 5,
+    },
     { name: "long whitespace", ctx: context("a(", ")"), output: `x${" ".repeat(600)}y${"\n".repeat(300)})` },
-    { name: "unicode", ctx: context("名前 = ", "", { surface: "docs" }), output: "「こんにちは」😀 and more words 😀😀 here", maxTokens: 4 },
+    {
+      name: "unicode",
+      ctx: context("名前 = ", "", { surface: "docs" }),
+      output: "「こんにちは」😀 and more words 😀😀 here",
+      maxTokens: 4,
+    },
   ];
 
   for (const fixture of fixtures) {
@@ -50,24 +68,56 @@ describe("postprocess: streaming", () => {
   it("emits the same text however it is split, for random outputs and cursor contexts", () => {
     const random = generator(11);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-    const pieces = ["Sure!", "Here is the completion:", "```ts", "```", "\n", "\r\n", "  ", "return", " a", " + b;", "}", ")", "(", "{", "finish();", "😀", "ret", "ba", "price * qty;", "\n\n"];
+    const pieces = [
+      "Sure!",
+      "Here is the completion:",
+      "```ts",
+      "```",
+      "\n",
+      "\r\n",
+      "  ",
+      "return",
+      " a",
+      " + b;",
+      "}",
+      ")",
+      "(",
+      "{",
+      "finish();",
+      "😀",
+      "ret",
+      "ba",
+      "price * qty;",
+      "\n\n",
+    ];
     const befores = ["function add(a, b) {\n  return a", "draw(", "x = ba", "", "if (ok) {\n  start();\n", "Hi "];
     const afters = ["", ")", ");\nnext();", "\n  finish();\n}", "  }", "price * qty;", "\n\n}"];
     for (let round = 0; round < 300; round++) {
       const output = Array.from({ length: 1 + Math.floor(random() * 25) }, () => pick(pieces)).join("");
-      const ctx = context(pick(befores), pick(afters), { surface: pick(["code", "notes", "messages"]), document_type: pick(["plaintext", "markdown"] as const) });
+      const ctx = context(pick(befores), pick(afters), {
+        surface: pick(["code", "notes", "messages"]),
+        document_type: pick(["plaintext", "markdown"] as const),
+      });
       const maxTokens = 1 + Math.floor(random() * 20);
       const countTokens = random() < 0.5 ? countWords : (text: string) => encode(text).length;
       const expected = whole(ctx, output, maxTokens, countTokens);
       const pieces1 = randomSplit(output, random);
-      assert.deepEqual(run(ctx, pieces1, maxTokens, countTokens), expected, JSON.stringify({ ctx, output, pieces1, maxTokens }));
+      assert.deepEqual(
+        run(ctx, pieces1, maxTokens, countTokens),
+        expected,
+        JSON.stringify({ ctx, output, pieces1, maxTokens }),
+      );
     }
   });
 
   it("holds back no more than a few hundred characters of a long stream", () => {
     const line = "  value = compute(value, step) + offset;   ";
     const output = Array.from({ length: 80 }, () => line).join("\n") + " ".repeat(1000) + "end";
-    const post = createPostprocessor({ context: context("let value = 0;\n", "\n}"), maxTokens: 500, countTokens: countWords });
+    const post = createPostprocessor({
+      context: context("let value = 0;\n", "\n}"),
+      maxTokens: 500,
+      countTokens: countWords,
+    });
     let pushed = 0;
     let emitted = 0;
     let maxHeld = 0;
@@ -82,7 +132,11 @@ describe("postprocess: streaming", () => {
   });
 
   it("returns nothing more once done", () => {
-    const post = createPostprocessor({ context: context("Hi ", "", { surface: "messages" }), maxTokens: 50, countTokens: countWords });
+    const post = createPostprocessor({
+      context: context("Hi ", "", { surface: "messages" }),
+      maxTokens: 50,
+      countTokens: countWords,
+    });
     assert.equal(post.push("there\nsecond line"), "there");
     assert.equal(post.done, true);
     assert.equal(post.push(" more"), "");

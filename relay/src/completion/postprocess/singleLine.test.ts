@@ -12,6 +12,9 @@ describe("postprocess: single-line surfaces", () => {
   });
 
   it("keeps several lines on other surfaces", () => {
-    assert.equal(whole(context("Hi Bob, ", "", { surface: "email" }), "see you at noon.\nBest,\nAnn").text, "see you at noon.\nBest,\nAnn");
+    assert.equal(
+      whole(context("Hi Bob, ", "", { surface: "email" }), "see you at noon.\nBest,\nAnn").text,
+      "see you at noon.\nBest,\nAnn",
+    );
   });
 });

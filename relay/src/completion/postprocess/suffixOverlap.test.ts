@@ -5,7 +5,11 @@ import { countWords, context, whole } from "./testing";
 
 describe("postprocess: text already after the cursor", () => {
   it("stops before a closing bracket that is already there, and reports done", () => {
-    const post = createPostprocessor({ context: context("draw(", ");\nnext();"), maxTokens: 100, countTokens: countWords });
+    const post = createPostprocessor({
+      context: context("draw(", ");\nnext();"),
+      maxTokens: 100,
+      countTokens: countWords,
+    });
     assert.equal(post.push("canvas, 10"), "canvas, 10");
     assert.equal(post.done, false);
     assert.equal(post.push(");\nnext();"), "");

@@ -31,7 +31,7 @@ export class SuffixOverlapStop implements Stage {
     const lineBreak = after.indexOf("\n");
     this.restOfLine = (lineBreak < 0 ? after : after.slice(0, lineBreak)).trim().slice(0, ANCHOR_MAX);
     let nextLine = "";
-    for (let start = lineBreak + 1; start > 0 && start <= after.length && nextLine === ""; ) {
+    for (let start = lineBreak + 1; start > 0 && start <= after.length && nextLine === "";) {
       const end = after.indexOf("\n", start);
       nextLine = after.slice(start, end < 0 ? after.length : end).trim();
       start = end + 1;
@@ -96,7 +96,8 @@ export class SuffixOverlapStop implements Stage {
       const verdict = this.restOfLineAt(text, index, ending);
       if (verdict !== "none") return verdict;
     }
-    if (this.nextLine !== "" && !this.lineHasContent && char === this.nextLine[0]) return this.nextLineAt(text, index, ending);
+    if (this.nextLine !== "" && !this.lineHasContent && char === this.nextLine[0])
+      return this.nextLineAt(text, index, ending);
     return "none";
   }
 

@@ -34,7 +34,8 @@ export function run(ctx: TabContext, fragments: string[], maxTokens = 200, count
   return { text, finishReason: post.finishReason };
 }
 
-export const whole = (ctx: TabContext, output: string, maxTokens = 200, countTokens = countWords) => run(ctx, [output], maxTokens, countTokens);
+export const whole = (ctx: TabContext, output: string, maxTokens = 200, countTokens = countWords) =>
+  run(ctx, [output], maxTokens, countTokens);
 
 /** Deterministic pseudo-random generator, so a failing split can be reproduced. */
 export function generator(seed: number): () => number {
@@ -47,7 +48,7 @@ export function generator(seed: number): () => number {
 
 export function randomSplit(text: string, random: () => number): string[] {
   const pieces: string[] = [];
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     const length = 1 + Math.floor(random() * 12);
     pieces.push(text.slice(start, start + length));
     start += length;

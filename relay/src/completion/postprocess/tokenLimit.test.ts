@@ -10,11 +10,15 @@ describe("postprocess: token limit", () => {
   });
 
   it("reports stop when the output fits exactly", () => {
-    assert.deepEqual(whole(context("Notes: ", "", { surface: "notes" }), "one two three", 3), { text: "one two three", finishReason: "stop" });
+    assert.deepEqual(whole(context("Notes: ", "", { surface: "notes" }), "one two three", 3), {
+      text: "one two three",
+      finishReason: "stop",
+    });
   });
 
   it("cuts exactly at the limit of the GPT tokenizer", () => {
-    const output = "The relay streams each suggestion through the postprocessor, which keeps only what the editor can show.";
+    const output =
+      "The relay streams each suggestion through the postprocessor, which keeps only what the editor can show.";
     const countTokens = (text: string) => encode(text).length;
     const result = whole(context("Summary: ", "", { surface: "docs" }), output, 7, countTokens);
     assert.equal(result.finishReason, "length");

@@ -31,7 +31,9 @@ export class TokenLimit implements Stage {
     let out = "";
     for (let index = 0; index < text.length; index++) {
       const char = text[index] ?? "";
-      const boundary = this.unit.length >= MAX_UNIT || (/\s/.test(char) && this.unit !== "" && !/\s/.test(this.unit[this.unit.length - 1] ?? ""));
+      const boundary =
+        this.unit.length >= MAX_UNIT ||
+        (/\s/.test(char) && this.unit !== "" && !/\s/.test(this.unit[this.unit.length - 1] ?? ""));
       if (boundary) {
         out += this.completeUnit();
         if (this.stopped) return out;
@@ -90,7 +92,12 @@ export class TokenLimit implements Stage {
       if (!this.withinBound(bytes)) break;
     }
     const since = this.sinceMeasured;
-    let fits = this.longestFitting(unit, safe, unit.length, (prefix) => this.measuredTokens + this.countTokens(since + prefix));
+    let fits = this.longestFitting(
+      unit,
+      safe,
+      unit.length,
+      (prefix) => this.measuredTokens + this.countTokens(since + prefix),
+    );
     fits = this.longestFitting(unit, fits, unit.length, (prefix) => this.countTokens(start + prefix));
     // The floor is decided by content alone (unlike `unitEmitted`, which it never undercuts), so the cut is the
     // same however the text was split.

@@ -42,15 +42,25 @@ export function clockCheck(references: readonly ReferenceClock[], clock: WallClo
           continue;
         }
         const after = clock.now();
-        readings.push({ name: reference.name, skew_ms: Math.round((before + after) / 2 - server), error_ms: Math.ceil((after - before) / 2) });
+        readings.push({
+          name: reference.name,
+          skew_ms: Math.round((before + after) / 2 - server),
+          error_ms: Math.ceil((after - before) / 2),
+        });
       }
       const details = { readings, unread };
-      const sync = "synchronise this machine's clock (NTP: `timedatectl set-ntp true`, or chrony), and the servers' too";
+      const sync =
+        "synchronise this machine's clock (NTP: `timedatectl set-ntp true`, or chrony), and the servers' too";
       if (readings.length === 0) {
         return operatorResult(name, label, {
           status: "ok",
-          summary: references.length === 0 ? "nothing to compare with (no PostgreSQL or Redis server)" : "no server's clock could be read",
-          notes: ["webhook receivers check each delivery's timestamp against their own clock (5 minutes' tolerance): keep this machine's clock synchronised (`timedatectl` shows \"System clock synchronized: yes\")"],
+          summary:
+            references.length === 0
+              ? "nothing to compare with (no PostgreSQL or Redis server)"
+              : "no server's clock could be read",
+          notes: [
+            "webhook receivers check each delivery's timestamp against their own clock (5 minutes' tolerance): keep this machine's clock synchronised (`timedatectl` shows \"System clock synchronized: yes\")",
+          ],
           details,
         });
       }
@@ -61,7 +71,9 @@ export function clockCheck(references: readonly ReferenceClock[], clock: WallClo
         return operatorResult(name, label, {
           status: "failed",
           summary: `this machine's clock is ${described.join("; ")}`,
-          notes: ["webhook receivers that follow Standard Webhooks refuse timestamps more than 5 minutes off: every delivery would fail; sessions would also end at the wrong time"],
+          notes: [
+            "webhook receivers that follow Standard Webhooks refuse timestamps more than 5 minutes off: every delivery would fail; sessions would also end at the wrong time",
+          ],
           todo: [sync],
           details,
         });
@@ -70,18 +82,29 @@ export function clockCheck(references: readonly ReferenceClock[], clock: WallClo
         return operatorResult(name, label, {
           status: "warn",
           summary: `this machine's clock is ${described.join("; ")}`,
-          notes: ["relays sharing a database then disagree about when claims on events lapse and retries are due, and message ids written by different relays sort out of order"],
+          notes: [
+            "relays sharing a database then disagree about when claims on events lapse and retries are due, and message ids written by different relays sort out of order",
+          ],
           todo: [sync],
           details,
         });
       }
-      return operatorResult(name, label, { status: "ok", summary: `within ${SKEW_WARN_MS / 1000} s: ${described.join("; ")}`, details });
+      return operatorResult(name, label, {
+        status: "ok",
+        summary: `within ${SKEW_WARN_MS / 1000} s: ${described.join("; ")}`,
+        details,
+      });
     },
   };
 }
 
 function describeSkew(ms: number): string {
   const tenths = Math.round(Math.abs(ms) / 100);
-  const size = tenths >= 100 ? `${Math.round(Math.abs(ms) / 1000)} s` : tenths >= 10 ? `${(tenths / 10).toFixed(1)} s` : `${Math.abs(ms)} ms`;
+  const size =
+    tenths >= 100
+      ? `${Math.round(Math.abs(ms) / 1000)} s`
+      : tenths >= 10
+        ? `${(tenths / 10).toFixed(1)} s`
+        : `${Math.abs(ms)} ms`;
   return ms >= 0 ? `${size} ahead of` : `${size} behind`;
 }

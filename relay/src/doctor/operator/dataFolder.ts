@@ -28,14 +28,30 @@ export function dataFolderCheck(dataDir: string, databaseFile: string, deps: Dat
       try {
         isFolder = statSync(folder).isDirectory();
       } catch {
-        return operatorResult(name, label, { status: "failed", summary: `no folder at ${folder}`, todo: [init], details: { path: folder } });
+        return operatorResult(name, label, {
+          status: "failed",
+          summary: `no folder at ${folder}`,
+          todo: [init],
+          details: { path: folder },
+        });
       }
-      if (!isFolder) return operatorResult(name, label, { status: "failed", summary: `${folder} is not a folder`, todo: ["set --data (TAB_RELAY_DATA) to the data folder"], details: { path: folder } });
+      if (!isFolder)
+        return operatorResult(name, label, {
+          status: "failed",
+          summary: `${folder} is not a folder`,
+          todo: ["set --data (TAB_RELAY_DATA) to the data folder"],
+          details: { path: folder },
+        });
       let databaseMode: string;
       try {
         databaseMode = mode(database);
       } catch {
-        return operatorResult(name, label, { status: "failed", summary: `${folder} holds no ${databaseFile}`, todo: [init], details: { path: folder } });
+        return operatorResult(name, label, {
+          status: "failed",
+          summary: `${folder} holds no ${databaseFile}`,
+          todo: [init],
+          details: { path: folder },
+        });
       }
       const served = servedBy(folder, deps.alive ?? processAlive);
       const details = { path: folder, mode: mode(folder), database_mode: databaseMode, served_by: served.pid ?? null };
@@ -54,7 +70,9 @@ function servedBy(folder: string, alive: (pid: number) => boolean): { pid?: numb
   } catch {
     return { text: "no relay serves it now" };
   }
-  if (!Number.isInteger(pid) || pid <= 0) return { text: `${LOCK_FILE} names no process; the next relay takes the folder over` };
-  if (!alive(pid)) return { text: `${LOCK_FILE} names process ${pid}, which no longer runs; the next relay takes the folder over` };
+  if (!Number.isInteger(pid) || pid <= 0)
+    return { text: `${LOCK_FILE} names no process; the next relay takes the folder over` };
+  if (!alive(pid))
+    return { text: `${LOCK_FILE} names process ${pid}, which no longer runs; the next relay takes the folder over` };
   return { pid, text: `served by process ${pid}` };
 }

@@ -37,14 +37,25 @@ export function databaseCheck(options: DatabaseCheckOptions): DoctorCheck {
       try {
         [migrations, workspaces] = [await probe.migrations(), await probe.workspaces()];
       } catch (error) {
-        return operatorResult(name, label, { status: isUnavailable(error) ? "unreachable" : "failed", summary: `${engine} ${probe.where}: ${errorText(error)}` });
+        return operatorResult(name, label, {
+          status: isUnavailable(error) ? "unreachable" : "failed",
+          summary: `${engine} ${probe.where}: ${errorText(error)}`,
+        });
       }
-      const details = { engine: probe.engine, where: probe.where, migrations: migrations ?? null, pending: [] as string[], workspaces: workspaces ?? null };
+      const details = {
+        engine: probe.engine,
+        where: probe.where,
+        migrations: migrations ?? null,
+        pending: [] as string[],
+        workspaces: workspaces ?? null,
+      };
       if (migrations === undefined || workspaces === undefined) {
         return operatorResult(name, label, {
           status: "failed",
           summary: `${engine} ${probe.where} answers, but holds no tab-relay schema`,
-          todo: [`run \`tab-relay migrate ${flag}\`, then \`tab-relay init ${flag} --workspace SLUG --owner NAME\`; or point ${flag.split(" ")[0]} at the relay's database`],
+          todo: [
+            `run \`tab-relay migrate ${flag}\`, then \`tab-relay init ${flag} --workspace SLUG --owner NAME\`; or point ${flag.split(" ")[0]} at the relay's database`,
+          ],
           details,
         });
       }
@@ -56,18 +67,29 @@ export function databaseCheck(options: DatabaseCheckOptions): DoctorCheck {
         return operatorResult(name, label, {
           status: "failed",
           summary: `${engine} ${probe.where} was migrated by a newer tab-relay (${unknown.join(", ")})`,
-          todo: ["run the tab-relay version that migrated it, or newer; this one may not understand what that one stores"],
+          todo: [
+            "run the tab-relay version that migrated it, or newer; this one may not understand what that one stores",
+          ],
           details,
         });
       }
       if (workspaces.length === 0) {
-        return operatorResult(name, label, { status: "failed", summary: where, todo: [`run \`tab-relay init ${flag} --workspace SLUG --owner NAME\`: serve refuses a database without a workspace`], details });
+        return operatorResult(name, label, {
+          status: "failed",
+          summary: where,
+          todo: [
+            `run \`tab-relay init ${flag} --workspace SLUG --owner NAME\`: serve refuses a database without a workspace`,
+          ],
+          details,
+        });
       }
       if (pending.length > 0) {
         return operatorResult(name, label, {
           status: "warn",
           summary: where,
-          todo: [`run \`tab-relay migrate ${flag}\` to apply ${pending.join(", ")} (serve applies them at start too; with several relays, migrate once before starting the new ones)`],
+          todo: [
+            `run \`tab-relay migrate ${flag}\` to apply ${pending.join(", ")} (serve applies them at start too; with several relays, migrate once before starting the new ones)`,
+          ],
           details,
         });
       }
@@ -84,16 +106,30 @@ function openFailure(error: unknown, options: DatabaseCheckOptions): Finding {
     return {
       status: unreachable ? "unreachable" : "failed",
       summary: `PostgreSQL ${where}: ${unreachable ? "no answer" : "refused"}: ${errorText(error)}`,
-      todo: [unreachable ? "start PostgreSQL, or correct the host and port in TAB_RELAY_DATABASE_URL" : "check the user, password and database name in TAB_RELAY_DATABASE_URL"],
+      todo: [
+        unreachable
+          ? "start PostgreSQL, or correct the host and port in TAB_RELAY_DATABASE_URL"
+          : "check the user, password and database name in TAB_RELAY_DATABASE_URL",
+      ],
       details,
     };
   }
   // better-sqlite3 says so with SQLITE_CANTOPEN, or a TypeError when the folder is missing too.
-  if (!existsSync(where)) return { status: "failed", summary: `no database at ${where}`, todo: [`run \`tab-relay init ${flag} --workspace SLUG --owner NAME\`, or restore a backup (\`tab-relay restore --from FILE ${flag}\`)`], details };
+  if (!existsSync(where))
+    return {
+      status: "failed",
+      summary: `no database at ${where}`,
+      todo: [
+        `run \`tab-relay init ${flag} --workspace SLUG --owner NAME\`, or restore a backup (\`tab-relay restore --from FILE ${flag}\`)`,
+      ],
+      details,
+    };
   return {
     status: "failed",
     summary: `SQLite ${where}: ${errorText(error)}`,
-    todo: [`restore the database from a backup: \`tab-relay restore --from FILE ${flag} --force\` with the relay stopped`],
+    todo: [
+      `restore the database from a backup: \`tab-relay restore --from FILE ${flag} --force\` with the relay stopped`,
+    ],
     details,
   };
 }

@@ -34,7 +34,9 @@ function passwordOf(url: string | undefined): string[] {
   if (url === undefined) return [];
   try {
     const parsed = new URL(url);
-    return [decodeURIComponent(parsed.password), parsed.password, parsed.searchParams.get("password") ?? ""].filter((secret) => secret !== "");
+    return [decodeURIComponent(parsed.password), parsed.password, parsed.searchParams.get("password") ?? ""].filter(
+      (secret) => secret !== "",
+    );
   } catch {
     return [];
   }
@@ -64,12 +66,23 @@ export async function operatorChecks(config: Readonly<OperatorConfig>, deps: Ope
   }
   if (config.redisUrl) references.push({ name: "Redis", now: async () => (await probes.redis()).serverNow() });
   const checks: DoctorCheck[] = [
-    ...(config.dataDir === undefined ? [] : [dataFolderCheck(config.dataDir, deps.databaseFile, deps.alive ? { alive: deps.alive } : {})]),
-    databaseCheck({ where: config.databaseUrl ? withoutPassword(config.databaseUrl) : (databaseFile ?? ""), flag, known, open: () => probes.database() }),
+    ...(config.dataDir === undefined
+      ? []
+      : [dataFolderCheck(config.dataDir, deps.databaseFile, deps.alive ? { alive: deps.alive } : {})]),
+    databaseCheck({
+      where: config.databaseUrl ? withoutPassword(config.databaseUrl) : (databaseFile ?? ""),
+      flag,
+      known,
+      open: () => probes.database(),
+    }),
     ...(config.redisUrl === undefined ? [] : [redisCheck(config.redisUrl, () => probes.redis(), deps.clock)]),
     publicUrlCheck(config),
     clockCheck(references, deps.clock),
     webhookGuardCheck(config),
   ];
-  return { checks, secrets: [...new Set([...passwordOf(config.databaseUrl), ...passwordOf(config.redisUrl)])], close: () => probes.close() };
+  return {
+    checks,
+    secrets: [...new Set([...passwordOf(config.databaseUrl), ...passwordOf(config.redisUrl)])],
+    close: () => probes.close(),
+  };
 }

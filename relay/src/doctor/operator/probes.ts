@@ -36,7 +36,8 @@ export interface RedisProbe {
 /** Opens the SQLite file read-only; it must exist (doctor never creates a database). */
 export async function openSqliteProbe(path: string): Promise<DatabaseProbe> {
   const db = new SqliteDatabase(path, { readonly: true, fileMustExist: true, timeout: PROBE_TIMEOUT_MS });
-  const hasTable = (name: string) => db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
+  const hasTable = (name: string) =>
+    db.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(name) !== undefined;
   try {
     // Opening reads nothing; this is where a file that is not a database says so.
     hasTable("kysely_migration");
@@ -49,11 +50,15 @@ export async function openSqliteProbe(path: string): Promise<DatabaseProbe> {
     where: path,
     async migrations() {
       if (!hasTable("kysely_migration")) return undefined;
-      return (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map((row) => row.name);
+      return (db.prepare("select name from kysely_migration order by name").all() as { name: string }[]).map(
+        (row) => row.name,
+      );
     },
     async workspaces() {
       if (!hasTable("workspaces")) return undefined;
-      return (db.prepare("select slug from workspaces order by slug").all() as { slug: string }[]).map((row) => row.slug);
+      return (db.prepare("select slug from workspaces order by slug").all() as { slug: string }[]).map(
+        (row) => row.slug,
+      );
     },
     async close() {
       db.close();
@@ -62,7 +67,12 @@ export async function openSqliteProbe(path: string): Promise<DatabaseProbe> {
 }
 
 export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
-  const client = new (loadPg().Client)({ connectionString: url, connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS, application_name: "tab-relay doctor" });
+  const client = new (loadPg().Client)({
+    connectionString: url,
+    connectionTimeoutMillis: PROBE_TIMEOUT_MS,
+    query_timeout: PROBE_TIMEOUT_MS,
+    application_name: "tab-relay doctor",
+  });
   // A connection that breaks between queries emits 'error'; the next query fails instead of the process.
   client.on("error", () => undefined);
   try {
@@ -71,21 +81,30 @@ export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
     await client.end().catch(() => undefined);
     throw error;
   }
-  const hasTable = async (name: string) => (await client.query<{ present: boolean }>("select to_regclass($1) is not null as present", [`public.${name}`])).rows[0]?.present === true;
+  const hasTable = async (name: string) =>
+    (await client.query<{ present: boolean }>("select to_regclass($1) is not null as present", [`public.${name}`]))
+      .rows[0]?.present === true;
   return {
     engine: "postgres",
     where: withoutPassword(url),
     async migrations() {
       if (!(await hasTable("kysely_migration"))) return undefined;
-      return (await client.query<{ name: string }>("select name from public.kysely_migration order by name")).rows.map((row) => row.name);
+      return (await client.query<{ name: string }>("select name from public.kysely_migration order by name")).rows.map(
+        (row) => row.name,
+      );
     },
     async workspaces() {
       if (!(await hasTable("workspaces"))) return undefined;
-      return (await client.query<{ slug: string }>("select slug from public.workspaces order by slug")).rows.map((row) => row.slug);
+      return (await client.query<{ slug: string }>("select slug from public.workspaces order by slug")).rows.map(
+        (row) => row.slug,
+      );
     },
     async serverNow() {
       // clock_timestamp(), not now(): now() is when the transaction began.
-      return (await client.query<{ ms: number }>("select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms")).rows[0]?.ms ?? Number.NaN;
+      return (
+        (await client.query<{ ms: number }>("select (extract(epoch from clock_timestamp()) * 1000)::float8 as ms"))
+          .rows[0]?.ms ?? Number.NaN
+      );
     },
     async close() {
       await client.end().catch(() => undefined);
@@ -141,18 +160,31 @@ export interface ProbeOpeners {
   redis(url: string): Promise<RedisProbe>;
 }
 
-export const realOpeners: ProbeOpeners = { sqlite: openSqliteProbe, postgres: openPostgresProbe, redis: openRedisProbe };
+export const realOpeners: ProbeOpeners = {
+  sqlite: openSqliteProbe,
+  postgres: openPostgresProbe,
+  redis: openRedisProbe,
+};
 
-export function createProbes(config: Pick<OperatorConfig, "databaseUrl" | "redisUrl">, databaseFile: string | undefined, openers: ProbeOpeners = realOpeners): Probes {
+export function createProbes(
+  config: Pick<OperatorConfig, "databaseUrl" | "redisUrl">,
+  databaseFile: string | undefined,
+  openers: ProbeOpeners = realOpeners,
+): Probes {
   let database: Promise<DatabaseProbe> | undefined;
   let redis: Promise<RedisProbe> | undefined;
-  const settled = async <T>(probe: Promise<T> | undefined) => probe?.then(
-    (value) => value,
-    () => undefined,
-  );
+  const settled = async <T>(probe: Promise<T> | undefined) =>
+    probe?.then(
+      (value) => value,
+      () => undefined,
+    );
   return {
     database() {
-      database ??= config.databaseUrl ? openers.postgres(config.databaseUrl) : databaseFile ? openers.sqlite(databaseFile) : Promise.reject(new Error("no database configured"));
+      database ??= config.databaseUrl
+        ? openers.postgres(config.databaseUrl)
+        : databaseFile
+          ? openers.sqlite(databaseFile)
+          : Promise.reject(new Error("no database configured"));
       return database;
     },
     redis() {

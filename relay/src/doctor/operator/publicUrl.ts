@@ -16,7 +16,9 @@ function trustsProxy(config: Pick<OperatorConfig, "trustProxy">): boolean {
  * The public URL against the listening address: what people and agents reach (links in events, the console's
  * cookie) and whether keys and cookies can cross the network in plain http on the way.
  */
-export function publicUrlCheck(config: Pick<OperatorConfig, "host" | "port" | "publicUrl" | "trustProxy">): DoctorCheck {
+export function publicUrlCheck(
+  config: Pick<OperatorConfig, "host" | "port" | "publicUrl" | "trustProxy">,
+): DoctorCheck {
   const name = "public url";
   const label = "Public URL";
   return {
@@ -35,13 +37,22 @@ function judge(config: Pick<OperatorConfig, "host" | "port" | "publicUrl" | "tru
   const exposedTodo = `listen on 127.0.0.1 (--host 127.0.0.1) when the proxy runs on this machine; otherwise let only the proxy reach port ${config.port} (a firewall rule)`;
   if (config.publicUrl === undefined) {
     if (local) {
-      return { status: "ok", summary: `unset: links in events use ${listen}, which only this machine reaches`, notes: ["set TAB_RELAY_PUBLIC_URL once people or agents on other machines use the relay"], details };
+      return {
+        status: "ok",
+        summary: `unset: links in events use ${listen}, which only this machine reaches`,
+        notes: ["set TAB_RELAY_PUBLIC_URL once people or agents on other machines use the relay"],
+        details,
+      };
     }
     return {
       status: "warn",
       summary: `unset while the relay listens on ${config.host}, which other machines reach, in plain http`,
-      notes: [`links in webhook events use ${listen}, and API keys, agent tokens and session cookies cross the network unencrypted`],
-      todo: ["put a TLS-terminating proxy in front and set TAB_RELAY_PUBLIC_URL to its https:// address (docs/operating.md, Behind a proxy)"],
+      notes: [
+        `links in webhook events use ${listen}, and API keys, agent tokens and session cookies cross the network unencrypted`,
+      ],
+      todo: [
+        "put a TLS-terminating proxy in front and set TAB_RELAY_PUBLIC_URL to its https:// address (docs/operating.md, Behind a proxy)",
+      ],
       details,
     };
   }
@@ -59,7 +70,9 @@ function judge(config: Pick<OperatorConfig, "host" | "port" | "publicUrl" | "tru
   const todo: string[] = [];
   const notes: string[] = [];
   if (!local) {
-    notes.push(`the relay itself answers plain http on ${listen}, which other machines reach: keys sent there directly bypass the proxy's TLS`);
+    notes.push(
+      `the relay itself answers plain http on ${listen}, which other machines reach: keys sent there directly bypass the proxy's TLS`,
+    );
     todo.push(exposedTodo);
   }
   if (!trustsProxy(config)) todo.push(proxyTodo);

@@ -22,11 +22,19 @@ export function redisCheck(url: string, open: () => Promise<RedisProbe>, clock: 
           status: refused ? "failed" : "unreachable",
           summary: `${where}: ${text}`,
           notes: ["meanwhile each relay counts rate limits on its own (the limits hold per relay, not across them)"],
-          todo: [refused ? "check the user and password in TAB_RELAY_REDIS_URL" : "start Redis, or correct TAB_RELAY_REDIS_URL (host and port)"],
+          todo: [
+            refused
+              ? "check the user and password in TAB_RELAY_REDIS_URL"
+              : "start Redis, or correct TAB_RELAY_REDIS_URL (host and port)",
+          ],
           details: { url: where },
         });
       }
-      return operatorResult(name, label, { status: "ok", summary: `${where} answered PING in ${Math.round(clock.now() - started)} ms`, details: { url: where } });
+      return operatorResult(name, label, {
+        status: "ok",
+        summary: `${where} answered PING in ${Math.round(clock.now() - started)} ms`,
+        details: { url: where },
+      });
     },
   };
 }

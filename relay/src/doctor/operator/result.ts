@@ -27,7 +27,11 @@ export function operatorResult(name: string, label: string, finding: Finding): C
     name,
     status: finding.status,
     summary: finding.summary,
-    lines: [`${label.padEnd(LABEL_WIDTH)} ${finding.status.padEnd(STATUS_WIDTH)} ${finding.summary}`, ...notes.map((note) => `${INDENT}${note}`), ...todo.map((line) => `${INDENT}To do: ${line}`)],
+    lines: [
+      `${label.padEnd(LABEL_WIDTH)} ${finding.status.padEnd(STATUS_WIDTH)} ${finding.summary}`,
+      ...notes.map((note) => `${INDENT}${note}`),
+      ...todo.map((line) => `${INDENT}To do: ${line}`),
+    ],
     details: { ...finding.details, notes, advice: todo },
   };
 }

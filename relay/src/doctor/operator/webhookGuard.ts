@@ -14,7 +14,9 @@ function localOnly(config: Pick<OperatorConfig, "host" | "publicUrl">): boolean 
  * TAB_RELAY_WEBHOOK_ALLOW_PRIVATE lifts it for agents on the same machine; on a relay others reach, it lets anyone
  * who may create an agent make the relay send requests into its own network.
  */
-export function webhookGuardCheck(config: Pick<OperatorConfig, "host" | "publicUrl" | "webhookAllowPrivate">): DoctorCheck {
+export function webhookGuardCheck(
+  config: Pick<OperatorConfig, "host" | "publicUrl" | "webhookAllowPrivate">,
+): DoctorCheck {
   const name = "webhook guard";
   const label = "Webhooks";
   return {
@@ -22,16 +24,30 @@ export function webhookGuardCheck(config: Pick<OperatorConfig, "host" | "publicU
     async run() {
       const details = { allow_private: config.webhookAllowPrivate };
       if (!config.webhookAllowPrivate) {
-        return operatorResult(name, label, { status: "ok", summary: "webhook URLs must be https and reach public addresses (private, loopback and link-local ones are refused)", details });
+        return operatorResult(name, label, {
+          status: "ok",
+          summary:
+            "webhook URLs must be https and reach public addresses (private, loopback and link-local ones are refused)",
+          details,
+        });
       }
       if (localOnly(config)) {
-        return operatorResult(name, label, { status: "ok", summary: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true, on a relay only this machine reaches: fine for agents developed here", details });
+        return operatorResult(name, label, {
+          status: "ok",
+          summary:
+            "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true, on a relay only this machine reaches: fine for agents developed here",
+          details,
+        });
       }
       return operatorResult(name, label, {
         status: "warn",
         summary: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true on a relay other machines reach",
-        notes: ["anyone who may create an agent can make the relay send requests to private addresses (a cloud metadata service at 169.254.169.254, the database, Redis, admin consoles) and over plain http"],
-        todo: ["unset TAB_RELAY_WEBHOOK_ALLOW_PRIVATE (or set it to false); an agent inside your network can connect out through Socket Mode instead"],
+        notes: [
+          "anyone who may create an agent can make the relay send requests to private addresses (a cloud metadata service at 169.254.169.254, the database, Redis, admin consoles) and over plain http",
+        ],
+        todo: [
+          "unset TAB_RELAY_WEBHOOK_ALLOW_PRIVATE (or set it to false); an agent inside your network can connect out through Socket Mode instead",
+        ],
         details,
       });
     },

@@ -50,7 +50,11 @@ describe("extendAcrossRenaming", () => {
 describe("applyRenaming", () => {
   it("renames the whole word, and the differing part inside longer names in each case", () => {
     assert.equal(
-      applyRenaming('core.$ZodUnknown.init(inst); processors.unknownProcessor(inst); "ZodUnknown"; UNKNOWN_TYPE', "ZodUnknown", "ZodNever"),
+      applyRenaming(
+        'core.$ZodUnknown.init(inst); processors.unknownProcessor(inst); "ZodUnknown"; UNKNOWN_TYPE',
+        "ZodUnknown",
+        "ZodNever",
+      ),
       'core.$ZodNever.init(inst); processors.neverProcessor(inst); "ZodNever"; NEVER_TYPE',
     );
     assert.equal(applyRenaming("z.string().parse(s); ZodString", "string", "number"), "z.number().parse(s); ZodNumber");

@@ -165,7 +165,9 @@ function renameWith(targets: readonly Target[], text: string): string {
     const [from, , whole] = target;
     for (let at = text.indexOf(from); at >= 0; at = text.indexOf(from, at + 1)) {
       const end = at + from.length;
-      const fits = whole ? !isWordChar(text[at - 1]) && !isWordChar(text[end]) : partBoundary(text, at) && partBoundary(text, end);
+      const fits = whole
+        ? !isWordChar(text[at - 1]) && !isWordChar(text[end])
+        : partBoundary(text, at) && partBoundary(text, end);
       if (fits) found.push({ at, target });
     }
   }
@@ -189,7 +191,12 @@ function differingPart(from: string, to: string): { from: string; to: string } |
   while (head < from.length && head < to.length && from[head] === to[head]) head++;
   while (head > 0 && !(partBoundary(from, head) && partBoundary(to, head))) head--;
   let tail = 0;
-  while (tail < from.length - head && tail < to.length - head && from[from.length - 1 - tail] === to[to.length - 1 - tail]) tail++;
+  while (
+    tail < from.length - head &&
+    tail < to.length - head &&
+    from[from.length - 1 - tail] === to[to.length - 1 - tail]
+  )
+    tail++;
   while (tail > 0 && !(partBoundary(from, from.length - tail) && partBoundary(to, to.length - tail))) tail--;
   const a = from.slice(head, from.length - tail);
   const b = to.slice(head, to.length - tail);

@@ -60,7 +60,13 @@ describe("chooseLength: how much of the lead to suggest", () => {
   it("cuts at word boundaries, never inside a word", () => {
     const text = "renderHeader(page);";
     // "render" is agreed on, "Header(page);" is not worth suggesting: half a word is not suggested either.
-    assert.equal(chooseLength(text, [{ length: 0, share: 0.9 }, { length: 7, share: 0.1 }]), 0);
+    assert.equal(
+      chooseLength(text, [
+        { length: 0, share: 0.9 },
+        { length: 7, share: 0.1 },
+      ]),
+      0,
+    );
     assert.equal(backToWordStart("renderHeader", 7), 0);
     assert.equal(backToWordStart("a.renderHeader", 9), 2);
     assert.equal(backToWordStart("a. b", 2), 2);
@@ -86,8 +92,32 @@ describe("chooseLength: how much of the lead to suggest", () => {
 
   it("goes past the first line only while at least half the weight agrees", () => {
     const text = "open();\nread();\nclose();";
-    assert.equal(text.slice(0, chooseLength(text, [{ length: 0, share: 0.9 }, { length: 13, share: 0.4 }])), "open();\nread");
-    assert.equal(text.slice(0, chooseLength(text, [{ length: 0, share: 0.9 }, { length: 10, share: 0.4 }])), "open();\n");
-    assert.equal(chooseLength(text, [{ length: 0, share: 0.9 }, { length: 12, share: 0.6 }]), text.length);
+    assert.equal(
+      text.slice(
+        0,
+        chooseLength(text, [
+          { length: 0, share: 0.9 },
+          { length: 13, share: 0.4 },
+        ]),
+      ),
+      "open();\nread",
+    );
+    assert.equal(
+      text.slice(
+        0,
+        chooseLength(text, [
+          { length: 0, share: 0.9 },
+          { length: 10, share: 0.4 },
+        ]),
+      ),
+      "open();\n",
+    );
+    assert.equal(
+      chooseLength(text, [
+        { length: 0, share: 0.9 },
+        { length: 12, share: 0.6 },
+      ]),
+      text.length,
+    );
   });
 });

@@ -121,7 +121,8 @@ export function chooseLength(text: string, steps: readonly Step[]): number {
   if (best < firstLine) return best;
   if (shareAt(steps, firstLine + 1) < REST_SHARE) return firstLine;
   for (const step of steps) {
-    if (step.length - 1 >= firstLine && step.share < REST_SHARE) return Math.max(firstLine, backToWordStart(text, step.length - 1));
+    if (step.length - 1 >= firstLine && step.share < REST_SHARE)
+      return Math.max(firstLine, backToWordStart(text, step.length - 1));
   }
   return text.length;
 }
@@ -131,7 +132,7 @@ export function chooseLength(text: string, steps: readonly Step[]): number {
  * (the suggestion "\ntest(...)" stands or falls with the line after the break).
  */
 function firstLineEnd(text: string): number {
-  for (let start = 0; ; ) {
+  for (let start = 0; ;) {
     const lineBreak = text.indexOf("\n", start);
     const end = lineBreak < 0 ? text.length : lineBreak;
     if (lineBreak < 0 || text.slice(start, end).replace(/\s/g, "").length >= MIN_LINE_CHARS) return end;

@@ -14,7 +14,12 @@ describe("completeWord", () => {
     const before = `${far}renderFooter(page);\n`;
     assert.equal(completeWord("render", [{ text: before, offset: 0, reversed: true }]), "Footer");
     // Right next to each other, frequency decides.
-    assert.equal(completeWord("render", [{ text: `${"renderHeader(page);\n".repeat(3)}renderFooter(page);\n`, offset: 0, reversed: true }]), "Header");
+    assert.equal(
+      completeWord("render", [
+        { text: `${"renderHeader(page);\n".repeat(3)}renderFooter(page);\n`, offset: 0, reversed: true },
+      ]),
+      "Header",
+    );
   });
 
   it("counts a word by the weight of where it was found", () => {

@@ -58,7 +58,8 @@ export function completeWord(prefix: string, texts: readonly WordSource[]): stri
       !bestStats ||
       best === undefined ||
       entry.score > bestStats.score ||
-      (entry.score === bestStats.score && (entry.distance < bestStats.distance || (entry.distance === bestStats.distance && word < best)))
+      (entry.score === bestStats.score &&
+        (entry.distance < bestStats.distance || (entry.distance === bestStats.distance && word < best)))
     ) {
       best = word;
       bestStats = entry;

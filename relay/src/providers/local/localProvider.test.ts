@@ -44,8 +44,12 @@ describe("local engine: predicting from the document", () => {
   });
 
   it("predicts from the surrounding context when the file itself has no match", () => {
-    const surrounding = "import { readFileSync } from 'node:fs';\nconst raw = readFileSync(path, 'utf8');\nexport const config = JSON.parse(raw);\n";
-    const prediction = predictContinuation(context("let text = '';\nconst raw = readF", { surrounding_context: surrounding }), 100);
+    const surrounding =
+      "import { readFileSync } from 'node:fs';\nconst raw = readFileSync(path, 'utf8');\nexport const config = JSON.parse(raw);\n";
+    const prediction = predictContinuation(
+      context("let text = '';\nconst raw = readF", { surrounding_context: surrounding }),
+      100,
+    );
     assert.equal(prediction, "ileSync(path, 'utf8');\nexport const config = JSON.parse(raw);");
   });
 
@@ -55,14 +59,25 @@ describe("local engine: predicting from the document", () => {
       { path: "src/other.ts", text: "unrelated(code);\nmore();" },
     ]);
     const extra = { surrounding_context: surrounding };
-    assert.equal(predictContinuation(context("let x = 1;\nconst total = ", extra), 100), "sum(values);\nreport(total);");
+    assert.equal(
+      predictContinuation(context("let x = 1;\nconst total = ", extra), 100),
+      "sum(values);\nreport(total);",
+    );
     // The match reaches the end of a snippet: the next one's header is not what follows.
-    assert.equal(predictContinuation(context("let x = 1;\nconst total = sum(values);\nreport(total);\n", extra), 100), "");
+    assert.equal(
+      predictContinuation(context("let x = 1;\nconst total = sum(values);\nreport(total);\n", extra), 100),
+      "",
+    );
   });
 
   it("runs on over a line of a snippet that only looks like a header", () => {
-    const surrounding = formatSnippets([{ path: "notes.ts", text: "const banner = load();\n--- file: fake.ts ---\nshow(banner);" }]);
-    assert.equal(predictContinuation(context("x();\nconst banner = ", { surrounding_context: surrounding }), 100), "load();\n --- file: fake.ts ---\nshow(banner);");
+    const surrounding = formatSnippets([
+      { path: "notes.ts", text: "const banner = load();\n--- file: fake.ts ---\nshow(banner);" },
+    ]);
+    assert.equal(
+      predictContinuation(context("x();\nconst banner = ", { surrounding_context: surrounding }), 100),
+      "load();\n --- file: fake.ts ---\nshow(banner);",
+    );
   });
 
   it("completes a partial word from the document's most frequent matching word", () => {
@@ -83,7 +98,8 @@ describe("local engine: predicting from the document", () => {
 
 describe("local engine: weighing the places that look like the cursor", () => {
   it("suggests what equally good places agree on, up to where they part ways", () => {
-    const before = "let x = f(y);\nconst a = load(config, options.alpha);\nconst b = load(config, options.beta);\nconst c = load(";
+    const before =
+      "let x = f(y);\nconst a = load(config, options.alpha);\nconst b = load(config, options.beta);\nconst c = load(";
     assert.equal(predictContinuation(context(before), 100), "config, options.");
   });
 
@@ -91,7 +107,10 @@ describe("local engine: weighing the places that look like the cursor", () => {
     // The snippet's match runs over more indentation, so it is longer, but it saw no more code.
     const surrounding = formatSnippets([{ path: "src/other.ts", text: "a\n  const total = sum(rows);" }]);
     const before = "let y = 2; const total = sum(values);\nlet x = 1;\n  const total = sum(";
-    assert.equal(predictContinuation(context(before, { surrounding_context: surrounding, file_path: "src/app.ts" }), 100), "values);");
+    assert.equal(
+      predictContinuation(context(before, { surrounding_context: surrounding, file_path: "src/app.ts" }), 100),
+      "values);",
+    );
   });
 
   it("does not go on with deeper indentation at the end of a line's indentation", () => {
@@ -114,9 +133,17 @@ describe("local engine: code that repeats with a name changed", () => {
   });
 
   it("renames from another file's snippet as from the document", () => {
-    const surrounding = formatSnippets([{ path: "src/users.ts", text: "export function loadUser(store, id) {\n  return store.user.get(id).then(toUser);\n}" }]);
+    const surrounding = formatSnippets([
+      {
+        path: "src/users.ts",
+        text: "export function loadUser(store, id) {\n  return store.user.get(id).then(toUser);\n}",
+      },
+    ]);
     const before = "export function loadGroup(store, id) {\n  return store.";
-    assert.equal(predictContinuation(context(before, { surrounding_context: surrounding }), 100), "group.get(id).then(toGroup);");
+    assert.equal(
+      predictContinuation(context(before, { surrounding_context: surrounding }), 100),
+      "group.get(id).then(toGroup);",
+    );
   });
 });
 
@@ -126,7 +153,11 @@ describe("local engine: where a suggestion stops", () => {
   it("stops at the end of the line on single-line surfaces", () => {
     for (const surface of ["messages", "tasks", "calendar"]) {
       const extra = surface === "tasks" ? { surface, taskboard_file_id: "board" } : { surface };
-      assert.equal(predictContinuation(context(`${earlier}Meeting notes: we agreed`, extra), 100), " to ship on Friday", surface);
+      assert.equal(
+        predictContinuation(context(`${earlier}Meeting notes: we agreed`, extra), 100),
+        " to ship on Friday",
+        surface,
+      );
     }
   });
 
@@ -169,13 +200,22 @@ describe("local engine: text already after the cursor", () => {
 
   it("proposes nothing that is a near-copy of the text after the cursor", () => {
     const before = "I like apples and bananas.\nYou like ";
-    assert.equal(predictContinuation(context(before, { surface: "notes", active_text_after_cursor: "apples and pears." }), 100), "");
+    assert.equal(
+      predictContinuation(context(before, { surface: "notes", active_text_after_cursor: "apples and pears." }), 100),
+      "",
+    );
   });
 
   it("keeps to one line when words follow the cursor on its line", () => {
     const before = "first item: 1,\nsecond item: 2,\nthird item: 3,\n\nfirst item: ";
-    assert.equal(predictContinuation(context(before, { surface: "notes", active_text_after_cursor: " // edited" }), 100), "1,");
-    assert.equal(predictContinuation(context(before, { surface: "notes" }), 100), "1,\nsecond item: 2,\nthird item: 3,");
+    assert.equal(
+      predictContinuation(context(before, { surface: "notes", active_text_after_cursor: " // edited" }), 100),
+      "1,",
+    );
+    assert.equal(
+      predictContinuation(context(before, { surface: "notes" }), 100),
+      "1,\nsecond item: 2,\nthird item: 3,",
+    );
   });
 
   it("stops before the next line when the continuation would repeat it", () => {
@@ -206,7 +246,10 @@ describe("local engine: provider behaviour", () => {
     const controller = new AbortController();
     const reason = new Error("client went away");
     controller.abort(reason);
-    await assert.rejects(collect({ context: context(`${ADD}function add(`), maxTokens: 50, temperature: 0 }, controller.signal), reason);
+    await assert.rejects(
+      collect({ context: context(`${ADD}function add(`), maxTokens: 50, temperature: 0 }, controller.signal),
+      reason,
+    );
   });
 
   it("stops between fragments once aborted", async () => {
@@ -214,10 +257,14 @@ describe("local engine: provider behaviour", () => {
     const reason = new Error("superseded");
     const received: string[] = [];
     await assert.rejects(
-      createLocalProvider().complete({ context: context(`${ADD}\nfunction add(a, b) {`), maxTokens: 50, temperature: 0 }, controller.signal, (fragment) => {
-        received.push(fragment);
-        controller.abort(reason);
-      }),
+      createLocalProvider().complete(
+        { context: context(`${ADD}\nfunction add(a, b) {`), maxTokens: 50, temperature: 0 },
+        controller.signal,
+        (fragment) => {
+          received.push(fragment);
+          controller.abort(reason);
+        },
+      ),
       reason,
     );
     assert.equal(received.length, 1);
@@ -237,7 +284,10 @@ describe("local engine: speed", () => {
       return (used.user + used.system) / 1000;
     });
     times.sort((a, b) => a - b);
-    return { median: times[Math.floor(times.length / 2)] ?? Infinity, p90: times[Math.floor(times.length * 0.9)] ?? Infinity };
+    return {
+      median: times[Math.floor(times.length / 2)] ?? Infinity,
+      p90: times[Math.floor(times.length * 0.9)] ?? Infinity,
+    };
   }
 
   it("answers a full-size context (16k before, 16k after, 32k surrounding) far inside the 5 ms goal", () => {
@@ -258,7 +308,10 @@ describe("local engine: speed", () => {
   it("stays linear on highly repetitive text, where naive substring search goes quadratic", () => {
     const run = "0x00, ".repeat(1400);
     const before = `${run}0x01, ${run}`.slice(-TAB_LIMITS.activeTextBeforeCursor);
-    const ctx = context(before, { active_text_after_cursor: run.repeat(2).slice(0, 16_384), surrounding_context: run.repeat(4).slice(0, 32_768) });
+    const ctx = context(before, {
+      active_text_after_cursor: run.repeat(2).slice(0, 16_384),
+      surrounding_context: run.repeat(4).slice(0, 32_768),
+    });
     const { median } = timeCalls(Array.from({ length: 30 }, () => ctx));
     assert.ok(median < 5, `median ${median.toFixed(3)} ms`);
   });

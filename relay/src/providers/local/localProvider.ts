@@ -50,7 +50,12 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
 
   let text = "";
   const atIndentEnd = /(?:^|\n)[ \t]*$/.test(before.slice(-MAX_INDENT_CHARS));
-  const places = findPlaces({ before, after, surrounding }, Math.max(MIN_MATCH_CHARS, partial.length + 1), partial.length + 1, atIndentEnd);
+  const places = findPlaces(
+    { before, after, surrounding },
+    Math.max(MIN_MATCH_CHARS, partial.length + 1),
+    partial.length + 1,
+    atIndentEnd,
+  );
   if (places.length > 0) {
     const snippets = places.some((place) => place.source === "surrounding") ? new SnippetMap(surrounding) : undefined;
     const ownPaths = new Set([context.file_path, context.entity_id]);
@@ -65,7 +70,11 @@ export function predictContinuation(context: TabContext, maxTokens: number): str
         if (path !== undefined && !ownPaths.has(path)) weight *= OTHER_FILE;
       }
       if (renaming === undefined) return { text: source, start, end, weight };
-      const renamed = applyRenaming(source.slice(start, Math.min(end, start + MAX_RENAMED_CHARS)), renaming.from, renaming.to);
+      const renamed = applyRenaming(
+        source.slice(start, Math.min(end, start + MAX_RENAMED_CHARS)),
+        renaming.from,
+        renaming.to,
+      );
       return { text: renamed, start: 0, end: renamed.length, weight: weight * RENAMING_FACTOR };
     });
     const agreed = agree(continuations, Math.exp(EVIDENCE_RATE * DOUBT_CHARS));
@@ -176,7 +185,8 @@ function visibleAtEnd(text: string): (length: number) => number {
       }
       for (let k = counted + 1; k <= want; k++) {
         const code = text.charCodeAt(text.length - k);
-        visibleCounts[k] = (visibleCounts[k - 1] ?? 0) + (code === 32 || code === 9 || code === 10 || code === 13 ? 0 : 1);
+        visibleCounts[k] =
+          (visibleCounts[k - 1] ?? 0) + (code === 32 || code === 9 || code === 10 || code === 13 ? 0 : 1);
       }
       counted = want;
     }
@@ -189,7 +199,12 @@ function isIndentChar(code: number): boolean {
 }
 
 function finish(text: string, context: TabContext, maxTokens: number): string {
-  const stopped = stopForSurface(text, context.surface, context.active_text_before_cursor, context.active_text_after_cursor);
+  const stopped = stopForSurface(
+    text,
+    context.surface,
+    context.active_text_before_cursor,
+    context.active_text_after_cursor,
+  );
   return stopBeforeExistingText(limitLength(stopped, maxTokens), context.active_text_after_cursor ?? "");
 }
 

@@ -31,8 +31,14 @@ describe("findLongestEarlierMatch", () => {
   });
 
   it("uses the text after the cursor and the surrounding context when they hold a longer match", () => {
-    const fromAfter = findLongestEarlierMatch({ before: "...\nconfig.load(", after: "\n\nconfig.load(path, true);", surrounding: "load(x)" }, 3);
-    assert.deepEqual(fromAfter && { source: fromAfter.source, length: fromAfter.length }, { source: "after", length: "\nconfig.load(".length });
+    const fromAfter = findLongestEarlierMatch(
+      { before: "...\nconfig.load(", after: "\n\nconfig.load(path, true);", surrounding: "load(x)" },
+      3,
+    );
+    assert.deepEqual(fromAfter && { source: fromAfter.source, length: fromAfter.length }, {
+      source: "after",
+      length: "\nconfig.load(".length,
+    });
 
     const surrounding = "import { readFile } from 'node:fs';\nconst text = readFile(name, 'utf8');";
     const fromSurrounding = findLongestEarlierMatch({ before: "const text = readF", after: "", surrounding }, 3);
@@ -42,7 +48,10 @@ describe("findLongestEarlierMatch", () => {
   });
 
   it("prefers the text before the cursor over other sources on a tie", () => {
-    const match = findLongestEarlierMatch({ before: "call(one);\ncall(", after: "call(two);", surrounding: "call(three);" }, 3);
+    const match = findLongestEarlierMatch(
+      { before: "call(one);\ncall(", after: "call(two);", surrounding: "call(three);" },
+      3,
+    );
     assert.ok(match);
     assert.equal(match.source, "before");
   });

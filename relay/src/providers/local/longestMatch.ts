@@ -45,7 +45,9 @@ export function findLongestEarlierMatch(texts: MatchTexts, minLength: number): E
 export function findEarlierMatches(texts: MatchTexts, minLength: number, limit: number): EarlierMatch[] {
   if (limit <= 0) return [];
   const best = new TopScored<EarlierMatch>(limit);
-  forEachEarlierMatch(texts, minLength, (source, length, continuationStart) => best.offer(length, { source, length, continuationStart }));
+  forEachEarlierMatch(texts, minLength, (source, length, continuationStart) =>
+    best.offer(length, { source, length, continuationStart }),
+  );
   return best.items;
 }
 
@@ -87,7 +89,10 @@ export function forEachEarlierMatch(
   // In reversed `before`, position k is the occurrence ending k chars before the cursor: smaller k is nearer.
   for (let k = 1; k < n; k++) {
     const length = z[k] ?? 0;
-    if (length >= least || (length >= fewest && k + length < n && isWordCode(codes[length] ?? 0) && isWordCode(codes[k + length] ?? 0))) {
+    if (
+      length >= least ||
+      (length >= fewest && k + length < n && isWordCode(codes[length] ?? 0) && isWordCode(codes[k + length] ?? 0))
+    ) {
       visit("before", length, n - k);
     }
   }
@@ -96,14 +101,23 @@ export function forEachEarlierMatch(
   for (let k = after.length - 1; k >= 0; k--) {
     const at = afterStart + k;
     const length = z[at] ?? 0;
-    if (length >= least || (length >= fewest && at + length < afterEnd && isWordCode(codes[length] ?? 0) && isWordCode(codes[at + length] ?? 0))) {
+    if (
+      length >= least ||
+      (length >= fewest &&
+        at + length < afterEnd &&
+        isWordCode(codes[length] ?? 0) &&
+        isWordCode(codes[at + length] ?? 0))
+    ) {
       visit("after", length, after.length - k);
     }
   }
   for (let k = 0; k < surrounding.length; k++) {
     const at = surroundingStart + k;
     const length = z[at] ?? 0;
-    if (length >= least || (length >= fewest && at + length < total && isWordCode(codes[length] ?? 0) && isWordCode(codes[at + length] ?? 0))) {
+    if (
+      length >= least ||
+      (length >= fewest && at + length < total && isWordCode(codes[length] ?? 0) && isWordCode(codes[at + length] ?? 0))
+    ) {
       visit("surrounding", length, surrounding.length - k);
     }
   }
@@ -111,7 +125,14 @@ export function forEachEarlierMatch(
 
 /** Letters, digits, `_`, `$`, and any code beyond ASCII (checked exactly where it matters, in analogy.ts). */
 function isWordCode(code: number): boolean {
-  return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 || code === 36 || code > 127;
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 48 && code <= 57) ||
+    code === 95 ||
+    code === 36 ||
+    code > 127
+  );
 }
 
 /** The `limit` items offered with the highest scores, highest first; an equal later offer never displaces an earlier one. */

@@ -20,7 +20,10 @@ describe("SnippetMap", () => {
 
   it("ends a snippet before the next header's line, or at the limit, whichever comes first", () => {
     const from = surrounding.indexOf("alpha");
-    assert.equal(surrounding.slice(from, map.end(from, surrounding.length)), "alpha();\n --- file: fake.ts ---\nmore();");
+    assert.equal(
+      surrounding.slice(from, map.end(from, surrounding.length)),
+      "alpha();\n --- file: fake.ts ---\nmore();",
+    );
     assert.equal(map.end(from, from + 5), from + 5);
     const last = surrounding.indexOf("beta");
     assert.equal(surrounding.slice(last, map.end(last, 10_000)), "beta();\n");

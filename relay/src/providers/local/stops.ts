@@ -117,7 +117,7 @@ function commonPrefixLength(a: string, b: string): number {
 }
 
 function firstNonBlankLine(text: string): string {
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     const newline = text.indexOf("\n", start);
     const line = text.slice(start, newline < 0 ? text.length : newline).trim();
     if (line !== "" || newline < 0) return line;

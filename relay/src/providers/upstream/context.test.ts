@@ -4,7 +4,14 @@ import { type TabContext, formatSnippets } from "@tab-relay/shared";
 import { CONTEXT_MAX_CHARS, contextSnippets } from "./context";
 
 function context(surrounding_context: string | undefined): TabContext {
-  return { surface: "code", workspace_slug: "acme", entity_id: "e", document_type: "plaintext", active_text_before_cursor: "x", ...(surrounding_context === undefined ? {} : { surrounding_context }) };
+  return {
+    surface: "code",
+    workspace_slug: "acme",
+    entity_id: "e",
+    document_type: "plaintext",
+    active_text_before_cursor: "x",
+    ...(surrounding_context === undefined ? {} : { surrounding_context }),
+  };
 }
 
 const lines = (name: string, count: number) => Array.from({ length: count }, (_, i) => `${name} line ${i}`).join("\n");

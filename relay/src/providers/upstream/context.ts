@@ -32,7 +32,12 @@ export function contextSnippets(context: TabContext, budget = CONTEXT_MAX_CHARS)
       continue;
     }
     const room = left - (snippet.path?.length ?? 0) - 1;
-    const text = room < MIN_PARTIAL_CHARS ? "" : snippet.path === undefined ? clipStart(snippet.text, room) : clipEnd(snippet.text, room);
+    const text =
+      room < MIN_PARTIAL_CHARS
+        ? ""
+        : snippet.path === undefined
+          ? clipStart(snippet.text, room)
+          : clipEnd(snippet.text, room);
     if (text.trim() !== "") kept.push(snippet.path === undefined ? { text } : { path: snippet.path, text });
     break;
   }
@@ -99,7 +104,11 @@ function namesOf(path: string | undefined): (string | undefined)[] {
  * The comment syntax of a file: from its path, else from the language and path of the file being edited,
  * else `//` (C, Java, JavaScript, TypeScript, Go, Rust, Swift, Kotlin, C#, PHP and most others).
  */
-export function commentStyle(language: string | undefined, filePath: string | undefined, otherPath?: string): CommentStyle {
+export function commentStyle(
+  language: string | undefined,
+  filePath: string | undefined,
+  otherPath?: string,
+): CommentStyle {
   for (const name of [...namesOf(otherPath), language?.toLowerCase(), ...namesOf(filePath)]) {
     const style = styleOf(name);
     if (style) return style;

@@ -8,10 +8,13 @@ import type { Hint } from "./modes/mode";
  */
 const NO_ROUTE: Record<UpstreamApi, string> = {
   chat: "this server has no /chat/completions route: set TAB_RELAY_UPSTREAM_API=fim or suffix, and check that TAB_RELAY_UPSTREAM_URL ends in /v1",
-  suffix: "this server has no /completions route (a chat-only API?): set TAB_RELAY_UPSTREAM_API=chat, and check that TAB_RELAY_UPSTREAM_URL ends in /v1",
+  suffix:
+    "this server has no /completions route (a chat-only API?): set TAB_RELAY_UPSTREAM_API=chat, and check that TAB_RELAY_UPSTREAM_URL ends in /v1",
   fim: "this server has no /completions route (a chat-only API?): set TAB_RELAY_UPSTREAM_API=chat, and check that TAB_RELAY_UPSTREAM_URL ends in /v1",
-  infill: "this server has no /infill route, which only llama.cpp's llama-server has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
-  "mistral-fim": "this server has no /fim/completions route, which Mistral's API has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
+  infill:
+    "this server has no /infill route, which only llama.cpp's llama-server has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
+  "mistral-fim":
+    "this server has no /fim/completions route, which Mistral's API has: for another server set TAB_RELAY_UPSTREAM_API=fim or suffix",
 };
 
 /**
@@ -28,14 +31,23 @@ const NO_ROUTE: Record<UpstreamApi, string> = {
 export function hintFor(api: UpstreamApi, status: number, message: string, model: string): Hint | undefined {
   if (api === "suffix" && (status === 400 || status === 422 || status === 500) && /\bsuffix\b/i.test(message)) {
     return /unsupported param/i.test(message)
-      ? { key: "no-suffix-llamacpp", text: "this server does not take `suffix` (llama.cpp): set TAB_RELAY_UPSTREAM_API=infill (llama.cpp's /infill), or fim" }
+      ? {
+          key: "no-suffix-llamacpp",
+          text: "this server does not take `suffix` (llama.cpp): set TAB_RELAY_UPSTREAM_API=infill (llama.cpp's /infill), or fim",
+        }
       : { key: "no-suffix", text: "this server does not take `suffix`: set TAB_RELAY_UPSTREAM_API=fim" };
   }
   if (api === "infill" && status === 501) {
-    return { key: "no-fim-tokens", text: "the model has no fill-in-the-middle tokens (llama.cpp cannot infill with it): load a FIM model, or set TAB_RELAY_UPSTREAM_API=chat" };
+    return {
+      key: "no-fim-tokens",
+      text: "the model has no fill-in-the-middle tokens (llama.cpp cannot infill with it): load a FIM model, or set TAB_RELAY_UPSTREAM_API=chat",
+    };
   }
   if (status === 404 && /\bmodel\b/i.test(message)) {
-    return { key: "unknown-model", text: `the server does not serve the model "${model}": check TAB_RELAY_UPSTREAM_MODEL against its GET /v1/models` };
+    return {
+      key: "unknown-model",
+      text: `the server does not serve the model "${model}": check TAB_RELAY_UPSTREAM_MODEL against its GET /v1/models`,
+    };
   }
   if (status === 404 || status === 405) return { key: "no-route", text: NO_ROUTE[api] };
   return undefined;

@@ -12,7 +12,16 @@ export { createUpstreamProvider, type UpstreamProviderOptions } from "./provider
 export { buildChatMessages, buildSuffixPrompt, CURSOR_MARKER, type ChatMessage, type SuffixPrompt } from "./prompts";
 export { DEFAULT_INFILL_MAX_PREDICT_MS, infillUrl } from "./modes/infill";
 export { joinUrl, type UpstreamMode } from "./modes/mode";
-export { FIM_FAMILIES, type FimFamily, type FimTemplate, customTemplate, customTemplateProblems, familyForModel, fimTemplate, isFimFamily } from "./templates";
+export {
+  FIM_FAMILIES,
+  type FimFamily,
+  type FimTemplate,
+  customTemplate,
+  customTemplateProblems,
+  familyForModel,
+  fimTemplate,
+  isFimFamily,
+} from "./templates";
 
 export interface ModeSettings {
   api: UpstreamApi;

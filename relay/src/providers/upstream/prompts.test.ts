@@ -42,7 +42,11 @@ describe("buildSuffixPrompt", () => {
   });
 
   test("code gets a path header in the language's line-comment syntax", () => {
-    assert.ok(buildSuffixPrompt(context({ file_path: "src/math.ts", code_language: "typescript" })).prompt.startsWith("// Path: src/math.ts\nfunction add"));
+    assert.ok(
+      buildSuffixPrompt(context({ file_path: "src/math.ts", code_language: "typescript" })).prompt.startsWith(
+        "// Path: src/math.ts\nfunction add",
+      ),
+    );
     assert.ok(buildSuffixPrompt(context({ file_path: "app/main.py" })).prompt.startsWith("# Path: app/main.py\n"));
     assert.ok(buildSuffixPrompt(context({ code_language: "sql" })).prompt.startsWith("-- Language: sql\n"));
   });
@@ -53,15 +57,25 @@ describe("buildSuffixPrompt", () => {
   });
 
   test("surrounding context goes into the header, one commented line per context line", () => {
-    const { prompt } = buildSuffixPrompt(context({ code_language: "typescript", surrounding_context: "import { sum } from './sum';\nconst x = 1;" }));
-    assert.ok(prompt.startsWith("// Language: typescript\n// Context:\n// import { sum } from './sum';\n// const x = 1;\nfunction add"), prompt);
+    const { prompt } = buildSuffixPrompt(
+      context({ code_language: "typescript", surrounding_context: "import { sum } from './sum';\nconst x = 1;" }),
+    );
+    assert.ok(
+      prompt.startsWith(
+        "// Language: typescript\n// Context:\n// import { sum } from './sum';\n// const x = 1;\nfunction add",
+      ),
+      prompt,
+    );
   });
 
   test("long free-form surrounding context is cut to its most recent lines", () => {
     const lines = Array.from({ length: 2_000 }, (_, i) => `line ${i}`);
     const { prompt } = buildSuffixPrompt(context({ surrounding_context: lines.join("\n") }));
     const header = prompt.slice(0, prompt.indexOf("function add"));
-    const kept = header.split("\n").filter((line) => line.startsWith("// line ")).map((line) => line.slice(3));
+    const kept = header
+      .split("\n")
+      .filter((line) => line.startsWith("// line "))
+      .map((line) => line.slice(3));
     assert.ok(kept.join("\n").length <= CONTEXT_MAX_CHARS, `kept ${kept.join("\n").length} chars`);
     assert.ok(kept.length > 100, "a useful amount is kept");
     assert.equal(kept.at(-1), "line 1999");
@@ -82,12 +96,21 @@ describe("buildSuffixPrompt", () => {
   });
 
   test("prose surfaces get a plain title header separated by a blank line", () => {
-    const { prompt } = buildSuffixPrompt(context({ surface: "notes", note_title: "Groceries", active_text_before_cursor: "- eggs\n- " }));
+    const { prompt } = buildSuffixPrompt(
+      context({ surface: "notes", note_title: "Groceries", active_text_before_cursor: "- eggs\n- " }),
+    );
     assert.equal(prompt, "Note: Groceries\n\n- eggs\n- ");
   });
 
   test("markdown prose surfaces get an HTML comment header", () => {
-    const { prompt } = buildSuffixPrompt(context({ surface: "docs", document_type: "markdown", document_title: "Design", active_text_before_cursor: "# Goals\n" }));
+    const { prompt } = buildSuffixPrompt(
+      context({
+        surface: "docs",
+        document_type: "markdown",
+        document_title: "Design",
+        active_text_before_cursor: "# Goals\n",
+      }),
+    );
     assert.equal(prompt, "<!--\nDocument: Design\n-->\n# Goals\n");
   });
 
@@ -107,7 +130,11 @@ describe("buildChatMessages", () => {
   test("the user message holds the text with the cursor marker between before and after", () => {
     const { user } = chat();
     assert.ok(user.includes(`function add(a, b) {\n  return ${CURSOR_MARKER}\n}\n`));
-    assert.equal(user.split(CURSOR_MARKER).length - 1, 2, "the text and the closing instruction each name the marker once");
+    assert.equal(
+      user.split(CURSOR_MARKER).length - 1,
+      2,
+      "the text and the closing instruction each name the marker once",
+    );
   });
 
   test("the system message asks for only the inserted text: no fences, no explanation", () => {
@@ -144,7 +171,10 @@ describe("buildChatMessages", () => {
   });
 
   test("surface names are matched without regard to case", () => {
-    assert.equal(surfaceInstructions(context({ surface: "Notes" })), surfaceInstructions(context({ surface: "notes" })));
+    assert.equal(
+      surfaceInstructions(context({ surface: "Notes" })),
+      surfaceInstructions(context({ surface: "notes" })),
+    );
   });
 
   test("custom surfaces get generic instructions that name them", () => {
@@ -156,7 +186,12 @@ describe("buildChatMessages", () => {
   });
 
   test("document type, title and block kind reach the instructions of prose surfaces", () => {
-    const markdown = chat({ surface: "email", document_type: "markdown", document_title: "Offer", block_kind: "bulleted-list" }).system;
+    const markdown = chat({
+      surface: "email",
+      document_type: "markdown",
+      document_title: "Offer",
+      block_kind: "bulleted-list",
+    }).system;
     assert.match(markdown, /Markdown; keep its Markdown syntax/);
     assert.match(markdown, /titled "Offer"/);
     assert.match(markdown, /"bulleted-list" block/);

@@ -32,7 +32,10 @@ export const MID_LINE_STOP: readonly string[] = ["\n"];
  * its tokens; context from other files goes into a header commented in the file's own syntax, which a FIM base
  * model reads as part of the file.
  */
-export function buildSuffixPrompt(context: TabContext, snippets: readonly ContextSnippet[] = contextSnippets(context)): SuffixPrompt {
+export function buildSuffixPrompt(
+  context: TabContext,
+  snippets: readonly ContextSnippet[] = contextSnippets(context),
+): SuffixPrompt {
   const header = headerLines(context, snippets);
   const prefix = header.length === 0 ? "" : `${asComment(header, context)}\n`;
   const suffix = context.active_text_after_cursor ?? "";
@@ -42,7 +45,10 @@ export function buildSuffixPrompt(context: TabContext, snippets: readonly Contex
 }
 
 /** System and user messages asking a chat model to fill the hole at the cursor, with instructions for the surface. */
-export function buildChatMessages(context: TabContext, snippets: readonly ContextSnippet[] = contextSnippets(context)): ChatMessage[] {
+export function buildChatMessages(
+  context: TabContext,
+  snippets: readonly ContextSnippet[] = contextSnippets(context),
+): ChatMessage[] {
   const system = [
     "You are an inline completion engine inside an editor. The user's text contains the marker " +
       `${CURSOR_MARKER} where the cursor is. Predict the text the user is most likely to type next at the cursor.`,
@@ -118,11 +124,16 @@ function detailLines(context: TabContext): string[] {
         ? "The text is Markdown; keep its Markdown syntax consistent."
         : "The text is plain text; do not add Markdown formatting.",
     );
-    if (context.document_title && knownSurface(context.surface) !== "docs" && knownSurface(context.surface) !== "notes") {
+    if (
+      context.document_title &&
+      knownSurface(context.surface) !== "docs" &&
+      knownSurface(context.surface) !== "notes"
+    ) {
       lines.push(`The document is titled "${context.document_title}".`);
     }
   }
-  if (context.block_kind) lines.push(`The cursor is in a "${context.block_kind}" block; write what belongs in such a block.`);
+  if (context.block_kind)
+    lines.push(`The cursor is in a "${context.block_kind}" block; write what belongs in such a block.`);
   if (isMidLine(context.active_text_after_cursor ?? "")) {
     lines.push("The cursor is in the middle of a line: complete only up to the text that follows it on that line.");
   }
@@ -169,7 +180,10 @@ function headerLines(context: TabContext, snippets: readonly ContextSnippet[]): 
     lines.push(title ? `${kind}: ${title}` : kind);
   }
   for (const snippet of snippets) {
-    lines.push(snippet.path === undefined ? "Context:" : `Related code from ${snippet.path}:`, ...snippet.text.split(/\r?\n/));
+    lines.push(
+      snippet.path === undefined ? "Context:" : `Related code from ${snippet.path}:`,
+      ...snippet.text.split(/\r?\n/),
+    );
   }
   return lines;
 }
@@ -184,7 +198,8 @@ const SURFACE_NOUNS: Record<Exclude<KnownSurface, "code">, string> = {
 
 /** Comments the header in the language's own syntax, so a code model reads it as part of the file. */
 function asComment(lines: string[], context: TabContext): string {
-  if (knownSurface(context.surface) === "code") return commentBlock(lines, commentStyle(context.code_language, context.file_path));
+  if (knownSurface(context.surface) === "code")
+    return commentBlock(lines, commentStyle(context.code_language, context.file_path));
   if (context.document_type === "markdown") return commentBlock(lines, { open: "<!--", close: "-->" });
   return `${lines.join("\n")}\n`;
 }

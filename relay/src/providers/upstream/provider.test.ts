@@ -13,7 +13,10 @@ import { createUpstreamProvider } from "./provider";
 
 const API_KEY = "sk-test-0123456789abcdef";
 
-function input(overrides: Partial<TabContext> = {}, settings: Partial<Omit<CompletionInput, "context">> = {}): CompletionInput {
+function input(
+  overrides: Partial<TabContext> = {},
+  settings: Partial<Omit<CompletionInput, "context">> = {},
+): CompletionInput {
   return {
     context: {
       surface: "code",
@@ -30,7 +33,13 @@ function input(overrides: Partial<TabContext> = {}, settings: Partial<Omit<Compl
   };
 }
 
-async function collect(provider: ModelProvider, request = input(), signal = new AbortController().signal, fragments: string[] = [], onFragment?: () => void): Promise<string[]> {
+async function collect(
+  provider: ModelProvider,
+  request = input(),
+  signal = new AbortController().signal,
+  fragments: string[] = [],
+  onFragment?: () => void,
+): Promise<string[]> {
   await provider.complete(request, signal, (fragment) => {
     fragments.push(fragment);
     onFragment?.();
@@ -57,7 +66,13 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream = await startUpstreamStandIn();
     provider = ({ apiKey, timeoutMs = 1000, ...settings } = {}) =>
       createUpstreamProvider({
-        mode: upstreamMode({ api: "suffix", baseUrl: upstream.url, model: "coder-7b", infillMaxPredictMs: 500, ...settings }),
+        mode: upstreamMode({
+          api: "suffix",
+          baseUrl: upstream.url,
+          model: "coder-7b",
+          infillMaxPredictMs: 500,
+          ...settings,
+        }),
         model: "coder-7b",
         post,
         timeoutMs,
@@ -100,13 +115,26 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   test("chat API: streams delta contents, sending surface instructions, limits, temperature and the bearer key", async () => {
     upstream.enqueue({ kind: "reply", text: ["Thanks, ", "I'll look", " today."], chunkDelayMs: 30 });
     const chat = provider({ api: "chat", apiKey: API_KEY });
-    const fragments = await collect(chat, input({ surface: "messages", active_text_before_cursor: "Sure! ", active_text_after_cursor: "" }, { temperature: 0.5, maxTokens: 100 }));
+    const fragments = await collect(
+      chat,
+      input(
+        { surface: "messages", active_text_before_cursor: "Sure! ", active_text_after_cursor: "" },
+        { temperature: 0.5, maxTokens: 100 },
+      ),
+    );
     assert.deepEqual(fragments, ["Thanks, ", "I'll look", " today."], "the empty role chunk yields nothing");
 
     const sent = upstream.requests.at(-1);
     assert.equal(sent?.path, "/v1/chat/completions");
     assert.equal(sent?.headers["authorization"], `Bearer ${API_KEY}`);
-    const body = sent?.body as { model: string; stream: boolean; max_tokens: number; temperature: number; messages: Array<{ role: string; content: string }>; prompt?: unknown };
+    const body = sent?.body as {
+      model: string;
+      stream: boolean;
+      max_tokens: number;
+      temperature: number;
+      messages: Array<{ role: string; content: string }>;
+      prompt?: unknown;
+    };
     assert.equal(body.model, "coder-7b");
     assert.equal(body.stream, true);
     assert.equal(body.max_tokens, 100);
@@ -140,8 +168,15 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   });
 
   test("an upstream 500 is UPSTREAM_ERROR with the status and an excerpt, the key redacted", async () => {
-    upstream.enqueue({ kind: "error", status: 500, body: { error: { message: `model crashed while using ${API_KEY}` } } });
-    await assert.rejects(collect(provider({ apiKey: API_KEY })), isRelayError("UPSTREAM_ERROR", /^Upstream answered 500: model crashed while using \[redacted\]$/));
+    upstream.enqueue({
+      kind: "error",
+      status: 500,
+      body: { error: { message: `model crashed while using ${API_KEY}` } },
+    });
+    await assert.rejects(
+      collect(provider({ apiKey: API_KEY })),
+      isRelayError("UPSTREAM_ERROR", /^Upstream answered 500: model crashed while using \[redacted\]$/),
+    );
   });
 
   test("a long plain-text error body is cut to a short excerpt", async () => {
@@ -170,13 +205,21 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   test("headers followed by silence are UPSTREAM_TIMEOUT after timeoutMs", async () => {
     upstream.enqueue({ kind: "reply", text: "late", firstChunkDelayMs: 1000 });
     const started = performance.now();
-    await assert.rejects(collect(provider({ timeoutMs: 150 })), isRelayError("UPSTREAM_TIMEOUT", /no data within 150 ms/));
+    await assert.rejects(
+      collect(provider({ timeoutMs: 150 })),
+      isRelayError("UPSTREAM_TIMEOUT", /no data within 150 ms/),
+    );
     assert.ok(performance.now() - started < 800);
     await upstream.waitForClientDisconnect(undefined, 1000);
   });
 
   test("a stream whose chunks keep coming within timeoutMs is fine however long it takes", async () => {
-    upstream.enqueue({ kind: "reply", text: ["slow", " but", " fine", "!"], firstChunkDelayMs: 100, chunkDelayMs: 100 });
+    upstream.enqueue({
+      kind: "reply",
+      text: ["slow", " but", " fine", "!"],
+      firstChunkDelayMs: 100,
+      chunkDelayMs: 100,
+    });
     assert.equal((await collect(provider({ timeoutMs: 250 }))).join(""), "slow but fine!");
   });
 
@@ -184,7 +227,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({ kind: "reply", text: ["a +", " b", ";"], chunkDelayMs: 2000 });
     const fragments: string[] = [];
     const started = performance.now();
-    await assert.rejects(collect(provider({ timeoutMs: 200 }), input(), undefined, fragments), isRelayError("UPSTREAM_TIMEOUT", /silent for 200 ms/));
+    await assert.rejects(
+      collect(provider({ timeoutMs: 200 }), input(), undefined, fragments),
+      isRelayError("UPSTREAM_TIMEOUT", /silent for 200 ms/),
+    );
     assert.deepEqual(fragments, ["a +"]);
     assert.ok(performance.now() - started < 1500);
     await upstream.waitForClientDisconnect(undefined, 1000);
@@ -207,7 +253,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    await assert.rejects(collect(provider({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: API_KEY })), isRelayError("UPSTREAM_ERROR", /ECONNREFUSED/));
+    await assert.rejects(
+      collect(provider({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: API_KEY })),
+      isRelayError("UPSTREAM_ERROR", /ECONNREFUSED/),
+    );
   });
 
   test("malformed stream data is UPSTREAM_ERROR", async () => {
@@ -216,7 +265,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
   });
 
   test("an error object sent mid-stream is UPSTREAM_ERROR carrying its message", async () => {
-    upstream.enqueue({ kind: "raw", body: 'data: {"choices":[{"index":0,"text":"a"}]}\n\ndata: {"error":{"message":"out of memory"}}\n\n' });
+    upstream.enqueue({
+      kind: "raw",
+      body: 'data: {"choices":[{"index":0,"text":"a"}]}\n\ndata: {"error":{"message":"out of memory"}}\n\n',
+    });
     await assert.rejects(collect(provider()), isRelayError("UPSTREAM_ERROR", /out of memory/));
   });
 
@@ -234,7 +286,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     upstream.enqueue({
       kind: "raw",
       contentType: "application/json",
-      body: JSON.stringify({ object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "whole answer" }, finish_reason: "stop" }] }),
+      body: JSON.stringify({
+        object: "chat.completion",
+        choices: [{ index: 0, message: { role: "assistant", content: "whole answer" }, finish_reason: "stop" }],
+      }),
     });
     assert.deepEqual(await collect(provider({ api: "chat" })), ["whole answer"]);
   });
@@ -272,7 +327,10 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     const seen = upstream.requests.length;
     const controller = new AbortController();
     controller.abort();
-    await assert.rejects(collect(provider(), input(), controller.signal), (error: unknown) => error === controller.signal.reason);
+    await assert.rejects(
+      collect(provider(), input(), controller.signal),
+      (error: unknown) => error === controller.signal.reason,
+    );
     assert.equal(upstream.requests.length, seen);
   });
 
@@ -292,7 +350,10 @@ describe("joinUrl", () => {
   test("joins with exactly one slash whether or not the base ends with one", () => {
     assert.equal(joinUrl("http://127.0.0.1:11434/v1", "completions"), "http://127.0.0.1:11434/v1/completions");
     assert.equal(joinUrl("http://127.0.0.1:11434/v1/", "completions"), "http://127.0.0.1:11434/v1/completions");
-    assert.equal(joinUrl("http://127.0.0.1:11434/v1//", "/chat/completions"), "http://127.0.0.1:11434/v1/chat/completions");
+    assert.equal(
+      joinUrl("http://127.0.0.1:11434/v1//", "/chat/completions"),
+      "http://127.0.0.1:11434/v1/chat/completions",
+    );
   });
 
   test("keeps a deeper base path and works without one", () => {

@@ -57,7 +57,9 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
         return new RelayError("UPSTREAM_TIMEOUT", message);
       }
       if (error instanceof RelayError) return error;
-      return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, { cause: error });
+      return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, {
+        cause: error,
+      });
     };
     /** The text of a parsed event or answer; looks once for a sign that the server is the wrong kind. */
     const textOfJson = (json: unknown): string => {
@@ -83,7 +85,10 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
       const hint = hintFor(mode.api, response.status, excerpt, options.model);
       if (hint) logHint(hint, { status: response.status, upstream_message: excerpt });
       const said = `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`;
-      throw new RelayError("UPSTREAM_ERROR", hint ? `${said}${/[.!?]$/.test(said) ? "" : "."} Hint: ${hint.text}` : said);
+      throw new RelayError(
+        "UPSTREAM_ERROR",
+        hint ? `${said}${/[.!?]$/.test(said) ? "" : "."} Hint: ${hint.text}` : said,
+      );
     }
     try {
       if (/^application\/json/i.test(response.contentType)) {
@@ -107,7 +112,10 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
         const json = parseJson(event.data);
         const upstreamError = streamErrorMessage(json);
         if (event.event === "error" || upstreamError !== undefined) {
-          throw new RelayError("UPSTREAM_ERROR", `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`);
+          throw new RelayError(
+            "UPSTREAM_ERROR",
+            `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`,
+          );
         }
         sawData = true;
         if (mode.isLast?.(json)) finished = true;

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type ContextSnippet, type TabContext, formatSnippets } from "@tab-relay/shared";
 import { fimPrompt } from "./modes/fim";
-import { FIM_FAMILIES, type FimFamily, customTemplate, customTemplateProblems, familyForModel, fimTemplate } from "./templates";
+import {
+  FIM_FAMILIES,
+  type FimFamily,
+  customTemplate,
+  customTemplateProblems,
+  familyForModel,
+  fimTemplate,
+} from "./templates";
 
 const PREFIX = "def add(a, b):\n    return ";
 const SUFFIX = "\n\nprint(add(1, 2))\n";
@@ -25,7 +32,8 @@ function context(overrides: Partial<TabContext> = {}): TabContext {
   };
 }
 
-const withSnippets = (overrides: Partial<TabContext> = {}) => context({ surrounding_context: formatSnippets(SNIPPETS), ...overrides });
+const withSnippets = (overrides: Partial<TabContext> = {}) =>
+  context({ surrounding_context: formatSnippets(SNIPPETS), ...overrides });
 
 describe("picking the FIM family from the model name", () => {
   const cases: [string, FimFamily | undefined][] = [
@@ -65,7 +73,17 @@ describe("built-in FIM templates: exact prompt bytes", () => {
       withContext:
         "<|repo_name|>acme\n<|file_sep|>lib/util.py\ndef double(x):\n    return 2 * x\n<|file_sep|>web/style.css\nbody { margin: 0; }\n" +
         `<|file_sep|>app/main.py\n<|fim_prefix|>${PREFIX}<|fim_suffix|>${SUFFIX}<|fim_middle|>`,
-      stops: ["<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_pad|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|im_start|>", "<|im_end|>"],
+      stops: [
+        "<|endoftext|>",
+        "<|file_sep|>",
+        "<|fim_prefix|>",
+        "<|fim_pad|>",
+        "<|fim_suffix|>",
+        "<|fim_middle|>",
+        "<|repo_name|>",
+        "<|im_start|>",
+        "<|im_end|>",
+      ],
     },
     starcoder2: {
       plain: `<fim_prefix>${PREFIX}<fim_suffix>${SUFFIX}<fim_middle>`,
@@ -109,21 +127,43 @@ describe("built-in FIM templates: exact prompt bytes", () => {
   }
 
   test("DeepSeek's tokens are the full-width bar U+FF5C (EF BD 9C) and U+2581 (E2 96 81), byte for byte", () => {
-    const prompt = fimPrompt(fimTemplate("deepseek-coder"), context({ active_text_before_cursor: "a", active_text_after_cursor: "b" }));
+    const prompt = fimPrompt(
+      fimTemplate("deepseek-coder"),
+      context({ active_text_before_cursor: "a", active_text_after_cursor: "b" }),
+    );
     const ascii = (text: string) => Buffer.from(text, "latin1").toString("hex");
     const token = (word: string) => `3c${"efbd9c"}${ascii("fim")}${"e29681"}${ascii(word)}${"efbd9c"}3e`;
-    assert.equal(Buffer.from(prompt, "utf8").toString("hex"), `${token("begin")}${ascii("a")}${token("hole")}${ascii("b")}${token("end")}`);
+    assert.equal(
+      Buffer.from(prompt, "utf8").toString("hex"),
+      `${token("begin")}${ascii("a")}${token("hole")}${ascii("b")}${token("end")}`,
+    );
   });
 
   test("snippets without a path and a file without one get stand-in names, or comment lines", () => {
     const loose = context({ file_path: undefined, surrounding_context: "free text\nmore" });
-    assert.equal(fimPrompt(fimTemplate("qwen-coder"), loose), `<|repo_name|>acme\n<|file_sep|>context\nfree text\nmore\n<|file_sep|>untitled\n<|fim_prefix|>${PREFIX}<|fim_suffix|>${SUFFIX}<|fim_middle|>`);
-    assert.equal(fimPrompt(fimTemplate("deepseek-coder"), loose), `<｜fim▁begin｜># free text\n# more\n\n\n# untitled\n${PREFIX}<｜fim▁hole｜>${SUFFIX}<｜fim▁end｜>`);
+    assert.equal(
+      fimPrompt(fimTemplate("qwen-coder"), loose),
+      `<|repo_name|>acme\n<|file_sep|>context\nfree text\nmore\n<|file_sep|>untitled\n<|fim_prefix|>${PREFIX}<|fim_suffix|>${SUFFIX}<|fim_middle|>`,
+    );
+    assert.equal(
+      fimPrompt(fimTemplate("deepseek-coder"), loose),
+      `<｜fim▁begin｜># free text\n# more\n\n\n# untitled\n${PREFIX}<｜fim▁hole｜>${SUFFIX}<｜fim▁end｜>`,
+    );
   });
 
   test("the path comment of a snippet follows its own language, else the edited file's", () => {
-    const ts = context({ file_path: "src/app.ts", code_language: "typescript", surrounding_context: formatSnippets([{ path: "README", text: "hello" }, { path: "q.sql", text: "select 1" }]) });
-    assert.equal(fimPrompt(fimTemplate("codegemma"), ts).split("<|fim_suffix|>")[0], `<|fim_prefix|>// README\nhello\n\n\n-- q.sql\nselect 1\n\n\n// src/app.ts\n${PREFIX}`);
+    const ts = context({
+      file_path: "src/app.ts",
+      code_language: "typescript",
+      surrounding_context: formatSnippets([
+        { path: "README", text: "hello" },
+        { path: "q.sql", text: "select 1" },
+      ]),
+    });
+    assert.equal(
+      fimPrompt(fimTemplate("codegemma"), ts).split("<|fim_suffix|>")[0],
+      `<|fim_prefix|>// README\nhello\n\n\n-- q.sql\nselect 1\n\n\n// src/app.ts\n${PREFIX}`,
+    );
   });
 });
 
@@ -131,7 +171,10 @@ describe("custom FIM templates", () => {
   test("fill {prefix}, {suffix} and {context}, and stop on their own control tokens", () => {
     const template = customTemplate("<fim_prefix>{context}{prefix}<fim_suffix>{suffix}<fim_middle>");
     assert.equal(fimPrompt(template, context()), `<fim_prefix>${PREFIX}<fim_suffix>${SUFFIX}<fim_middle>`);
-    assert.equal(fimPrompt(template, withSnippets()), `<fim_prefix># lib/util.py\ndef double(x):\n    return 2 * x\n\n\n/* web/style.css */\nbody { margin: 0; }\n\n\n# app/main.py\n${PREFIX}<fim_suffix>${SUFFIX}<fim_middle>`);
+    assert.equal(
+      fimPrompt(template, withSnippets()),
+      `<fim_prefix># lib/util.py\ndef double(x):\n    return 2 * x\n\n\n/* web/style.css */\nbody { margin: 0; }\n\n\n# app/main.py\n${PREFIX}<fim_suffix>${SUFFIX}<fim_middle>`,
+    );
     assert.deepEqual(template.stops, ["<fim_prefix>", "<fim_suffix>", "<fim_middle>"]);
   });
 
@@ -141,12 +184,18 @@ describe("custom FIM templates", () => {
   });
 
   test("text in the prefix that reads like a placeholder is left alone", () => {
-    const prompt = fimPrompt(customTemplate("<P>{prefix}<S>{suffix}<M>"), context({ active_text_before_cursor: 'f"{suffix}{prefix}"', active_text_after_cursor: "" }));
+    const prompt = fimPrompt(
+      customTemplate("<P>{prefix}<S>{suffix}<M>"),
+      context({ active_text_before_cursor: 'f"{suffix}{prefix}"', active_text_after_cursor: "" }),
+    );
     assert.equal(prompt, '<P>f"{suffix}{prefix}"<S><M>');
   });
 
   test("problems: no {prefix}, unknown placeholders", () => {
     assert.deepEqual(customTemplateProblems("<P>{prefix}<S>{suffix}<M>"), []);
-    assert.deepEqual(customTemplateProblems("{suffix}{prompt}{}"), ["a custom template must contain {prefix}", "unknown placeholders {prompt}, {} (known: {prefix}, {suffix}, {context})"]);
+    assert.deepEqual(customTemplateProblems("{suffix}{prompt}{}"), [
+      "a custom template must contain {prefix}",
+      "unknown placeholders {prompt}, {} (known: {prefix}, {suffix}, {context})",
+    ]);
   });
 });

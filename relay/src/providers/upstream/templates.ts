@@ -8,7 +8,14 @@ import { UNNAMED_FILE, UNNAMED_SNIPPET, pathCommentContext } from "./context";
  * source confirms, and there the choice is the conservative one.
  */
 
-export const FIM_FAMILIES = ["qwen-coder", "starcoder2", "codellama", "deepseek-coder", "codestral", "codegemma"] as const;
+export const FIM_FAMILIES = [
+  "qwen-coder",
+  "starcoder2",
+  "codellama",
+  "deepseek-coder",
+  "codestral",
+  "codegemma",
+] as const;
 export type FimFamily = (typeof FIM_FAMILIES)[number];
 
 export interface FimInput {
@@ -50,7 +57,17 @@ const qwenCoder: FimTemplate = {
     for (const snippet of snippets) out += `<|file_sep|>${snippet.path ?? UNNAMED_SNIPPET}\n${snippet.text}\n`;
     return `${out}<|file_sep|>${context.file_path ?? UNNAMED_FILE}\n${fim}`;
   },
-  stops: ["<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_pad|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|im_start|>", "<|im_end|>"],
+  stops: [
+    "<|endoftext|>",
+    "<|file_sep|>",
+    "<|fim_prefix|>",
+    "<|fim_pad|>",
+    "<|fim_suffix|>",
+    "<|fim_middle|>",
+    "<|repo_name|>",
+    "<|im_start|>",
+    "<|im_end|>",
+  ],
 };
 
 /**
@@ -83,7 +100,8 @@ const starcoder2: FimTemplate = {
  */
 const codellama: FimTemplate = {
   name: "codellama",
-  render: ({ prefix, suffix, snippets, context }) => `<PRE> ${pathCommentContext(snippets, context)}${prefix} <SUF>${suffix} <MID>`,
+  render: ({ prefix, suffix, snippets, context }) =>
+    `<PRE> ${pathCommentContext(snippets, context)}${prefix} <SUF>${suffix} <MID>`,
   stops: ["<EOT>", "<PRE>", "<SUF>", "<MID>"],
 };
 
@@ -96,7 +114,8 @@ const codellama: FimTemplate = {
  */
 const deepseekCoder: FimTemplate = {
   name: "deepseek-coder",
-  render: ({ prefix, suffix, snippets, context }) => `<｜fim▁begin｜>${pathCommentContext(snippets, context)}${prefix}<｜fim▁hole｜>${suffix}<｜fim▁end｜>`,
+  render: ({ prefix, suffix, snippets, context }) =>
+    `<｜fim▁begin｜>${pathCommentContext(snippets, context)}${prefix}<｜fim▁hole｜>${suffix}<｜fim▁end｜>`,
   stops: ["<｜end▁of▁sentence｜>", "<|EOT|>", "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"],
 };
 
@@ -111,7 +130,8 @@ const deepseekCoder: FimTemplate = {
  */
 const codestral: FimTemplate = {
   name: "codestral",
-  render: ({ prefix, suffix, snippets, context }) => `[SUFFIX]${suffix}[PREFIX] ${pathCommentContext(snippets, context)}${prefix}`,
+  render: ({ prefix, suffix, snippets, context }) =>
+    `[SUFFIX]${suffix}[PREFIX] ${pathCommentContext(snippets, context)}${prefix}`,
   stops: ["[PREFIX]", "[SUFFIX]", "[MIDDLE]"],
 };
 
@@ -123,7 +143,8 @@ const codestral: FimTemplate = {
  */
 const codegemma: FimTemplate = {
   name: "codegemma",
-  render: ({ prefix, suffix, snippets, context }) => `<|fim_prefix|>${pathCommentContext(snippets, context)}${prefix}<|fim_suffix|>${suffix}<|fim_middle|>`,
+  render: ({ prefix, suffix, snippets, context }) =>
+    `<|fim_prefix|>${pathCommentContext(snippets, context)}${prefix}<|fim_suffix|>${suffix}<|fim_middle|>`,
   stops: ["<|file_separator|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<end_of_turn>", "<eos>"],
 };
 
@@ -159,7 +180,8 @@ export const FAMILY_RULES: readonly { family: FimFamily; all: readonly string[];
 export function familyForModel(model: string): FimFamily | undefined {
   const name = model.toLowerCase();
   for (const rule of FAMILY_RULES) {
-    if (rule.all.every((part) => name.includes(part)) && !(rule.none ?? []).some((part) => name.includes(part))) return rule.family;
+    if (rule.all.every((part) => name.includes(part)) && !(rule.none ?? []).some((part) => name.includes(part)))
+      return rule.family;
   }
   return undefined;
 }
@@ -179,7 +201,10 @@ export function customTemplateProblems(template: string): string[] {
     if (!(TEMPLATE_PLACEHOLDERS as readonly string[]).includes(name)) unknown.add(`{${name}}`);
   }
   if (!template.includes("{prefix}")) problems.push("a custom template must contain {prefix}");
-  if (unknown.size > 0) problems.push(`unknown placeholder${unknown.size > 1 ? "s" : ""} ${[...unknown].join(", ")} (known: {prefix}, {suffix}, {context})`);
+  if (unknown.size > 0)
+    problems.push(
+      `unknown placeholder${unknown.size > 1 ? "s" : ""} ${[...unknown].join(", ")} (known: {prefix}, {suffix}, {context})`,
+    );
   return problems;
 }
 

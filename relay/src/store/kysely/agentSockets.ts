@@ -18,7 +18,12 @@ export function agentSocketsStore(db: Db): Store["agentSockets"] {
       await db.deleteFrom("agent_sockets").where("relay_id", "=", relayId).execute();
     },
     async connected(agentId, now) {
-      const row = await db.selectFrom("agent_sockets").select("agent_id").where("agent_id", "=", agentId).where("connected_until", ">", now).executeTakeFirst();
+      const row = await db
+        .selectFrom("agent_sockets")
+        .select("agent_id")
+        .where("agent_id", "=", agentId)
+        .where("connected_until", ">", now)
+        .executeTakeFirst();
       return row !== undefined;
     },
   };

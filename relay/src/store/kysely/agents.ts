@@ -3,7 +3,16 @@ import type { Store } from "../types";
 import { bumpDirectory } from "./workspaces";
 
 const AGENT_COLUMNS = [
-  "id", "workspace_id", "owner_user_id", "name", "description", "webhook_url", "state", "token_hint", "created_at", "updated_at",
+  "id",
+  "workspace_id",
+  "owner_user_id",
+  "name",
+  "description",
+  "webhook_url",
+  "state",
+  "token_hint",
+  "created_at",
+  "updated_at",
 ] as const;
 
 export function agentsStore(db: Db): Store["agents"] {
@@ -54,8 +63,19 @@ export function agentsStore(db: Db): Store["agents"] {
         .selectFrom("agents as a")
         .innerJoin("workspaces as w", "w.id", "a.workspace_id")
         .select([
-          "a.id", "a.workspace_id", "a.owner_user_id", "a.name", "a.description", "a.webhook_url", "a.state", "a.token_hint",
-          "a.created_at", "a.updated_at", "w.slug as w_slug", "w.name as w_name", "w.created_at as w_created_at",
+          "a.id",
+          "a.workspace_id",
+          "a.owner_user_id",
+          "a.name",
+          "a.description",
+          "a.webhook_url",
+          "a.state",
+          "a.token_hint",
+          "a.created_at",
+          "a.updated_at",
+          "w.slug as w_slug",
+          "w.name as w_name",
+          "w.created_at as w_created_at",
         ])
         .where("a.token_hash", "=", tokenHash)
         .where("a.removed_at", "is", null)

@@ -9,10 +9,21 @@ export function ownerByHashQuery(db: Db, secretHash: string) {
     .innerJoin("users as u", "u.id", "k.user_id")
     .innerJoin("workspaces as w", "w.id", "k.workspace_id")
     .select([
-      "k.id as k_id", "k.workspace_id as k_workspace_id", "k.user_id as k_user_id", "k.name as k_name",
-      "k.scopes as k_scopes", "k.hint as k_hint", "k.created_at as k_created_at", "k.revoked_at as k_revoked_at",
-      "u.name as u_name", "u.role as u_role", "u.created_at as u_created_at", "u.removed_at as u_removed_at",
-      "w.slug as w_slug", "w.name as w_name", "w.created_at as w_created_at",
+      "k.id as k_id",
+      "k.workspace_id as k_workspace_id",
+      "k.user_id as k_user_id",
+      "k.name as k_name",
+      "k.scopes as k_scopes",
+      "k.hint as k_hint",
+      "k.created_at as k_created_at",
+      "k.revoked_at as k_revoked_at",
+      "u.name as u_name",
+      "u.role as u_role",
+      "u.created_at as u_created_at",
+      "u.removed_at as u_removed_at",
+      "w.slug as w_slug",
+      "w.name as w_name",
+      "w.created_at as w_created_at",
     ])
     .where("k.secret_hash", "=", secretHash);
 }
@@ -22,12 +33,22 @@ export type OwnerRow = NonNullable<Awaited<ReturnType<ReturnType<typeof ownerByH
 export function toKeyOwner(row: OwnerRow): KeyOwner {
   return {
     key: {
-      id: row.k_id, workspace_id: row.k_workspace_id, user_id: row.k_user_id, name: row.k_name,
-      scopes: parseScopes(row.k_scopes), hint: row.k_hint, created_at: row.k_created_at, revoked_at: row.k_revoked_at,
+      id: row.k_id,
+      workspace_id: row.k_workspace_id,
+      user_id: row.k_user_id,
+      name: row.k_name,
+      scopes: parseScopes(row.k_scopes),
+      hint: row.k_hint,
+      created_at: row.k_created_at,
+      revoked_at: row.k_revoked_at,
     },
     user: {
-      id: row.k_user_id, workspace_id: row.k_workspace_id, name: row.u_name, role: row.u_role,
-      created_at: row.u_created_at, removed_at: row.u_removed_at,
+      id: row.k_user_id,
+      workspace_id: row.k_workspace_id,
+      name: row.u_name,
+      role: row.u_role,
+      created_at: row.u_created_at,
+      removed_at: row.u_removed_at,
     },
     workspace: { id: row.k_workspace_id, slug: row.w_slug, name: row.w_name, created_at: row.w_created_at },
   };
@@ -70,7 +91,12 @@ export function apiKeysStore(db: Db, ownerByHash?: OwnerLookup): Store["apiKeys"
       return row && toKeyOwner(row);
     },
     async get(workspaceId, id) {
-      const row = await db.selectFrom("api_keys").selectAll().where("workspace_id", "=", workspaceId).where("id", "=", id).executeTakeFirst();
+      const row = await db
+        .selectFrom("api_keys")
+        .selectAll()
+        .where("workspace_id", "=", workspaceId)
+        .where("id", "=", id)
+        .executeTakeFirst();
       return row && toApiKey(row);
     },
     async listForUser(workspaceId, userId) {

@@ -2,7 +2,15 @@ import { sql } from "kysely";
 import type { Db } from "../schema";
 import type { MemberType, Store } from "../types";
 
-const CONVERSATION_COLUMNS = ["c.id", "c.workspace_id", "c.type", "c.name", "c.visibility", "c.created_by", "c.created_at"] as const;
+const CONVERSATION_COLUMNS = [
+  "c.id",
+  "c.workspace_id",
+  "c.type",
+  "c.name",
+  "c.visibility",
+  "c.created_by",
+  "c.created_at",
+] as const;
 
 export function conversationsStore(db: Db): Store["conversations"] {
   return {
@@ -21,7 +29,12 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .executeTakeFirst();
     },
     async byId(workspaceId, id) {
-      return db.selectFrom("conversations as c").select(CONVERSATION_COLUMNS).where("c.workspace_id", "=", workspaceId).where("c.id", "=", id).executeTakeFirst();
+      return db
+        .selectFrom("conversations as c")
+        .select(CONVERSATION_COLUMNS)
+        .where("c.workspace_id", "=", workspaceId)
+        .where("c.id", "=", id)
+        .executeTakeFirst();
     },
     async findDm(workspaceId, dmKey) {
       return db
@@ -43,12 +56,17 @@ export function conversationsStore(db: Db): Store["conversations"] {
     async listVisible(workspaceId, memberId, withPublic) {
       const rows = await db
         .selectFrom("conversations as c")
-        .leftJoin("conversation_members as m", (join) => join.onRef("m.conversation_id", "=", "c.id").on("m.member_id", "=", memberId))
+        .leftJoin("conversation_members as m", (join) =>
+          join.onRef("m.conversation_id", "=", "c.id").on("m.member_id", "=", memberId),
+        )
         .select([...CONVERSATION_COLUMNS, "m.member_id"])
         .where("c.workspace_id", "=", workspaceId)
         .where((eb) =>
           withPublic
-            ? eb.or([eb("m.member_id", "is not", null), eb.and([eb("c.type", "=", "channel"), eb("c.visibility", "=", "public")])])
+            ? eb.or([
+                eb("m.member_id", "is not", null),
+                eb.and([eb("c.type", "=", "channel"), eb("c.visibility", "=", "public")]),
+              ])
             : eb("m.member_id", "is not", null),
         )
         .orderBy("c.type")
@@ -82,13 +100,21 @@ export function conversationsStore(db: Db): Store["conversations"] {
         .where("workspace_id", "=", workspaceId)
         .where("removed_at", "is", null)
         .unionAll(
-          db.selectFrom("agents").select(["id", "name", sql.lit("agent").as("type")]).where("workspace_id", "=", workspaceId).where("removed_at", "is", null),
+          db
+            .selectFrom("agents")
+            .select(["id", "name", sql.lit("agent").as("type")])
+            .where("workspace_id", "=", workspaceId)
+            .where("removed_at", "is", null),
         )
         .execute();
       return rows.map((row) => ({ id: row.id, name: row.name, type: row.type as MemberType }));
     },
     async directoryVersion(workspaceId) {
-      const row = await db.selectFrom("workspaces").select("directory_version").where("id", "=", workspaceId).executeTakeFirst();
+      const row = await db
+        .selectFrom("workspaces")
+        .select("directory_version")
+        .where("id", "=", workspaceId)
+        .executeTakeFirst();
       return Number(row?.directory_version ?? 0);
     },
     async members(conversationId) {

@@ -14,14 +14,29 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
   return {
     async create(event) {
       const { sending: _sending, ...row } = event;
-      await db.insertInto("events").values({ ...row, claimed: 0 }).execute();
+      await db
+        .insertInto("events")
+        .values({ ...row, claimed: 0 })
+        .execute();
     },
     async get(agentId, id) {
-      const row = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).where("id", "=", id).executeTakeFirst();
+      const row = await db
+        .selectFrom("events")
+        .selectAll()
+        .where("agent_id", "=", agentId)
+        .where("id", "=", id)
+        .executeTakeFirst();
       return row && toEvent(row);
     },
     async listForAgent(agentId, limit) {
-      const rows = await db.selectFrom("events").selectAll().where("agent_id", "=", agentId).orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).execute();
+      const rows = await db
+        .selectFrom("events")
+        .selectAll()
+        .where("agent_id", "=", agentId)
+        .orderBy("created_at", "desc")
+        .orderBy("id", "desc")
+        .limit(limit)
+        .execute();
       return rows.map(toEvent);
     },
     async due(now, { limit, skipAgents, socketAgents, agentId }) {
@@ -36,7 +51,15 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
         .where((eb) => {
           const byWebhook = eb.and([
             eb("a.webhook_url", "is not", null),
-            eb.not(eb.exists(eb.selectFrom("agent_sockets as s").select("s.agent_id").whereRef("s.agent_id", "=", "a.id").where("s.connected_until", ">", now))),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom("agent_sockets as s")
+                  .select("s.agent_id")
+                  .whereRef("s.agent_id", "=", "a.id")
+                  .where("s.connected_until", ">", now),
+              ),
+            ),
           ]);
           return socketAgents.size > 0 ? eb.or([byWebhook, eb("a.id", "in", [...socketAgents])]) : byWebhook;
         })
@@ -69,11 +92,20 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
     async pendingSummary() {
       // Both read only the events_due index (status first), never the rows' payloads: the cost follows the backlog,
       // about 12 ms for 100,000 pending events on SQLite. Ids sort by creation time, so the smallest is the oldest.
-      const counted = await db.selectFrom("events").select((eb) => eb.fn.countAll().as("count")).where("status", "=", "pending").executeTakeFirst();
+      const counted = await db
+        .selectFrom("events")
+        .select((eb) => eb.fn.countAll().as("count"))
+        .where("status", "=", "pending")
+        .executeTakeFirst();
       const oldest = await db
         .selectFrom("events")
         .select("created_at")
-        .where("id", "=", (eb) => eb.selectFrom("events as p").select((inner) => inner.fn.min("p.id").as("id")).where("p.status", "=", "pending"))
+        .where("id", "=", (eb) =>
+          eb
+            .selectFrom("events as p")
+            .select((inner) => inner.fn.min("p.id").as("id"))
+            .where("p.status", "=", "pending"),
+        )
         .executeTakeFirst();
       return { count: Number(counted?.count ?? 0), oldestCreatedAt: oldest?.created_at };
     },
@@ -90,7 +122,12 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
     },
     async claim(ids, until) {
       if (ids.length === 0) return;
-      await db.updateTable("events").set({ claimed: 1, next_attempt_at: until }).where("id", "in", [...ids]).where("status", "=", "pending").execute();
+      await db
+        .updateTable("events")
+        .set({ claimed: 1, next_attempt_at: until })
+        .where("id", "in", [...ids])
+        .where("status", "=", "pending")
+        .execute();
     },
     async unclaim(id, now, claim) {
       await db
@@ -103,7 +140,11 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
         .execute();
     },
     async releaseClaims(now) {
-      const result = await db.updateTable("events").set({ claimed: 0, next_attempt_at: now }).where("claimed", "=", 1).executeTakeFirst();
+      const result = await db
+        .updateTable("events")
+        .set({ claimed: 0, next_attempt_at: now })
+        .where("claimed", "=", 1)
+        .executeTakeFirst();
       return Number(result.numUpdatedRows);
     },
     async recordAttempt(attempt, update, at, claim) {
@@ -119,20 +160,44 @@ export function eventsStore(db: Db, options: { rowLocks: boolean }): Store["even
       const held = Number(result.numUpdatedRows) > 0;
       if (!held) {
         // Still counted, so the next attempt (a redelivery asked for meanwhile, say) gets the next number.
-        await db.updateTable("events").set({ attempts: update.attempts }).where("id", "=", attempt.event_id).where("attempts", "<", update.attempts).execute();
+        await db
+          .updateTable("events")
+          .set({ attempts: update.attempts })
+          .where("id", "=", attempt.event_id)
+          .where("attempts", "<", update.attempts)
+          .execute();
       }
-      await db.insertInto("delivery_attempts").values(held ? attempt : { ...attempt, next_attempt_at: null }).execute();
+      await db
+        .insertInto("delivery_attempts")
+        .values(held ? attempt : { ...attempt, next_attempt_at: null })
+        .execute();
       return held;
     },
     async attempts(eventIds) {
       if (eventIds.length === 0) return [];
-      return db.selectFrom("delivery_attempts").selectAll().where("event_id", "in", [...eventIds]).orderBy("event_id").orderBy("attempt").execute();
+      return db
+        .selectFrom("delivery_attempts")
+        .selectAll()
+        .where("event_id", "in", [...eventIds])
+        .orderBy("event_id")
+        .orderBy("attempt")
+        .execute();
     },
     async lastAttempt(agentId) {
-      return db.selectFrom("delivery_attempts").selectAll().where("agent_id", "=", agentId).orderBy("started_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
+      return db
+        .selectFrom("delivery_attempts")
+        .selectAll()
+        .where("agent_id", "=", agentId)
+        .orderBy("started_at", "desc")
+        .orderBy("id", "desc")
+        .limit(1)
+        .executeTakeFirst();
     },
     async schedule(id, update, at, claim) {
-      let query = db.updateTable("events").set({ ...update, claimed: 0, updated_at: at }).where("id", "=", id);
+      let query = db
+        .updateTable("events")
+        .set({ ...update, claimed: 0, updated_at: at })
+        .where("id", "=", id);
       if (claim !== undefined) query = query.where("claimed", "=", 1).where("next_attempt_at", "=", claim);
       await query.execute();
     },

@@ -40,7 +40,11 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     audit: auditStore(db),
     async transaction(fn) {
       if (db.isTransaction) return fn(store);
-      return db.transaction().execute((trx) => fn(createKyselyStore(trx, async () => undefined, { rowLocks: fast?.rowLocks === true }, exclusive)));
+      return db
+        .transaction()
+        .execute((trx) =>
+          fn(createKyselyStore(trx, async () => undefined, { rowLocks: fast?.rowLocks === true }, exclusive)),
+        );
     },
     close,
   };

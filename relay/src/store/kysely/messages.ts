@@ -37,7 +37,12 @@ export function messagesStore(db: Db): Store["messages"] {
       return message;
     },
     async get(conversationId, id) {
-      const row = await db.selectFrom("messages").selectAll().where("conversation_id", "=", conversationId).where("id", "=", id).executeTakeFirst();
+      const row = await db
+        .selectFrom("messages")
+        .selectAll()
+        .where("conversation_id", "=", conversationId)
+        .where("id", "=", id)
+        .executeTakeFirst();
       return row && toMessage(row);
     },
     async list(conversationId, query) {

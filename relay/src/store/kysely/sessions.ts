@@ -12,14 +12,23 @@ export function sessionsStore(db: Db, apiKeys: Store["apiKeys"]): Store["session
     async findByTokenHash(tokenHash) {
       const row = await db.selectFrom("sessions").selectAll().where("token_hash", "=", tokenHash).executeTakeFirst();
       if (!row) return undefined;
-      const key = await db.selectFrom("api_keys").select("secret_hash").where("id", "=", row.api_key_id).executeTakeFirst();
+      const key = await db
+        .selectFrom("api_keys")
+        .select("secret_hash")
+        .where("id", "=", row.api_key_id)
+        .executeTakeFirst();
       const owner = key && (await apiKeys.findOwnerByHash(key.secret_hash));
       if (!owner) return undefined;
       const { token_hash: _hash, ...session } = row;
       return { session, owner };
     },
     async end(id, at) {
-      const result = await db.updateTable("sessions").set({ ended_at: at }).where("id", "=", id).where("ended_at", "is", null).executeTakeFirst();
+      const result = await db
+        .updateTable("sessions")
+        .set({ ended_at: at })
+        .where("id", "=", id)
+        .where("ended_at", "is", null)
+        .executeTakeFirst();
       return Number(result.numUpdatedRows) > 0;
     },
     async endOldest(apiKeyId, keep, at) {
@@ -36,7 +45,12 @@ export function sessionsStore(db: Db, apiKeys: Store["apiKeys"]): Store["session
         .execute();
       const beyond = live.slice(keep).map((row) => row.id);
       if (beyond.length === 0) return [];
-      await db.updateTable("sessions").set({ ended_at: at }).where("id", "in", beyond).where("ended_at", "is", null).execute();
+      await db
+        .updateTable("sessions")
+        .set({ ended_at: at })
+        .where("id", "in", beyond)
+        .where("ended_at", "is", null)
+        .execute();
       return beyond;
     },
   };

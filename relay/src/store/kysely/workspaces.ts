@@ -9,14 +9,26 @@ export function workspacesStore(db: Db): Store["workspaces"] {
       return row;
     },
     async getBySlug(slug) {
-      return db.selectFrom("workspaces").select(["id", "slug", "name", "created_at"]).where("slug", "=", slug).executeTakeFirst();
+      return db
+        .selectFrom("workspaces")
+        .select(["id", "slug", "name", "created_at"])
+        .where("slug", "=", slug)
+        .executeTakeFirst();
     },
     async count() {
-      const row = await db.selectFrom("workspaces").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom("workspaces")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
       return Number(row.n);
     },
     async list() {
-      return db.selectFrom("workspaces").select(["id", "slug", "name", "created_at"]).orderBy("created_at").orderBy("id").execute();
+      return db
+        .selectFrom("workspaces")
+        .select(["id", "slug", "name", "created_at"])
+        .orderBy("created_at")
+        .orderBy("id")
+        .execute();
     },
   };
 }

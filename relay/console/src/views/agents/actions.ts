@@ -12,10 +12,18 @@ export function actionsPart(context: AgentContext): { element: HTMLElement; upda
   const pauseButton = h("button", { type: "button", "data-testid": "pause-agent" }, "Pause");
   const resumeButton = h("button", { type: "button", class: "primary", "data-testid": "resume-agent" }, "Resume");
   const tokenButton = h("button", { type: "button", "data-testid": "rotate-token" }, "Set a new token");
-  const secretButton = h("button", { type: "button", "data-testid": "rotate-signing-secret" }, "Set a new signing secret");
+  const secretButton = h(
+    "button",
+    { type: "button", "data-testid": "rotate-signing-secret" },
+    "Set a new signing secret",
+  );
 
   /** Runs the action on a click; with `ask`, only once the person has confirmed it. */
-  function control(button: HTMLButtonElement, run: () => Promise<void>, ask?: () => { title: string; body: string; confirm: string }): void {
+  function control(
+    button: HTMLButtonElement,
+    run: () => Promise<void>,
+    ask?: () => { title: string; body: string; confirm: string },
+  ): void {
     button.addEventListener("click", () => {
       clearError(controlsError);
       const go = () => void busy(button, run).catch((failure: unknown) => showError(controlsError, failure));
@@ -42,32 +50,44 @@ export function actionsPart(context: AgentContext): { element: HTMLElement; upda
       refresh.soon();
     });
   }
-  control(tokenButton, async () => {
-    const result = await api<AgentTokenRotated>("POST", `${base}/token`);
-    secrets.replaceChildren(
-      secretsPanel(`New token for ${result.agent.name}`, [{ key: "token", label: "Token", value: result.token }], h("p", null, "The old token stopped working. Give this one to the agent.")),
-    );
-    refresh.soon();
-  }, () => ({
-    title: `Set a new token for ${context.name()}?`,
-    body: "Its current token stops working at once: the agent's Agent API calls and its Socket Mode connection are refused until you give it the new token.",
-    confirm: "Set a new token",
-  }));
-  control(secretButton, async () => {
-    const result = await api<AgentSigningSecretRotated>("POST", `${base}/signing-secret`);
-    secrets.replaceChildren(
-      secretsPanel(
-        `New signing secret for ${result.agent.name}`,
-        [{ key: "signing-secret", label: "Signing secret", value: result.signing_secret }],
-        h("p", null, "Events, retries included, are now signed with this secret only. Give it to the agent."),
-      ),
-    );
-    refresh.soon();
-  }, () => ({
-    title: `Set a new signing secret for ${context.name()}?`,
-    body: "Events are signed with the new secret at once, retries included: the agent rejects them as forged until you give it the new signing secret. Its token keeps working.",
-    confirm: "Set a new signing secret",
-  }));
+  control(
+    tokenButton,
+    async () => {
+      const result = await api<AgentTokenRotated>("POST", `${base}/token`);
+      secrets.replaceChildren(
+        secretsPanel(
+          `New token for ${result.agent.name}`,
+          [{ key: "token", label: "Token", value: result.token }],
+          h("p", null, "The old token stopped working. Give this one to the agent."),
+        ),
+      );
+      refresh.soon();
+    },
+    () => ({
+      title: `Set a new token for ${context.name()}?`,
+      body: "Its current token stops working at once: the agent's Agent API calls and its Socket Mode connection are refused until you give it the new token.",
+      confirm: "Set a new token",
+    }),
+  );
+  control(
+    secretButton,
+    async () => {
+      const result = await api<AgentSigningSecretRotated>("POST", `${base}/signing-secret`);
+      secrets.replaceChildren(
+        secretsPanel(
+          `New signing secret for ${result.agent.name}`,
+          [{ key: "signing-secret", label: "Signing secret", value: result.signing_secret }],
+          h("p", null, "Events, retries included, are now signed with this secret only. Give it to the agent."),
+        ),
+      );
+      refresh.soon();
+    },
+    () => ({
+      title: `Set a new signing secret for ${context.name()}?`,
+      body: "Events are signed with the new secret at once, retries included: the agent rejects them as forged until you give it the new signing secret. Its token keeps working.",
+      confirm: "Set a new signing secret",
+    }),
+  );
 
   const element = h(
     "section",

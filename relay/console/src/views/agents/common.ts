@@ -8,7 +8,11 @@ export function agentPath(id: string): string {
 }
 
 export function stateBadge(state: Agent["state"]): HTMLSpanElement {
-  return h("span", { class: `badge state-${state}`, "data-testid": "agent-state", "data-state": state }, state === "active" ? "Active" : "Paused");
+  return h(
+    "span",
+    { class: `badge state-${state}`, "data-testid": "agent-state", "data-state": state },
+    state === "active" ? "Active" : "Paused",
+  );
 }
 
 /**
@@ -16,19 +20,32 @@ export function stateBadge(state: Agent["state"]): HTMLSpanElement {
  * the log was read, how many attempts in a row failed (counted as far back as the log that was read goes: `more` marks
  * a count that reached its end).
  */
-export function healthBadge(last: DeliveryAttempt | null | undefined, failures?: { count: number; more: boolean }): HTMLSpanElement {
+export function healthBadge(
+  last: DeliveryAttempt | null | undefined,
+  failures?: { count: number; more: boolean },
+): HTMLSpanElement {
   const attrs = { "data-testid": "delivery-health", "data-failures": failures ? String(failures.count) : null };
   if (!last) return h("span", { ...attrs, class: "badge health-none", "data-health": "none" }, "No deliveries yet");
   const when = `Last attempt ${formatTime(last.at)}`;
-  if (last.outcome === "success") return h("span", { ...attrs, class: "badge health-ok", "data-health": "ok", title: when }, "Last delivery OK");
+  if (last.outcome === "success")
+    return h("span", { ...attrs, class: "badge health-ok", "data-health": "ok", title: when }, "Last delivery OK");
   const why = last.error ?? (last.status_code !== null ? `HTTP ${last.status_code}` : "failed");
   const row = failures && failures.count > 1 ? ` · ${failures.count}${failures.more ? "+" : ""} in a row` : "";
-  return h("span", { ...attrs, class: "badge health-failing", "data-health": "failing", title: `${when}: ${why}` }, `Last delivery failed${row}`);
+  return h(
+    "span",
+    { ...attrs, class: "badge health-failing", "data-health": "failing", title: `${when}: ${why}` },
+    `Last delivery failed${row}`,
+  );
 }
 
 /** The newest attempt in a delivery log and the failed attempts in a row up to it. */
-export function deliveryHealth(deliveries: Delivery[], logIsFull: boolean): { last: DeliveryAttempt | null; failures: { count: number; more: boolean } } {
-  const attempts = deliveries.flatMap((d) => d.attempts).sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : b.attempt - a.attempt));
+export function deliveryHealth(
+  deliveries: Delivery[],
+  logIsFull: boolean,
+): { last: DeliveryAttempt | null; failures: { count: number; more: boolean } } {
+  const attempts = deliveries
+    .flatMap((d) => d.attempts)
+    .sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : b.attempt - a.attempt));
   let count = 0;
   while (count < attempts.length && attempts[count]?.outcome === "failed") count += 1;
   return { last: attempts[0] ?? null, failures: { count, more: count === attempts.length && count > 0 && logIsFull } };

@@ -35,7 +35,12 @@ export function connectionPart(): { element: HTMLElement; update(agent: Agent): 
         socketValue.textContent = "Not used: events go to the webhook URL";
       } else {
         socketValue.className = `badge socket-${socket ?? "unknown"}`;
-        socketValue.textContent = socket === "connected" ? "Connected" : socket === "disconnected" ? "Disconnected: events wait until the agent connects" : "Unknown";
+        socketValue.textContent =
+          socket === "connected"
+            ? "Connected"
+            : socket === "disconnected"
+              ? "Disconnected: events wait until the agent connects"
+              : "Unknown";
       }
       tokenValue.textContent = agent.token_hint ?? "–";
     },

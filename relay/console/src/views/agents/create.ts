@@ -7,9 +7,25 @@ import { agentPath } from "./common";
 
 export function createAgentForm(created: () => Promise<void>): HTMLElement {
   const name = h("input", { name: "name", autocomplete: "off", maxlength: "80", "data-testid": "agent-name" });
-  const description = h("textarea", { name: "description", rows: "2", maxlength: "500", "data-testid": "agent-description" });
-  const webhook = h("input", { name: "webhook_url", type: "url", inputmode: "url", autocomplete: "off", spellcheck: "false", "data-testid": "agent-webhook-url" });
-  const submit = h("button", { type: "submit", class: "primary", "data-testid": "create-agent-submit" }, "Create agent");
+  const description = h("textarea", {
+    name: "description",
+    rows: "2",
+    maxlength: "500",
+    "data-testid": "agent-description",
+  });
+  const webhook = h("input", {
+    name: "webhook_url",
+    type: "url",
+    inputmode: "url",
+    autocomplete: "off",
+    spellcheck: "false",
+    "data-testid": "agent-webhook-url",
+  });
+  const submit = h(
+    "button",
+    { type: "submit", class: "primary", "data-testid": "create-agent-submit" },
+    "Create agent",
+  );
   const error = errorSlot();
   const secrets = h("div", { class: "secrets-slot" });
   const form = h(
@@ -17,7 +33,11 @@ export function createAgentForm(created: () => Promise<void>): HTMLElement {
     { "data-testid": "create-agent-form" },
     field("Name", name, "People mention the agent by this name, so it must be unique."),
     field("Description (optional)", description),
-    field("Webhook URL (optional)", webhook, "The relay POSTs signed events here; it must be https unless this relay allows private addresses. Leave it empty for an agent that connects over Socket Mode."),
+    field(
+      "Webhook URL (optional)",
+      webhook,
+      "The relay POSTs signed events here; it must be https unless this relay allows private addresses. Leave it empty for an agent that connects over Socket Mode.",
+    ),
     h("div", { class: "row" }, submit),
     error,
   );
@@ -39,7 +59,16 @@ export function createAgentForm(created: () => Promise<void>): HTMLElement {
         { key: "token", label: "Token", value: result.token },
         { key: "signing-secret", label: "Signing secret", value: result.signing_secret },
       ],
-      h("p", null, how, h("a", { href: agentPath(result.agent.id), "data-testid": "open-created-agent" }, `Manage ${result.agent.name}`)),
+      h(
+        "p",
+        null,
+        how,
+        h(
+          "a",
+          { href: agentPath(result.agent.id), "data-testid": "open-created-agent" },
+          `Manage ${result.agent.name}`,
+        ),
+      ),
     );
     secrets.replaceChildren(panel);
     announce(`Agent ${result.agent.name} created`);

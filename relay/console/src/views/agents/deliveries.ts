@@ -41,7 +41,11 @@ export function deliveriesPart(context: AgentContext): { element: HTMLElement; l
   const deliveryErrors = new Map<string, unknown>();
 
   function deliveryItem(delivery: Delivery): HTMLLIElement {
-    const redeliver = h("button", { type: "button", "data-testid": "redeliver", "data-focus-key": `redeliver:${delivery.id}` }, "Redeliver");
+    const redeliver = h(
+      "button",
+      { type: "button", "data-testid": "redeliver", "data-focus-key": `redeliver:${delivery.id}` },
+      "Redeliver",
+    );
     const error = errorSlot();
     const stored = deliveryErrors.get(delivery.id);
     if (stored) showError(error, stored);
@@ -60,7 +64,13 @@ export function deliveriesPart(context: AgentContext): { element: HTMLElement; l
     const attempts = [...delivery.attempts].sort((a, b) => a.attempt - b.attempt);
     return h(
       "li",
-      { class: "delivery", "data-testid": "delivery", "data-delivery-id": delivery.id, "data-status": delivery.status, "data-event-type": delivery.event_type },
+      {
+        class: "delivery",
+        "data-testid": "delivery",
+        "data-delivery-id": delivery.id,
+        "data-status": delivery.status,
+        "data-event-type": delivery.event_type,
+      },
       h(
         "div",
         { class: "delivery-head" },
@@ -68,7 +78,9 @@ export function deliveriesPart(context: AgentContext): { element: HTMLElement; l
         h("span", { class: `badge status-${delivery.status}`, "data-testid": "delivery-status" }, delivery.status),
         h("code", { class: "small" }, delivery.id),
         h("span", { class: "muted small" }, "queued ", timeEl(delivery.created_at)),
-        delivery.next_attempt_at && delivery.status === "pending" ? h("span", { class: "small" }, "next attempt ", timeEl(delivery.next_attempt_at)) : null,
+        delivery.next_attempt_at && delivery.status === "pending"
+          ? h("span", { class: "small" }, "next attempt ", timeEl(delivery.next_attempt_at))
+          : null,
         redeliver,
       ),
       attempts.length
@@ -82,7 +94,13 @@ export function deliveriesPart(context: AgentContext): { element: HTMLElement; l
               h(
                 "thead",
                 null,
-                h("tr", null, ["#", "Trigger", "Time", "Result", "Duration", "Response", "Next retry"].map((label) => h("th", { scope: "col" }, label))),
+                h(
+                  "tr",
+                  null,
+                  ["#", "Trigger", "Time", "Result", "Duration", "Response", "Next retry"].map((label) =>
+                    h("th", { scope: "col" }, label),
+                  ),
+                ),
               ),
               h("tbody", null, attempts.map(attemptRow)),
             ),
@@ -107,7 +125,9 @@ export function deliveriesPart(context: AgentContext): { element: HTMLElement; l
         clearError(deliveriesError);
         replaceKeepingFocus(
           deliveryList,
-          ...(deliveries.length ? deliveries.map(deliveryItem) : [h("li", { class: "muted" }, "No deliveries yet. Send a test event to try the connection.")]),
+          ...(deliveries.length
+            ? deliveries.map(deliveryItem)
+            : [h("li", { class: "muted" }, "No deliveries yet. Send a test event to try the connection.")]),
         );
         return deliveries;
       } catch (failure) {

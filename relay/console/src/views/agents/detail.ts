@@ -44,7 +44,11 @@ export function agentView(agentId: string): View {
         body.replaceChildren(
           manager
             ? manager.element
-            : h("p", { class: "note", "data-testid": "agent-readonly" }, "Only this agent's owner, an admin or the workspace owner can change it or see its deliveries."),
+            : h(
+                "p",
+                { class: "note", "data-testid": "agent-readonly" },
+                "Only this agent's owner, an admin or the workspace owner can change it or see its deliveries.",
+              ),
         );
       }
       if (manager) {
@@ -56,7 +60,9 @@ export function agentView(agentId: string): View {
           healthSlot.replaceChildren(healthBadge(last, failures));
         }
         // Without live updates, follow a delivery in flight by polling for a while.
-        const inFlight = deliveries?.some((d) => d.status === "sending" || (d.status === "pending" && d.attempts.length === 0));
+        const inFlight = deliveries?.some(
+          (d) => d.status === "sending" || (d.status === "pending" && d.attempts.length === 0),
+        );
         if (inFlight && app.live !== "connected" && polls < MAX_POLLS && !disposed) {
           polls += 1;
           refresh.soon(POLL_MS);

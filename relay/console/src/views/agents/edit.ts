@@ -1,6 +1,17 @@
 /** Changing the agent's name, description or webhook URL, and removing it (after a confirmation). */
 import { api } from "../../api";
-import { InputError, announce, busy, clearError, confirmDialog, errorSlot, field, h, onSubmit, showError } from "../../dom";
+import {
+  InputError,
+  announce,
+  busy,
+  clearError,
+  confirmDialog,
+  errorSlot,
+  field,
+  h,
+  onSubmit,
+  showError,
+} from "../../dom";
 import { navigate } from "../../router";
 import { forgetDirectory } from "../../state";
 import type { Agent } from "@tab-relay/shared/api";
@@ -9,8 +20,20 @@ import type { AgentContext } from "./common";
 export function editPart(initial: Agent, context: AgentContext): HTMLElement {
   const { base, refresh } = context;
   const editName = h("input", { name: "name", autocomplete: "off", maxlength: "80", "data-testid": "edit-agent-name" });
-  const editDescription = h("textarea", { name: "description", rows: "2", maxlength: "500", "data-testid": "edit-agent-description" });
-  const editWebhook = h("input", { name: "webhook_url", type: "url", inputmode: "url", autocomplete: "off", spellcheck: "false", "data-testid": "edit-agent-webhook-url" });
+  const editDescription = h("textarea", {
+    name: "description",
+    rows: "2",
+    maxlength: "500",
+    "data-testid": "edit-agent-description",
+  });
+  const editWebhook = h("input", {
+    name: "webhook_url",
+    type: "url",
+    inputmode: "url",
+    autocomplete: "off",
+    spellcheck: "false",
+    "data-testid": "edit-agent-webhook-url",
+  });
   const editSubmit = h("button", { type: "submit", class: "primary" }, "Save changes");
   const editError = errorSlot();
   const editForm = h(
@@ -31,14 +54,23 @@ export function editPart(initial: Agent, context: AgentContext): HTMLElement {
   onSubmit(editForm, editSubmit, editError, async () => {
     if (!editName.value.trim()) throw new InputError("The agent needs a name.");
     const agent = await api<Agent>("PATCH", base, {
-      body: { name: editName.value.trim(), description: editDescription.value.trim(), webhook_url: editWebhook.value.trim() || null },
+      body: {
+        name: editName.value.trim(),
+        description: editDescription.value.trim(),
+        webhook_url: editWebhook.value.trim() || null,
+      },
     });
     fillEdit(agent);
     forgetDirectory();
     announce("Agent saved");
     await refresh.now();
   });
-  return h("details", { class: "edit", "data-testid": "edit-agent" }, h("summary", null, "Edit name, description or webhook URL"), editForm);
+  return h(
+    "details",
+    { class: "edit", "data-testid": "edit-agent" },
+    h("summary", null, "Edit name, description or webhook URL"),
+    editForm,
+  );
 }
 
 export function removePart(context: AgentContext): HTMLElement {

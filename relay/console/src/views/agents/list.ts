@@ -27,14 +27,21 @@ export function agentsView(): View {
     }
   }
   const refresh = refresher(reload);
-  refreshButton.addEventListener("click", () => void busy(refreshButton, refresh.now).then(() => announce("Agents refreshed")));
+  refreshButton.addEventListener(
+    "click",
+    () => void busy(refreshButton, refresh.now).then(() => announce("Agents refreshed")),
+  );
 
   const canCreate = hasScope("agents.write") && app.session?.user.role !== "guest";
   const element = h(
     "div",
     { class: "page" },
     h("div", { class: "page-head" }, heading, refreshButton),
-    h("p", { class: "muted" }, "Outside agents join the workspace as crew members: mention them in a channel or message them directly, and they answer through the Agent API."),
+    h(
+      "p",
+      { class: "muted" },
+      "Outside agents join the workspace as crew members: mention them in a channel or message them directly, and they answer through the Agent API.",
+    ),
     error,
     headed("All agents", "h2", list, empty),
     canCreate ? createAgentForm(refresh.now) : null,

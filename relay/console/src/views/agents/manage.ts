@@ -17,7 +17,15 @@ export function managerParts(initial: Agent, context: AgentContext): ManagerPart
   const connection = connectionPart();
   const actions = actionsPart(context);
   const deliveries = deliveriesPart(context);
-  const element = h("div", null, connection.element, actions.element, deliveries.element, editPart(initial, context), removePart(context));
+  const element = h(
+    "div",
+    null,
+    connection.element,
+    actions.element,
+    deliveries.element,
+    editPart(initial, context),
+    removePart(context),
+  );
   return {
     element,
     update(agent: Agent): void {

@@ -16,9 +16,23 @@ export function setMentionCandidates(candidates: Member[]): void {
   candidateCache = candidates;
 }
 
-export function createComposer(options: { testid: string; label: string; send: (text: string) => Promise<void> }): Composer {
-  const textarea = h("textarea", { id: uid("composer"), rows: "2", maxlength: "8000", placeholder: options.label, "data-testid": "composer-input" });
-  const hint = h("p", { class: "hint composer-hint", id: uid("hint") }, "Enter sends, Shift+Enter adds a line, @ mentions someone. Start with /aside for a note only people see.");
+export function createComposer(options: {
+  testid: string;
+  label: string;
+  send: (text: string) => Promise<void>;
+}): Composer {
+  const textarea = h("textarea", {
+    id: uid("composer"),
+    rows: "2",
+    maxlength: "8000",
+    placeholder: options.label,
+    "data-testid": "composer-input",
+  });
+  const hint = h(
+    "p",
+    { class: "hint composer-hint", id: uid("hint") },
+    "Enter sends, Shift+Enter adds a line, @ mentions someone. Start with /aside for a note only people see.",
+  );
   textarea.setAttribute("aria-describedby", hint.id);
   const mentions = attachMentions(textarea, () => candidateCache);
   const submit = h("button", { type: "submit", class: "primary", "data-testid": "composer-send" }, "Send");

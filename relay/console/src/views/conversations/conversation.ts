@@ -20,15 +20,34 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
   const apiPath = `/conversations/${type}/${encodeURIComponent(id)}/messages`;
   const permalink = (messageId: string) => `${conversationPath(type, id)}/messages/${encodeURIComponent(messageId)}`;
 
-  const heading = h("h1", { tabindex: "-1", id: uid("conv-title"), "data-testid": "conversation-title" }, type === "channel" ? "Channel" : "Direct message");
+  const heading = h(
+    "h1",
+    { tabindex: "-1", id: uid("conv-title"), "data-testid": "conversation-title" },
+    type === "channel" ? "Channel" : "Direct message",
+  );
   const meta = h("p", { class: "conv-meta muted", "data-testid": "conversation-meta" });
   const loadError = errorSlot();
-  const olderButton = h("button", { type: "button", class: "load-older", "data-testid": "load-older", hidden: true }, "Load older messages");
+  const olderButton = h(
+    "button",
+    { type: "button", class: "load-older", "data-testid": "load-older", hidden: true },
+    "Load older messages",
+  );
   const beginning = h("p", { class: "muted beginning", hidden: true }, "This is the beginning of the conversation.");
   const list = h("ol", { class: "messages", "data-testid": "message-list" });
   const log = h("div", { role: "log", "aria-label": "Messages", class: "log" }, list);
-  const scroller = h("div", { class: "messages-scroll", "data-testid": "message-scroll" }, olderButton, beginning, loadError, log);
-  const jump = h("button", { type: "button", class: "jump", hidden: true, "data-testid": "jump-newest" }, "New messages below");
+  const scroller = h(
+    "div",
+    { class: "messages-scroll", "data-testid": "message-scroll" },
+    olderButton,
+    beginning,
+    loadError,
+    log,
+  );
+  const jump = h(
+    "button",
+    { type: "button", class: "jump", hidden: true, "data-testid": "jump-newest" },
+    "New messages below",
+  );
 
   const shown = new Map<string, Message>();
   const replyCounts = new Map<string, number>();
@@ -67,7 +86,11 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
     const rootId = message.thread_id ?? message.id;
     const button = isReply
       ? h("button", { type: "button", class: "link-button", "data-testid": "open-thread" }, "View thread")
-      : h("button", { type: "button", class: "link-button", "data-testid": "reply-in-thread", "data-thread-button": message.id }, threadButtonLabel(message.id));
+      : h(
+          "button",
+          { type: "button", class: "link-button", "data-testid": "reply-in-thread", "data-thread-button": message.id },
+          threadButtonLabel(message.id),
+        );
     button.addEventListener("click", () => void thread.open(rootId, button));
     return messageItem(message, "main", permalink(message.id), h("div", { class: "msg-actions" }, button));
   }
@@ -158,7 +181,8 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
     heading.textContent = label;
     isMember = conversation?.is_member !== false;
     const parts: string[] = [];
-    if (conversation?.type === "channel") parts.push(conversation.visibility === "private" ? "Private channel" : "Public channel");
+    if (conversation?.type === "channel")
+      parts.push(conversation.visibility === "private" ? "Private channel" : "Public channel");
     else parts.push(`Direct message with ${label}`);
     if (!isMember) parts.push("you are not in it yet; posting a message joins it");
     meta.textContent = parts.join(" · ");
@@ -227,14 +251,19 @@ export function conversationView(route: Extract<Route, { name: "conversation" }>
       disposed = true;
     },
     live(event: LiveEvent): boolean {
-      if (event.type !== "message.created" || event.conversation.type !== type || event.conversation.id !== id) return false;
+      if (event.type !== "message.created" || event.conversation.type !== type || event.conversation.id !== id)
+        return false;
       addNew([event.message]);
       const openThreadId = thread.openId();
       if (openThreadId && event.message.thread_id === openThreadId) thread.add(event.message);
       return true;
     },
     reconnected(): void {
-      void catchUp((before) => fetchPage(before, SEARCH_PAGE), (messageId) => shown.has(messageId), SEARCH_PAGES)
+      void catchUp(
+        (before) => fetchPage(before, SEARCH_PAGE),
+        (messageId) => shown.has(messageId),
+        SEARCH_PAGES,
+      )
         .then(({ messages, closed }) => {
           if (disposed) return;
           // Too much was missed to read it all: what was shown before goes, and "Load older" pages on from here.

@@ -5,7 +5,14 @@ import { navigate } from "../../router";
 import { app, hasScope, loadDirectory, mentionCandidates } from "../../state";
 import type { Conversation } from "@tab-relay/shared/api";
 import { channelNameFor, isChannelName } from "../../wording";
-import { conversationLabel, conversationPath, conversations, conversationsLoaded, loadConversations, onConversationsChanged } from "../sidebar";
+import {
+  conversationLabel,
+  conversationPath,
+  conversations,
+  conversationsLoaded,
+  loadConversations,
+  onConversationsChanged,
+} from "../sidebar";
 import type { View } from "../view";
 
 export function homeView(): View {
@@ -43,7 +50,11 @@ export function homeView(): View {
     "div",
     { class: "page" },
     heading,
-    h("p", { class: "muted" }, `Channels and direct messages in ${app.session?.workspace.name ?? "this workspace"}. Pick one from the list, or start a new one.`),
+    h(
+      "p",
+      { class: "muted" },
+      `Channels and direct messages in ${app.session?.workspace.name ?? "this workspace"}. Pick one from the list, or start a new one.`,
+    ),
     headed("All conversations", "h2", list, empty),
     canCreateChannel ? createChannelForm() : null,
     canPost ? createDmForm() : null,
@@ -79,19 +90,31 @@ function createChannelForm(): HTMLElement {
     if (!name.value.trim()) throw new InputError("Give the channel a name.");
     if (!isChannelName(name.value)) {
       const suggestion = channelNameFor(name.value);
-      if (!suggestion) throw new InputError("A channel name needs at least one letter or digit; use lowercase letters, digits, - and _.");
-      const use = h("button", { type: "button", class: "link-button", "data-testid": "channel-name-suggestion" }, `Use ${suggestion}`);
+      if (!suggestion)
+        throw new InputError(
+          "A channel name needs at least one letter or digit; use lowercase letters, digits, - and _.",
+        );
+      const use = h(
+        "button",
+        { type: "button", class: "link-button", "data-testid": "channel-name-suggestion" },
+        `Use ${suggestion}`,
+      );
       use.addEventListener("click", () => {
         name.value = suggestion;
         offer.hidden = true;
         clearError(error);
         name.focus();
       });
-      offer.replaceChildren(h("span", null, `Channel names are lowercase letters, digits, - and _, with no spaces. `), use);
+      offer.replaceChildren(
+        h("span", null, `Channel names are lowercase letters, digits, - and _, with no spaces. `),
+        use,
+      );
       offer.hidden = false;
       throw new InputError(`"${name.value.trim()}" cannot be a channel name as it is; ${suggestion} can.`);
     }
-    const created = await api<Conversation>("POST", "/channels", { body: { name: name.value.trim(), visibility: visibility.value } });
+    const created = await api<Conversation>("POST", "/channels", {
+      body: { name: name.value.trim(), visibility: visibility.value },
+    });
     form.reset();
     await loadConversations();
     announce(`Channel ${created.name ?? ""} created`);
@@ -102,7 +125,12 @@ function createChannelForm(): HTMLElement {
 
 function createDmForm(): HTMLElement {
   const legend = h("legend", null, "People and agents");
-  const choices = h("fieldset", { class: "checks", "data-testid": "dm-members" }, legend, h("p", { class: "muted" }, "Loading…"));
+  const choices = h(
+    "fieldset",
+    { class: "checks", "data-testid": "dm-members" },
+    legend,
+    h("p", { class: "muted" }, "Loading…"),
+  );
   void loadDirectory().then((dir) => {
     const candidates = mentionCandidates(dir);
     choices.replaceChildren(
@@ -124,7 +152,9 @@ function createDmForm(): HTMLElement {
   const error = errorSlot();
   const form = h("form", { "data-testid": "create-dm-form" }, choices, h("div", { class: "row" }, submit), error);
   onSubmit(form, submit, error, async () => {
-    const ids = [...form.querySelectorAll<HTMLInputElement>('input[name="member"]:checked')].map((input) => input.value);
+    const ids = [...form.querySelectorAll<HTMLInputElement>('input[name="member"]:checked')].map(
+      (input) => input.value,
+    );
     if (ids.length === 0) throw new InputError("Choose at least one person or agent.");
     const dm = await api<Conversation>("POST", "/dms", { body: { member_ids: ids } });
     form.reset();

@@ -36,7 +36,12 @@ export function insertInOrder(list: HTMLOListElement, item: HTMLLIElement, id: s
  * A message as shown in the conversation ("main", with its thread button under it) or in the thread panel. `actions` is
  * the thread button, built by the conversation, which knows the reply counts.
  */
-export function messageItem(message: Message, context: "main" | "thread", permalink: string, actions: HTMLElement | null): HTMLLIElement {
+export function messageItem(
+  message: Message,
+  context: "main" | "thread",
+  permalink: string,
+  actions: HTMLElement | null,
+): HTMLLIElement {
   const fromAgent = message.author.type === "agent";
   const isReply = message.thread_id !== null;
   return h(
@@ -55,7 +60,9 @@ export function messageItem(message: Message, context: "main" | "thread", permal
       { class: "msg-head" },
       h("span", { class: "author", "data-testid": "message-author" }, message.author.name),
       fromAgent ? h("span", { class: "badge agent", "data-testid": "agent-badge" }, "Agent") : null,
-      message.aside ? h("span", { class: "badge aside-badge", "data-testid": "aside-badge" }, "Aside: hidden from agents") : null,
+      message.aside
+        ? h("span", { class: "badge aside-badge", "data-testid": "aside-badge" }, "Aside: hidden from agents")
+        : null,
       isReply && context === "main" ? h("span", { class: "tag" }, "in a thread") : null,
       h("a", { class: "time", href: permalink }, timeEl(message.created_at, true)),
     ),

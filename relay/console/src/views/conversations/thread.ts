@@ -30,13 +30,22 @@ export function threadPanel(options: {
   const threadHeading = h("h2", { tabindex: "-1", id: uid("thread-title") }, "Thread");
   const threadList = h("ol", { class: "messages", "data-testid": "thread-message-list" });
   const threadError = errorSlot();
-  const threadComposer = createComposer({ testid: "thread-composer", label: "Reply in thread", send: (text) => options.send(text, openThreadId) });
+  const threadComposer = createComposer({
+    testid: "thread-composer",
+    label: "Reply in thread",
+    send: (text) => options.send(text, openThreadId),
+  });
   const closeThreadButton = h("button", { type: "button", "data-testid": "close-thread" }, "Close thread");
   const element = h(
     "aside",
     { class: "thread-panel", "aria-labelledby": threadHeading.id, "data-testid": "thread-panel", hidden: true },
     h("header", { class: "thread-header" }, threadHeading, closeThreadButton),
-    h("div", { class: "messages-scroll thread-scroll" }, threadError, h("div", { role: "log", "aria-label": "Thread messages", class: "log" }, threadList)),
+    h(
+      "div",
+      { class: "messages-scroll thread-scroll" },
+      threadError,
+      h("div", { role: "log", "aria-label": "Thread messages", class: "log" }, threadList),
+    ),
     threadComposer.element,
   );
   const threadShown = new Set<string>();

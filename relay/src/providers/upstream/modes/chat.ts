@@ -9,7 +9,13 @@ export function chatMode(options: ModeOptions): UpstreamMode {
     url: joinUrl(options.baseUrl, "chat/completions"),
     stops: [],
     body: (input) =>
-      JSON.stringify({ model: options.model, max_tokens: input.maxTokens, temperature: input.temperature, stream: true, messages: buildChatMessages(input.context) }),
+      JSON.stringify({
+        model: options.model,
+        max_tokens: input.maxTokens,
+        temperature: input.temperature,
+        stream: true,
+        messages: buildChatMessages(input.context),
+      }),
     text: chatText,
   };
 }

@@ -33,7 +33,10 @@ export function fimMode(options: ModeOptions & { template: FimTemplate }): Upstr
     stops: template.stops,
     body(input) {
       const { context } = input;
-      const stop = [...(isMidLine(context.active_text_after_cursor ?? "") ? MID_LINE_STOP : []), ...template.stops].slice(0, MAX_UPSTREAM_STOPS);
+      const stop = [
+        ...(isMidLine(context.active_text_after_cursor ?? "") ? MID_LINE_STOP : []),
+        ...template.stops,
+      ].slice(0, MAX_UPSTREAM_STOPS);
       return JSON.stringify({
         model: options.model,
         prompt: fimPrompt(template, context),

@@ -39,7 +39,9 @@ export function infillMode(options: ModeOptions & { maxPredictMs: number }): Ups
       const { context } = input;
       const suffix = context.active_text_after_cursor ?? "";
       // A chunk without a file name gets llama.cpp's own default name ("tmp").
-      const extra = contextSnippets(context).map((snippet) => (snippet.path === undefined ? { text: snippet.text } : { filename: snippet.path, text: snippet.text }));
+      const extra = contextSnippets(context).map((snippet) =>
+        snippet.path === undefined ? { text: snippet.text } : { filename: snippet.path, text: snippet.text },
+      );
       return JSON.stringify({
         model: options.model,
         input_prefix: context.active_text_before_cursor,

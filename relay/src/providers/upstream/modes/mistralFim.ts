@@ -15,7 +15,15 @@ export function mistralFimMode(options: ModeOptions): UpstreamMode {
     stops: [],
     body(input) {
       const { prompt, suffix, stop } = buildSuffixPrompt(input.context);
-      return JSON.stringify({ model: options.model, prompt, suffix, max_tokens: input.maxTokens, temperature: input.temperature, stream: true, ...(stop ? { stop } : {}) });
+      return JSON.stringify({
+        model: options.model,
+        prompt,
+        suffix,
+        max_tokens: input.maxTokens,
+        temperature: input.temperature,
+        stream: true,
+        ...(stop ? { stop } : {}),
+      });
     },
     text: chatText,
   };

@@ -26,9 +26,18 @@ export function suffixMode(options: ModeOptions): UpstreamMode {
     stops: [],
     body(input) {
       const { prompt, suffix, stop } = buildSuffixPrompt(input.context);
-      return JSON.stringify({ model: options.model, max_tokens: input.maxTokens, temperature: input.temperature, stream: true, prompt, suffix, ...(stop ? { stop } : {}) });
+      return JSON.stringify({
+        model: options.model,
+        max_tokens: input.maxTokens,
+        temperature: input.temperature,
+        stream: true,
+        prompt,
+        suffix,
+        ...(stop ? { stop } : {}),
+      });
     },
     text: completionText,
-    notice: (json) => (typeof field(json, "timings") === "object" && field(json, "timings") !== null ? SUFFIX_IGNORED : undefined),
+    notice: (json) =>
+      typeof field(json, "timings") === "object" && field(json, "timings") !== null ? SUFFIX_IGNORED : undefined,
   };
 }
