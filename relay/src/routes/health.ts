@@ -17,13 +17,11 @@ export function createHealthRouter(deps: {
   router.get("/readyz", named("/readyz"), async (_req, res) => {
     const checks = await deps.ready();
     const ok = checks.database && checks.redis !== false;
-    res
-      .status(ok ? 200 : 503)
-      .json({
-        status: ok ? "ready" : "not ready",
-        database: checks.database,
-        ...(checks.redis !== undefined ? { redis: checks.redis } : {}),
-      });
+    res.status(ok ? 200 : 503).json({
+      status: ok ? "ready" : "not ready",
+      database: checks.database,
+      ...(checks.redis !== undefined ? { redis: checks.redis } : {}),
+    });
   });
   router.get("/metrics", named("/metrics"), async (_req, res) => {
     res.type("text/plain; version=0.0.4").send(await deps.metrics.render());
