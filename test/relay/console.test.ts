@@ -50,6 +50,14 @@ describe("the console's files", () => {
     }
   }
 
+  test("each page of the console's menu opens the console when its address is loaded, as a reload does", async () => {
+    for (const path of ["/keys", "/agents", "/playground", "/people", "/audit"]) {
+      const response = await fetch(relay.url + path, { headers: { Accept: "text/html" } });
+      assert.equal(response.status, 200, `${path}: ${response.status}`);
+      assert.equal(await response.text(), page);
+    }
+  });
+
   test("a repeat visit with If-None-Match is still a 304", async () => {
     const first = await fetch(`${relay.url}/app.css`);
     await first.arrayBuffer();
