@@ -7,8 +7,9 @@ import { copyAtomically, writeOutputs } from "../atomicWrite.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outdir = join(here, "..", "dist", "console");
-// The console should load fast on a phone; a budget makes growth a conscious decision.
-const BUDGET_BYTES = 60 * 1024;
+// The console should load fast on a phone; a budget makes growth a conscious decision. 64 KiB since the People and
+// Audit views (about 7.7 KB minified together, most of it their words) joined the 55 KB before them.
+const BUDGET_BYTES = 64 * 1024;
 
 const result = await build({
   entryPoints: [join(here, "src", "main.ts")],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { channelNameFor, humanMessage, isChannelName } from "./wording";
+import { channelNameFor, humanMessage, isChannelName, withNames } from "./wording";
 
 describe("the console's wording of relay errors", () => {
   test("a field followed by what it must be reads as one sentence with the field's label", () => {
@@ -23,6 +23,21 @@ describe("the console's wording of relay errors", () => {
     assert.equal(
       humanMessage("Could not reach the relay. Check the connection and try again."),
       "Could not reach the relay. Check the connection and try again.",
+    );
+  });
+});
+
+describe("people in the relay's messages", () => {
+  test("a person named by id reads with their name, so the last owner's refusal is a sentence about them", () => {
+    const names = new Map([["usr_Abc123", "Olive Owner"]]);
+    const message = "role: usr_Abc123 is the workspace's last owner and stays one; make someone else an owner first";
+    assert.equal(
+      humanMessage(withNames(message, names)),
+      "Olive Owner is the workspace's last owner and stays one; make someone else an owner first.",
+    );
+    assert.equal(
+      withNames("path.id: no user usr_Gone99 in this workspace", names),
+      "path.id: no user usr_Gone99 in this workspace",
     );
   });
 });

@@ -41,6 +41,14 @@ export function humanMessage(message: string): string {
   return PREDICATE.test(rest) ? sentence(`${label(field)} ${rest}`) : sentence(rest);
 }
 
+/**
+ * The relay names people by id (`role: usr_1 is the workspace's last owner …`); the console knows their names, so a
+ * message about someone reads with the name instead.
+ */
+export function withNames(message: string, names: ReadonlyMap<string, string>): string {
+  return message.replace(/\busr_[A-Za-z0-9_]+/g, (id) => names.get(id) ?? id);
+}
+
 /** The channel name the relay would accept for what someone typed ("General Chat" → "general-chat"), or null. */
 export function channelNameFor(typed: string): string | null {
   const name = typed

@@ -1,0 +1,1 @@
+export { peopleView } from "./people";
