@@ -6,8 +6,10 @@ import { type Route, currentPath, currentRoute, navigate, startRouter } from "./
 import { app, forgetDirectory } from "./state";
 import type { LiveEvent, Session } from "@tab-relay/shared/api";
 import { agentView, agentsView } from "./views/agents";
+import { auditView } from "./views/audit";
 import { conversationView, homeView, isOwnMessage } from "./views/conversations";
 import { keysView } from "./views/keys";
+import { peopleView } from "./views/people";
 import { playgroundView } from "./views/playground";
 import { loadConversations, markUnread, renderSidebar, resetSidebar, setActive } from "./views/sidebar";
 import { signinView } from "./views/signin";
@@ -109,6 +111,10 @@ function viewFor(route: Route): View {
       return keysView();
     case "playground":
       return playgroundView();
+    case "people":
+      return peopleView();
+    case "audit":
+      return auditView();
     default:
       return notFoundView();
   }

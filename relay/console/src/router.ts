@@ -8,6 +8,8 @@ export type Route =
   | { name: "agent"; id: string }
   | { name: "keys" }
   | { name: "playground" }
+  | { name: "people" }
+  | { name: "audit" }
   | { name: "signin"; next: string }
   | { name: "notfound" };
 
@@ -24,6 +26,8 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === "agents" && second && parts.length === 2) return { name: "agent", id: second };
   if (first === "keys" && parts.length === 1) return { name: "keys" };
   if (first === "playground" && parts.length === 1) return { name: "playground" };
+  if (first === "people" && parts.length === 1) return { name: "people" };
+  if (first === "audit" && parts.length === 1) return { name: "audit" };
   if (first === "signin" && parts.length === 1)
     return { name: "signin", next: safeNext(new URLSearchParams(search).get("next")) };
   return { name: "notfound" };

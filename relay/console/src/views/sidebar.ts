@@ -146,6 +146,9 @@ export function renderSidebar(): void {
       hasScope("tab.complete")
         ? sectionLink("/playground", "Playground", "nav-playground", store.route === "playground")
         : null,
+      // Owners and admins, the roles that hold users.write, manage people and read the audit log (as the API allows).
+      hasScope("users.write") ? sectionLink("/people", "People", "nav-people", store.route === "people") : null,
+      hasScope("users.write") ? sectionLink("/audit", "Audit log", "nav-audit", store.route === "audit") : null,
     ),
     h(
       "section",

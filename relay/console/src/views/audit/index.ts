@@ -1,0 +1,1 @@
+export { auditView } from "./audit";
