@@ -216,7 +216,7 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
     });
   });
 
-  test("an admin is never offered making, unmaking or removing an owner", async () => {
+  test("an admin is never offered making, unmaking or removing an owner; demoting themselves takes People away", async () => {
     const person = await openPersonPage(browser, "adam", LAPTOP);
     others.push(person);
     await step("admin", person, async () => {
@@ -236,6 +236,16 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
       for (const control of ["person-role-select", "change-role", "remove-person"])
         assert.equal(await row(page, olive.id).locator(t(control)).count(), 0, `the owner's row offers ${control}`);
       assert.equal(await row(page, adam.id).locator(t("remove-person")).count(), 0, "the admin may remove themselves");
+
+      // Demoting oneself changes the session's scopes: the console starts again and no longer offers People.
+      await row(page, adam.id).locator(t("person-role-select")).selectOption("member");
+      await row(page, adam.id).locator(t("change-role")).click();
+      await page
+        .locator(t("people-intro"))
+        .filter({ hasText: /only owners and admins/i })
+        .waitFor();
+      assert.equal(await page.locator(t("nav-people")).count(), 0, "a demoted admin is still offered People");
+      assert.equal(await page.locator(t("change-role")).count(), 0, "a demoted admin is still offered role changes");
     });
   });
 
@@ -249,7 +259,7 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
       const actions = await entries.evaluateAll((els) => els.map((el) => el.getAttribute("data-action")));
       assert.deepEqual(
         actions.filter((action) => action?.startsWith("user.")),
-        ["user.removed", "user.role_changed", "user.added", "user.added", "user.added"],
+        ["user.role_changed", "user.removed", "user.role_changed", "user.added", "user.added", "user.added"],
       );
       assert.ok(actions.includes("agent.paused"), "the removed person's agent's pause is not listed");
 
@@ -259,8 +269,9 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
         .locator(`${t("audit-entry")}:not([data-action="user.role_changed"])`)
         .first()
         .waitFor({ state: "detached" });
-      assert.equal(await entries.count(), 1);
-      const text = await entries.first().innerText();
+      assert.equal(await entries.count(), 2);
+      assert.match(await entries.first().innerText(), /Adam Admin[\s\S]*By Adam Admin[\s\S]*from: admin · to: member/);
+      const text = await entries.nth(1).innerText();
       assert.match(text, /^Role changed/);
       // Pat has been removed, so the console no longer knows the name, and says so rather than showing a bare id.
       assert.match(text, /someone no longer here \(usr_/);
