@@ -35,6 +35,8 @@ import { createConversationsRouter } from "./routes/conversations";
 import { createSessionsRouter, createSignInHandler } from "./routes/sessions";
 import { sessionBucket } from "./auth/sessions";
 import { createUsersRouter } from "./routes/users";
+import { createUsageRouter } from "./routes/usage";
+import type { UsageRecorder } from "./usage/recorder";
 import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
 
@@ -51,6 +53,8 @@ export interface AppDeps {
   tokens: TokenCounter;
   providerName: string;
   lifecycle: Lifecycle;
+  /** Tab's usage counts, kept in memory and flushed on a timer: completions and reports never wait for the store. */
+  usage: UsageRecorder;
   ids: SortableIds;
   links: Links;
   /** Tells every relay (this one included) about new events, messages and agent changes. */
@@ -104,12 +108,21 @@ export function createApp(deps: AppDeps): RequestListener {
   const audit = createAudit(deps);
   const authenticate = createAuthenticate(deps);
   const jsonBody = createJsonBody(deps.config.maxBodyBytes);
-  const rateLimit = (classOf: (req: Request) => LimitClass) =>
+  const isCompletion = (req: Request) => {
+    // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
+    const path = req.path.toLowerCase().replace(/\/+$/, "");
+    return req.method === "POST" && (path === TAB_COMPLETIONS_PATH || path === OPENAI_COMPLETIONS_PATH);
+  };
+  const rateLimit = (classOf: (req: Request) => LimitClass, completions: (req: Request) => boolean) =>
     createRateLimit({
       store: deps.rateLimitStore,
       clock: deps.clock,
       metrics: deps.metrics,
       windowMs: deps.config.rateLimitWindowMs,
+      refused(req) {
+        if (req.caller && completions(req))
+          deps.usage.rateLimited({ workspaceId: req.caller.workspace.id, userId: req.caller.user.id });
+      },
       policy(req) {
         const label = classOf(req);
         // Every session made from one key shares the key's session counters: signing in again buys nothing.
@@ -127,12 +140,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const api = Router();
   api.use(
     authenticate,
-    rateLimit((req) => {
-      // Express matches routes ignoring case and a trailing slash; so must this, or a spelling would count as a write.
-      const path = req.path.toLowerCase().replace(/\/+$/, "");
-      const streams = req.method === "POST" && (path === TAB_COMPLETIONS_PATH || path === OPENAI_COMPLETIONS_PATH);
-      return classify(req.method, streams);
-    }),
+    rateLimit((req) => classify(req.method, isCompletion(req)), isCompletion),
     requireCaller,
     jsonBody,
   );
@@ -153,6 +161,7 @@ export function createApp(deps: AppDeps): RequestListener {
       socketConnected,
     }),
     createAuditRouter(deps),
+    createUsageRouter(deps),
     notFound,
   );
 
@@ -191,7 +200,10 @@ export function createApp(deps: AppDeps): RequestListener {
       requestContext,
       refuseWhileDraining,
       authenticate,
-      rateLimit(() => "read"),
+      rateLimit(
+        () => "read",
+        () => true,
+      ),
       requireCaller,
       jsonBody,
       ...completionHandlers,

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createApp } from "./app";
 import { startAuditRetention } from "./audit/retention";
+import { type UsageRecorder, createUsageRecorder } from "./usage/recorder";
 import { createClientAddress } from "./http/clientAddress";
 import { HTTP_TIMEOUTS, type HttpTimeouts, attachClientErrors } from "./http/clientErrors";
 import { type Clock, systemClock } from "./clock";
@@ -132,7 +133,8 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
     links: services.links,
     metrics: services.metrics,
   });
-  const http = createHttpServer({ config, options, clock, logger, store, bus, rateLimits, services, realtime });
+  const usage = createUsageRecorder({ store, clock, logger, metrics: services.metrics });
+  const http = createHttpServer({ config, options, clock, logger, store, bus, rateLimits, services, realtime, usage });
   observeState(services, realtime, store, clock);
   const url = await listen(http.server, config, async () => {
     // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
@@ -161,7 +163,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
-  const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, unlockDataFolder });
+  const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
   return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
 }
 
@@ -391,6 +393,7 @@ interface HttpDeps {
   rateLimits: RateLimits;
   services: Services;
   realtime: Realtime;
+  usage: UsageRecorder;
 }
 
 /** The app, the node:http server in front of it, and the WebSocket upgrades beside it. */
@@ -420,6 +423,7 @@ function createHttpServer(deps: HttpDeps) {
     tokens: services.tokens,
     providerName: services.provider.name,
     lifecycle: services.lifecycle,
+    usage: deps.usage,
     ids: services.ids,
     links: services.links,
     bus: deps.bus,
@@ -480,6 +484,7 @@ function closer(deps: {
   services: Services;
   realtime: Realtime;
   http: ReturnType<typeof createHttpServer>;
+  usage: UsageRecorder;
   unlockDataFolder: () => void;
 }): RunningRelay["close"] {
   const { server, upgrades } = deps.http;
@@ -497,6 +502,8 @@ function closer(deps: {
       const [{ finished, aborted }] = await Promise.all([services.lifecycle.drain(graceMs), deliveriesStopped]);
       server.closeAllConnections();
       await closed;
+      // Every completion and report is over: what they counted goes to the store before it closes.
+      await deps.usage.stop();
       await deps.store.close();
       await deps.rateLimits.redis?.close();
       await services.transport.destroy();

@@ -207,6 +207,21 @@ export function createMetrics() {
       "Completion cache lookups by result (hit or miss).",
       "counter",
     ),
+    tabSuggestionsShown: new Metric(
+      "tab_relay_tab_suggestions_shown_total",
+      "Suggestions the extension reported shown, by language.",
+      "counter",
+    ),
+    tabSuggestionsAccepted: new Metric(
+      "tab_relay_tab_suggestions_accepted_total",
+      "Suggestions reported accepted, whole or in part, by language.",
+      "counter",
+    ),
+    tabCharactersAccepted: new Metric(
+      "tab_relay_tab_accepted_characters_total",
+      "Characters of suggestions reported accepted, by language.",
+      "counter",
+    ),
     deliveries: new Metric(
       "tab_relay_webhook_deliveries_total",
       "Outbox delivery attempts by outcome (delivered, retry: failed and scheduled again, failed: given up) and by transport (webhook, socket).",

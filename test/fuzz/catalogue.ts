@@ -157,6 +157,30 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
       body: completionSample(f, r),
     }),
   ),
+  // Usage reports and insights (docs/api.md#usage-insights).
+  http("POST", "api", "/tab/events", ["events"], (_f, r) => ({
+    credential: r.pick(["owner", "tabOnly", "member"]),
+    body: {
+      events: Array.from({ length: r.int(1, 5) }, (_, i) => ({
+        id: `chatcmpl-fuzz${i}`,
+        outcome: r.pick(["accepted", "accepted_partial", "dismissed", "typed_over"]),
+        shown_chars: 40,
+        accepted_chars: r.int(0, 40),
+        shown_lines: 3,
+        accepted_lines: r.int(0, 3),
+        time_to_ghost_ms: r.int(0, 5000),
+        ...(r.chance(0.5) ? { language: r.pick(["typescript", "python", "go"]) } : {}),
+      })),
+    },
+  })),
+  http("GET", "api", "/tab/usage", [], (_f, r) => ({
+    credential: r.pick(["owner", "admin", "member", "tabOnly"]),
+    query: [
+      ...(r.chance(0.5) ? [["group_by", r.pick(["day", "user", "language", "model"])] as [string, string]] : []),
+      ...(r.chance(0.3) ? [["since", "2026-01-01"] as [string, string]] : []),
+      ...(r.chance(0.3) ? [["until", "2026-12-31"] as [string, string]] : []),
+    ],
+  })),
   http("GET", "api", "/me", [], (_f, r) => ({ credential: r.pick(["owner", "guest", "tabOnly"]) })),
   http("POST", "api", "/api-keys", ["name", "scopes"], (_f, r) => ({
     credential: "owner",

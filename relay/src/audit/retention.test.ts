@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import { FakeClock } from "@tab-relay/shared/testing";
 import { silentLogger } from "../logger";
 import { openSqliteStore } from "../store/sqlite";
-import type { AuditRecord, Store } from "../store/types";
+import type { AuditRecord, Store, UsageRow } from "../store/types";
+import { emptyCounts } from "../usage/columns";
 import { AUDIT_PRUNE_EVERY_MS, startAuditRetention } from "./retention";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -80,7 +81,8 @@ test("a prune that fails is logged and tried again an hour later", async () => {
   const clock = new FakeClock(START);
   const errors: string[] = [];
   let calls = 0;
-  const failing: Pick<Store, "audit"> = {
+  const failing: Pick<Store, "audit" | "usage"> = {
+    usage: store.usage,
     audit: {
       ...store.audit,
       async prune() {
@@ -95,6 +97,35 @@ test("a prune that fails is logged and tried again an hour later", async () => {
   await clock.advance(AUDIT_PRUNE_EVERY_MS);
   await retention.idle();
   assert.equal(calls, 2);
-  assert.deepEqual(errors, ["could not prune the audit log", "could not prune the audit log"]);
+  assert.deepEqual(errors, [
+    "could not prune the audit log and usage aggregates",
+    "could not prune the audit log and usage aggregates",
+  ]);
+  await retention.stop();
+});
+
+test("usage aggregates go by whole days once all of the day is past the retention", async () => {
+  const clock = new FakeClock(START + 30 * 60 * 1000);
+  const row = (day: string): UsageRow => ({
+    workspace_id: "ws_acme",
+    day,
+    user_id: "usr_olive",
+    language: "typescript",
+    model: "tab-v1",
+    ...emptyCounts(),
+    requests: 1,
+  });
+  // START is 2026-06-01; 90 days before half past midnight is 2026-03-03 00:30, so 03-03 has a part still kept.
+  await store.usage.add([row("2026-03-01"), row("2026-03-02"), row("2026-03-03"), row("2026-05-31")]);
+  const days = async () =>
+    (await store.usage.summarize("ws_acme", { since: "2026-01-01", until: "2027-01-01", groupBy: "day" })).map(
+      (summary) => summary.key,
+    );
+  const retention = startAuditRetention({ store, clock, logger: silentLogger, retentionDays: 90 });
+  await retention.idle();
+  assert.deepEqual(await days(), ["2026-03-03", "2026-05-31"]);
+  await clock.advance(AUDIT_PRUNE_EVERY_MS * 24);
+  await retention.idle();
+  assert.deepEqual(await days(), ["2026-05-31"]);
   await retention.stop();
 });

@@ -14,11 +14,11 @@ export interface AuditRetention {
 }
 
 /**
- * Deletes audit records older than `retentionDays`, at start and then every hour, on a timer of its own: requests
+ * Deletes audit records and Tab's daily usage aggregates older than `retentionDays`, at start and then every hour, on a timer of its own: requests
  * never wait for it. Relays sharing a database each prune; deleting what another already deleted is harmless.
  */
 export function startAuditRetention(deps: {
-  store: Pick<Store, "audit">;
+  store: Pick<Store, "audit" | "usage">;
   clock: Clock;
   logger: Logger;
   retentionDays: number;
@@ -33,8 +33,11 @@ export function startAuditRetention(deps: {
       const before = new Date(deps.clock.now() - deps.retentionDays * DAY_MS).toISOString();
       const pruned = await deps.store.audit.prune(before);
       if (pruned > 0) deps.logger.info("audit records past the retention deleted", { records: pruned, before });
+      // Usage is kept by whole days: a day goes once all of it is past the retention.
+      const days = await deps.store.usage.prune(before.slice(0, 10));
+      if (days > 0) deps.logger.info("usage aggregates past the retention deleted", { rows: days, before });
     } catch (error) {
-      deps.logger.error("could not prune the audit log", { error });
+      deps.logger.error("could not prune the audit log and usage aggregates", { error });
     } finally {
       if (!stopped) timer = deps.clock.setTimeout(run, everyMs);
     }

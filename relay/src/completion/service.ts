@@ -12,6 +12,8 @@ export interface CompletionSink {
   /** The provider (or the cache) has answered; called once, before any text. */
   start(): void;
   text(text: string): void;
+  /** The answer comes from the cache; called before `start`. */
+  cached?(): void;
   /** The model's own text, fragment by fragment, before postprocessing; only for a sink that asks for it. */
   raw?(text: string): void;
 }
@@ -45,6 +47,7 @@ export function createCompletionService(deps: {
       const hit = cache?.get(key);
       metrics.cache.inc({ result: hit ? "hit" : "miss" });
       if (hit) {
+        sink.cached?.();
         sink.start();
         if (hit.raw !== "") sink.raw?.(hit.raw);
         if (hit.text !== "") sink.text(hit.text);

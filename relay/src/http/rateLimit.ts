@@ -73,9 +73,16 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
  * Counts the request against the fixed 60-second window its policy names and answers the `X-RateLimit-*`
  * headers on every response, 429 with `Retry-After` when over.
  */
-export function createRateLimit(deps: RateLimitDeps & { policy: (req: Request) => RatePolicy }): RequestHandler {
+export function createRateLimit(
+  deps: RateLimitDeps & {
+    policy: (req: Request) => RatePolicy;
+    /** Told of each request refused with 429 (the usage counts note refused completions). */
+    refused?: (req: Request) => void;
+  },
+): RequestHandler {
   return async function rateLimit(req, res, next) {
     const decision = await countRequest(deps, deps.policy(req));
+    if (decision.refused) deps.refused?.(req);
     res.setHeader("X-RateLimit-Limit", String(decision.limit));
     res.setHeader("X-RateLimit-Remaining", String(decision.remaining));
     res.setHeader("X-RateLimit-Reset", String(decision.resetSeconds));

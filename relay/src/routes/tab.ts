@@ -28,8 +28,15 @@ import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
+import type { UsageRecorder } from "../usage/recorder";
 
-type TabDeps = { completions: CompletionService; tokens: TokenCounter; clock: Clock; lifecycle: Lifecycle };
+type TabDeps = {
+  completions: CompletionService;
+  tokens: TokenCounter;
+  clock: Clock;
+  lifecycle: Lifecycle;
+  usage: Pick<UsageRecorder, "completion">;
+};
 
 /** A model as OpenAI's `GET /models` lists it: what the `openai` SDK's `models.list()` reads. */
 function openAiModel(model: TabModel): { id: string; object: "model"; created: number; owned_by: string } {
@@ -118,21 +125,30 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
         ? deps.tokens.countPrompt(request.tab_context)
         : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
+    // Counted in memory once the request is over (usage/recorder.ts): nothing here waits for the database.
+    const outcome = { cacheHit: false, failed: false };
+    const completions: CompletionService = {
+      run: (body, signal, sink) =>
+        deps.completions.run(body, signal, { ...sink, cached: () => (outcome.cacheHit = true) }),
+    };
     try {
       if (request.stream === true)
-        await streamCompletion(res, deps.completions, request, meta, controller.signal, promptTokens);
+        outcome.failed = !(await streamCompletion(res, completions, request, meta, controller.signal, promptTokens));
       else
-        await answerCompletion(
-          res,
-          deps.completions,
-          request,
-          meta,
-          controller.signal,
-          promptTokens ?? Promise.resolve(0),
-        );
+        await answerCompletion(res, completions, request, meta, controller.signal, promptTokens ?? Promise.resolve(0));
+    } catch (error) {
+      // A client that went away is not the relay's error.
+      outcome.failed = !controller.signal.aborted || !res.destroyed;
+      throw error;
     } finally {
       res.off("close", onClose);
       finished();
+      const caller = req.caller;
+      if (caller)
+        deps.usage.completion(
+          { workspaceId: caller.workspace.id, userId: caller.user.id },
+          { id: meta.id, language: request.tab_context.code_language, model, ...outcome },
+        );
     }
   };
   return [requireScope("tab.complete"), complete];
@@ -181,7 +197,7 @@ async function streamCompletion(
   signal: AbortSignal,
   /** Present when the client asked for a usage chunk. */
   promptTokens: Promise<number> | undefined,
-): Promise<void> {
+): Promise<boolean> {
   const frames = framer(meta);
   let completion = "";
   // Frames produced in one turn of the event loop leave in one write: when the whole answer arrives at once, the
@@ -220,13 +236,15 @@ async function streamCompletion(
     if (promptTokens) tail += frames.usage(usageOf(await promptTokens, completion));
     res.end(pending + tail + DONE_FRAME);
     pending = "";
+    return true;
   } catch (error) {
-    if (signal.aborted && res.destroyed) return;
+    if (signal.aborted && res.destroyed) return true;
     if (!res.headersSent) throw error;
     // Mid-stream failure: an `event: error` frame with the usual envelope, and no [DONE].
     const failure = toRelayError(signal.aborted ? signal.reason : error);
     res.end(pending + encodeSseEvent({ event: "error", data: JSON.stringify(failure.toBody()) }));
     pending = "";
+    return false;
   }
 }
 

@@ -25,7 +25,11 @@ import type {
   Notification,
   Store,
   StoredEvent,
+  UsageGroupBy,
+  UsageRow,
+  UsageSummary,
 } from "./types";
+import { type UsageCounts, emptyCounts } from "../usage/columns";
 
 /**
  * One contract for every Store engine: each test runs on SQLite and on PostgreSQL, from empty tables, and
@@ -34,6 +38,7 @@ import type {
 
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
+  "tab_usage",
   "audit_log",
   "delivery_attempts",
   "events",
@@ -55,6 +60,7 @@ const MIGRATIONS = [
   "0004_agent_sockets",
   "0005_sessions_by_key",
   "0006_audit_log",
+  "0007_tab_usage",
 ];
 
 interface Harness {
@@ -1370,6 +1376,113 @@ for (const engine of engines) {
           }),
         );
         assert.deepEqual(await store.audit.list(WS, { limit: 10 }), []);
+      });
+    });
+
+    describe("Tab usage aggregates", () => {
+      const row = (day: string, user: string, language: string, counts: Partial<UsageCounts> = {}): UsageRow => ({
+        workspace_id: WS,
+        day,
+        user_id: user,
+        language,
+        model: "tab-v1",
+        ...emptyCounts(),
+        ...counts,
+      });
+      const keys = (rows: UsageSummary[]) => rows.map((r) => r.key);
+
+      test("add merges counts into the row of the same key, across calls, and keeps other keys apart", async () => {
+        await store.usage.add([
+          row("2026-11-01", OLIVE, "typescript", { requests: 2, shown: 1, accepted: 1, ghost_ms_b2: 1 }),
+          row("2026-11-01", BOB, "typescript", { requests: 1 }),
+        ]);
+        await store.usage.add([
+          row("2026-11-01", OLIVE, "typescript", { requests: 3, accepted_chars: 40, ghost_ms_b2: 2, ghost_ms_b12: 1 }),
+          row("2026-11-02", OLIVE, "python", { requests: 1, errors: 1 }),
+        ]);
+        const [olive] = await store.usage.summarize(WS, {
+          since: "2026-11-01",
+          until: "2026-11-02",
+          userId: OLIVE,
+          groupBy: "day",
+        });
+        assert.deepEqual(olive, {
+          ...emptyCounts(),
+          key: "2026-11-01",
+          users: 1,
+          requests: 5,
+          shown: 1,
+          accepted: 1,
+          accepted_chars: 40,
+          ghost_ms_b2: 3,
+          ghost_ms_b12: 1,
+        });
+      });
+
+      test("summarize sums per day, user, language, model or all, within [since, until) and the workspace", async () => {
+        await store.usage.add([
+          row("2026-11-01", OLIVE, "typescript", { requests: 1 }),
+          row("2026-11-01", BOB, "python", { requests: 2 }),
+          row("2026-11-02", OLIVE, "python", { requests: 4 }),
+          row("2026-11-03", BOB, "typescript", { requests: 8 }),
+          { ...row("2026-11-02", OLIVE, "go", { requests: 16 }), workspace_id: "ws_other" },
+        ]);
+        const range = { since: "2026-11-01", until: "2026-11-03" };
+        const by = (groupBy: UsageGroupBy, userId?: string) =>
+          store.usage.summarize(WS, { ...range, groupBy, ...(userId === undefined ? {} : { userId }) });
+        const days = await by("day");
+        assert.deepEqual(keys(days), ["2026-11-01", "2026-11-02"]);
+        assert.deepEqual(
+          days.map((d) => [d.requests, d.users]),
+          [
+            [3, 2],
+            [4, 1],
+          ],
+        );
+        assert.deepEqual(
+          (await by("language")).map((d) => [d.key, d.requests]),
+          [
+            ["python", 6],
+            ["typescript", 1],
+          ],
+        );
+        assert.deepEqual(
+          (await by("user")).map((d) => [d.key, d.requests]),
+          [
+            [BOB, 2],
+            [OLIVE, 5],
+          ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+        );
+        assert.deepEqual(
+          (await by("model")).map((d) => [d.key, d.requests]),
+          [["tab-v1", 7]],
+        );
+        assert.deepEqual(
+          (await by("all")).map((d) => [d.key, d.requests, d.users]),
+          [["", 7, 2]],
+        );
+        assert.deepEqual(
+          (await by("all", OLIVE)).map((d) => [d.requests, d.users]),
+          [[5, 1]],
+        );
+        assert.deepEqual(
+          await store.usage.summarize(WS, { since: "2027-01-01", until: "2027-02-01", groupBy: "all" }),
+          [],
+        );
+      });
+
+      test("prune deletes the days before the given one in every workspace", async () => {
+        await store.usage.add([
+          row("2026-11-01", OLIVE, "typescript", { requests: 1 }),
+          { ...row("2026-11-01", OLIVE, "typescript", { requests: 1 }), workspace_id: "ws_other" },
+          row("2026-11-02", OLIVE, "typescript", { requests: 1 }),
+        ]);
+        assert.equal(await store.usage.prune("2026-11-02"), 2);
+        assert.deepEqual(
+          keys(await store.usage.summarize(WS, { since: "2026-01-01", until: "2027-01-01", groupBy: "day" })),
+          ["2026-11-02"],
+        );
+        assert.equal(await store.usage.prune("2026-11-02"), 0);
       });
     });
 

@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, sql } from "kysely";
+import { USAGE_COLUMNS } from "../usage/columns";
 
 export type Engine = "sqlite" | "postgres";
 
@@ -250,6 +251,24 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
           .columns(["workspace_id", "action", "id"])
           .execute();
         await db.schema.createIndex("audit_log_at").on("audit_log").column("at").execute();
+      },
+    },
+    "0007_tab_usage": {
+      async up(db: Kysely<unknown>) {
+        // No foreign keys, like the audit log: a person's usage stays in the reports after they are removed.
+        let table = db.schema
+          .createTable("tab_usage")
+          .addColumn("workspace_id", text, (c) => c.notNull())
+          .addColumn("day", text, (c) => c.notNull())
+          .addColumn("user_id", text, (c) => c.notNull())
+          .addColumn("language", text, (c) => c.notNull())
+          .addColumn("model", text, (c) => c.notNull());
+        for (const column of USAGE_COLUMNS) table = table.addColumn(column, "bigint", (c) => c.notNull().defaultTo(0));
+        // The key the upserts merge on; reports read a workspace's range of days along it.
+        await table
+          .addPrimaryKeyConstraint("tab_usage_pk", ["workspace_id", "day", "user_id", "language", "model"])
+          .execute();
+        await db.schema.createIndex("tab_usage_day").on("tab_usage").column("day").execute();
       },
     },
   };

@@ -1,6 +1,7 @@
 import type { Generated, Kysely, Transaction } from "kysely";
 import type { AuditAction, Api } from "@tab-relay/shared";
 import type { Role } from "../auth/scopes";
+import type { UsageCounts } from "../usage/columns";
 
 /*
  * Table shapes as Kysely sees them: the one declaration of each row. `types.ts` derives the domain rows from these
@@ -179,6 +180,16 @@ export interface AuditLogTable {
   details: string;
 }
 
+// From migration 0007 on: Tab's daily usage, one row per workspace, day (UTC, YYYY-MM-DD), user, language and model,
+// whose counts only ever grow (by additive upserts) until the retention deletes the day.
+export type TabUsageTable = {
+  workspace_id: string;
+  day: string;
+  user_id: string;
+  language: string;
+  model: string;
+} & UsageCounts;
+
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -193,6 +204,7 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   notifications: NotificationsTable;
   audit_log: AuditLogTable;
+  tab_usage: TabUsageTable;
 }
 
 /** What every repository queries through: the database, or a transaction on it. */

@@ -1,5 +1,6 @@
 import type { Selectable } from "kysely";
 import type { Role, Scope } from "../auth/scopes";
+import type { UsageCounts } from "../usage/columns";
 import type {
   AgentsTable,
   ApiKeysTable,
@@ -11,6 +12,7 @@ import type {
   MemberType,
   NotificationsTable,
   SessionsTable,
+  TabUsageTable,
   UsersTable,
   WorkspacesTable,
 } from "./schema";
@@ -159,6 +161,24 @@ export interface AuditQuery {
   before?: string | undefined;
   limit: number;
 }
+
+/** One daily usage row as stored and added. */
+export type UsageRow = TabUsageTable;
+
+export type UsageGroupBy = "day" | "user" | "language" | "model" | "all";
+
+export interface UsageQuery {
+  /** A day, inclusive. */
+  since: string;
+  /** A day, exclusive. */
+  until: string;
+  /** Only this person's rows. */
+  userId?: string | undefined;
+  groupBy: UsageGroupBy;
+}
+
+/** A group's summed counts; `key` is its day, user id, language or model (empty when grouped as `all`). */
+export type UsageSummary = UsageCounts & { key: string; users: number };
 
 /** The relay's data layer. Routes use only this; SQLite and PostgreSQL implement it. */
 export interface Store {
@@ -319,6 +339,15 @@ export interface Store {
     list(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]>;
     /** Deletes the records older than `before`; answers how many. */
     prune(before: string): Promise<number>;
+  };
+  /** Tab's daily usage aggregates (docs/api.md#usage-insights): added to and pruned, never changed otherwise. */
+  readonly usage: {
+    /** Adds each row's counts to the stored row with its key, creating it; at most one row per key in a call. */
+    add(rows: UsageRow[]): Promise<void>;
+    /** The workspace's rows in the range summed per group, ordered by the group's key. */
+    summarize(workspaceId: string, query: UsageQuery): Promise<UsageSummary[]>;
+    /** Deletes the days before `beforeDay` (YYYY-MM-DD); answers how many rows. */
+    prune(beforeDay: string): Promise<number>;
   };
   /** Runs `fn` atomically: all of its writes happen, or none. */
   transaction<T>(fn: (store: Store) => Promise<T>): Promise<T>;

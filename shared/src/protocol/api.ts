@@ -296,6 +296,63 @@ export interface AuditEntry {
   details: Record<string, string | string[] | null>;
 }
 
+/** How `GET /tab/usage` groups its rows. */
+export type TabUsageGroupBy = "day" | "user" | "language" | "model";
+
+/**
+ * Tab's usage figures for a group of days, people, languages or models (docs/api.md#usage-insights). Requests and
+ * cache hits are the relay's own count; suggestions and acceptances are what the extension reported.
+ */
+export interface TabUsageFigures {
+  /** Completion requests, including those refused with 429. */
+  requests: number;
+  cache_hits: number;
+  /** Requests the relay answered with an error (the provider failed, or the relay shut down mid-answer). */
+  errors: number;
+  rate_limited: number;
+  suggestions_shown: number;
+  /** Accepted whole or in part. */
+  acceptances: number;
+  partial_acceptances: number;
+  dismissals: number;
+  typed_over: number;
+  /** acceptances / suggestions_shown; null with nothing shown. */
+  acceptance_rate: number | null;
+  chars_shown: number;
+  chars_accepted: number;
+  lines_shown: number;
+  lines_accepted: number;
+  /** From the pause in typing to the ghost text, as reported; each the upper bound of its histogram bucket. */
+  time_to_ghost_ms: { p50: number | null; p90: number | null };
+  /** People with any request or report in the group. */
+  active_users: number;
+}
+
+export interface TabUsageRow extends TabUsageFigures {
+  /** The day (YYYY-MM-DD), user id, language or model. */
+  key: string;
+  /** With `group_by=user`: the person's name, null once they are removed from the workspace. */
+  name?: string | null;
+}
+
+/** `GET /tab/usage`. */
+export interface TabUsageReport {
+  /** The first day counted. */
+  since: string;
+  /** The day after the last one counted. */
+  until: string;
+  group_by: TabUsageGroupBy;
+  /** `workspace` for owners and admins; `self` when only the caller's own usage is counted. */
+  scope: "workspace" | "self";
+  rows: TabUsageRow[];
+  totals: TabUsageFigures;
+}
+
+/** `POST /tab/events`: how many of the batch's events were counted. */
+export interface TabUsageAccepted {
+  counted: number;
+}
+
 /** A frame on the console's live socket, `/api/v1/live` (docs/api.md#console-sessions-and-live-updates). */
 export type LiveEvent =
   | { type: "hello"; user: UserRef }

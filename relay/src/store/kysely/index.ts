@@ -9,6 +9,7 @@ import { eventsStore } from "./events";
 import { messagesStore } from "./messages";
 import { notificationsStore } from "./notifications";
 import { sessionsStore } from "./sessions";
+import { usageStore } from "./usage";
 import { usersStore } from "./users";
 import { workspacesStore } from "./workspaces";
 
@@ -38,6 +39,7 @@ export function createKyselyStore(db: Db, close: () => Promise<void>, fast?: Fas
     sessions: sessionsStore(db, apiKeys),
     apiKeys,
     audit: auditStore(db),
+    usage: usageStore(db),
     async transaction(fn) {
       if (db.isTransaction) return fn(store);
       return db

@@ -1,0 +1,170 @@
+import { LRUCache } from "lru-cache";
+import { TAB_USAGE_LIMITS, type TabUsageEvent } from "@tab-relay/shared";
+import type { Clock } from "../clock";
+import type { Logger } from "../logger";
+import type { Metrics } from "../metrics";
+import type { Store, UsageRow } from "../store/types";
+import { type UsageCounts, emptyCounts, ghostColumn } from "./columns";
+
+/** Counts reach the store this often, and once more when the relay closes. */
+export const USAGE_FLUSH_EVERY_MS = 10_000;
+/**
+ * Completions remembered for the events that follow them (the extension reports every 30 s): enough for hundreds of
+ * busy people, a few megabytes at most.
+ */
+export const REMEMBERED_COMPLETIONS = 50_000;
+/** Distinct languages counted before the rest count as `other`: clients name them, so their number is capped. */
+export const MAX_LANGUAGES = 200;
+export const UNKNOWN = "unknown";
+
+/** Who a count belongs to: the authenticated caller. */
+export interface UsageSubject {
+  workspaceId: string;
+  userId: string;
+}
+
+export interface UsageRecorder {
+  /** A completion request finished (answered, cached or failed); `id` is its answer's, for the events after it. */
+  completion(
+    subject: UsageSubject,
+    request: { id: string; language: string | undefined; model: string; cacheHit: boolean; failed: boolean },
+  ): void;
+  /** A completion request was refused with 429 before its body was read. */
+  rateLimited(subject: UsageSubject): void;
+  /** The caller's reports; every event counts against the caller. Answers how many were counted. */
+  events(subject: UsageSubject, events: readonly TabUsageEvent[]): number;
+  /** Writes what is counted so far; resolves when it is stored (or, on failure, kept for the next flush). */
+  flush(): Promise<void>;
+  /** Resolves when the write under way, if any, has finished. */
+  idle(): Promise<void>;
+  /** No flush is scheduled after this; writes what is left. */
+  stop(): Promise<void>;
+}
+
+interface Remembered extends UsageSubject {
+  language: string;
+  model: string;
+}
+
+const LANGUAGE = /^[a-z0-9][a-z0-9+#._-]{0,63}$/;
+
+/**
+ * Counts usage in memory, per workspace × day × user × language × model, and adds the counts to the store on a timer
+ * of its own: a completion or a report only touches a map, never the database.
+ */
+export function createUsageRecorder(deps: {
+  store: Pick<Store, "usage">;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  everyMs?: number;
+}): UsageRecorder {
+  const everyMs = deps.everyMs ?? USAGE_FLUSH_EVERY_MS;
+  let pending = new Map<string, UsageRow>();
+  const remembered = new LRUCache<string, Remembered>({ max: REMEMBERED_COMPLETIONS });
+  const languages = new Set<string>();
+  let stopped = false;
+  let timer: unknown;
+  let running: Promise<void> = Promise.resolve();
+
+  const languageOf = (raw: string | undefined): string => {
+    if (raw === undefined) return UNKNOWN;
+    const language = raw.trim().toLowerCase();
+    if (!LANGUAGE.test(language)) return "other";
+    if (languages.has(language)) return language;
+    if (languages.size >= MAX_LANGUAGES) return "other";
+    languages.add(language);
+    return language;
+  };
+
+  const rowOf = (subject: UsageSubject, language: string, model: string): UsageCounts => {
+    const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
+    const key = `${subject.workspaceId}\u0001${day}\u0001${subject.userId}\u0001${language}\u0001${model}`;
+    let row = pending.get(key);
+    if (row === undefined) {
+      row = { workspace_id: subject.workspaceId, day, user_id: subject.userId, language, model, ...emptyCounts() };
+      pending.set(key, row);
+    }
+    return row;
+  };
+
+  const write = async () => {
+    if (pending.size === 0) return;
+    const rows = [...pending.values()];
+    pending = new Map();
+    try {
+      await deps.store.usage.add(rows);
+    } catch (error) {
+      deps.logger.error("could not store usage counts; kept for the next flush", { error, rows: rows.length });
+      // Counted since the swap and the rows that failed share keys: merge rather than overwrite.
+      for (const row of rows) {
+        const into = rowOf({ workspaceId: row.workspace_id, userId: row.user_id }, row.language, row.model);
+        for (const column of Object.keys(emptyCounts()) as (keyof UsageCounts)[]) into[column] += row[column];
+      }
+    }
+  };
+  const schedule = () => {
+    if (!stopped) timer = deps.clock.setTimeout(run, everyMs);
+  };
+  function run(): void {
+    running = running.then(write).finally(schedule);
+  }
+  schedule();
+
+  return {
+    completion(subject, request) {
+      const language = languageOf(request.language);
+      remembered.set(request.id, { ...subject, language, model: request.model });
+      const row = rowOf(subject, language, request.model);
+      row.requests++;
+      if (request.cacheHit) row.cache_hits++;
+      if (request.failed) row.errors++;
+    },
+    rateLimited(subject) {
+      const row = rowOf(subject, UNKNOWN, UNKNOWN);
+      row.requests++;
+      row.rate_limited++;
+    },
+    events(subject, events) {
+      for (const event of events) {
+        const completion = remembered.get(event.id);
+        // Only the caller's own completion lends its model (and language): a report never reaches another's counts.
+        const own =
+          completion !== undefined &&
+          completion.workspaceId === subject.workspaceId &&
+          completion.userId === subject.userId
+            ? completion
+            : undefined;
+        const language = event.language !== undefined ? languageOf(event.language) : (own?.language ?? UNKNOWN);
+        const row = rowOf(subject, language, own?.model ?? UNKNOWN);
+        row.shown++;
+        row.shown_chars += event.shown_chars;
+        row.shown_lines += event.shown_lines;
+        row[event.outcome]++;
+        if (event.outcome === "accepted" || event.outcome === "accepted_partial") {
+          row.accepted_chars += event.accepted_chars;
+          row.accepted_lines += event.accepted_lines;
+        }
+        row[ghostColumn(Math.min(event.time_to_ghost_ms, TAB_USAGE_LIMITS.maxTimeToGhostMs))]++;
+        const labels = { language };
+        deps.metrics.tabSuggestionsShown.inc(labels);
+        if (event.outcome === "accepted" || event.outcome === "accepted_partial") {
+          deps.metrics.tabSuggestionsAccepted.inc(labels);
+          deps.metrics.tabCharactersAccepted.inc(labels, event.accepted_chars);
+        }
+      }
+      return events.length;
+    },
+    flush() {
+      running = running.then(write);
+      return running;
+    },
+    idle: () => running,
+    async stop() {
+      stopped = true;
+      deps.clock.clearTimeout(timer);
+      running = running.then(write);
+      await running;
+    },
+  };
+}
