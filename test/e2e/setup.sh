@@ -35,25 +35,9 @@ flock 9
 # ripgrep: stands in for the binary @vscode/ripgrep would download from GitHub. chromium: `playwright install`
 # cannot download browsers here.
 APT_PACKAGES=(build-essential python3 pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep chromium)
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  command -v apt-get >/dev/null || die "missing packages (${missing[*]}) and no apt-get: this script targets Debian 12"
-  SUDO=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || die "missing packages (${missing[*]}); run this script as root or install them first"
-    SUDO=(sudo)
-  fi
-  log "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  "${SUDO[@]}" apt-get update -qq || die "apt-get update failed"
-  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-    die "apt-get install ${missing[*]} failed"
-else
-  log "apt packages already installed"
-fi
+# shellcheck source=test/support/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/apt-install.sh"
+apt_install_missing "${APT_PACKAGES[@]}"
 [ -x /usr/bin/chromium ] || die "/usr/bin/chromium is missing after installing the chromium package"
 command -v rg >/dev/null || die "rg is missing after installing the ripgrep package"
 

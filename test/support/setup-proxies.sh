@@ -24,26 +24,9 @@ exec 9>"$E2E_HOME/.setup.lock"
 flock 9
 
 APT_PACKAGES=(nginx caddy openssl)
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  command -v apt-get >/dev/null || die "missing packages (${missing[*]}) and no apt-get: this script targets Debian 12"
-  SUDO=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null && sudo -n true 2>/dev/null ||
-      die "missing packages (${missing[*]}); run this script as root (or with password-less sudo) or install them first"
-    SUDO=(sudo -n)
-  fi
-  log "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  "${SUDO[@]}" apt-get update -qq || die "apt-get update failed"
-  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-    die "apt-get install ${missing[*]} failed"
-else
-  log "nginx, caddy and openssl already installed"
-fi
+# shellcheck source=test/support/apt-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh"
+apt_install_missing "${APT_PACKAGES[@]}"
 [ -x /usr/sbin/nginx ] || die "/usr/sbin/nginx is missing after installing the nginx package"
 [ -x /usr/bin/caddy ] || die "/usr/bin/caddy is missing after installing the caddy package"
 [ -x /usr/bin/openssl ] || die "/usr/bin/openssl is missing after installing the openssl package"
