@@ -321,11 +321,14 @@ export const PATTERN_ROUTES: readonly PatternRoute[] = [
   {
     kind: "pattern",
     method: "GET",
-    source: String.raw`^\/(?:$|signin$|keys$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)`,
+    source: String.raw`^\/(?:$|signin$|keys$|playground$|people$|audit$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)`,
     samples: (f) => [
       "/",
       "/signin",
       "/keys",
+      "/playground",
+      "/people",
+      "/audit",
       "/agents",
       `/agents/${f.agent.id}`,
       `/conversations/channel/${f.channel.id}`,
