@@ -10,6 +10,8 @@ interface Entry {
   /** The first characters after the cursor then; typing through leaves them untouched. */
   readonly afterHead: string;
   readonly text: string;
+  /** The relay's completion id the suggestion came with. */
+  readonly id: string | undefined;
 }
 
 const ANCHOR_CHARS = 64;
@@ -26,7 +28,7 @@ export class TypingThroughCache {
     this.entries = new LRUCache<string, Entry>({ max: maxEntries });
   }
 
-  store(docKey: string, cursor: CursorText, text: string): void {
+  store(docKey: string, cursor: CursorText, text: string, id?: string): void {
     const anchorTail = cursor.before.slice(-ANCHOR_CHARS);
     const anchor = cursor.before.length;
     this.entries.set(`${docKey}\u0000${anchor}\u0000${anchorTail}`, {
@@ -35,11 +37,17 @@ export class TypingThroughCache {
       anchorTail,
       afterHead: cursor.after.slice(0, AFTER_CHARS),
       text,
+      id,
     });
   }
 
   /** The not-yet-typed remainder of a stored suggestion that the text around the cursor still agrees with. */
   lookup(docKey: string, cursor: CursorText): string | undefined {
+    return this.find(docKey, cursor)?.text;
+  }
+
+  /** Like `lookup`, with the id of the completion the remainder belongs to. */
+  find(docKey: string, cursor: CursorText): { text: string; id: string | undefined } | undefined {
     const afterHead = cursor.after.slice(0, AFTER_CHARS);
     for (const [key, entry] of this.entries.entries()) {
       if (entry.docKey !== docKey || entry.afterHead !== afterHead) continue;
@@ -47,7 +55,7 @@ export class TypingThroughCache {
       if (typed < 0 || typed >= entry.text.length) continue;
       if (!cursor.before.endsWith(entry.anchorTail + entry.text.slice(0, typed))) continue;
       this.entries.get(key);
-      return entry.text.slice(typed);
+      return { text: entry.text.slice(typed), id: entry.id };
     }
     return undefined;
   }

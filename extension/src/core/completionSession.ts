@@ -9,6 +9,7 @@ import { buildRequestBody, requestCompletion, type RequestOutcome } from "./requ
 import type { Settings } from "./settings";
 import type { StatusController } from "./status";
 import type { Clock, CompletionInput, FetchLike, Logger, Suggestion } from "./types";
+import type { UsageTracker } from "./usageTracker";
 
 export interface SessionDeps {
   readonly clock: Clock;
@@ -26,6 +27,8 @@ export interface SessionDeps {
    * document's far parts are sent.
    */
   readonly relatedContext?: RelatedContextSource;
+  /** Told of every suggestion returned, with its completion id, for usage reports. */
+  readonly usage?: UsageTracker;
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
 }
@@ -108,16 +111,17 @@ export class CompletionSession {
   private async run(input: CompletionInput, signal: AbortSignal): Promise<Suggestion | undefined> {
     const { clock, status } = this.deps;
     const settings = this.deps.getSettings();
-    this.rhythm.keystroke(clock.now());
+    const pausedAt = clock.now();
+    this.rhythm.keystroke(pausedAt);
     const gate = status.gate();
     if (prefilter(input, settings, gate.pause) !== undefined) return this.skip();
 
     const cursor = cursorText(input);
-    const remainder = this.cache.lookup(input.uri, cursor);
+    const remainder = this.cache.find(input.uri, cursor);
     if (remainder !== undefined) {
       this.counters.cacheHits++;
       this.deps.onEvent?.({ type: "cacheHit", at: clock.now() });
-      return this.show(input, remainder, true);
+      return this.show(input, remainder.text, true, remainder.id, pausedAt);
     }
     if (gate.blocked !== undefined) return this.skip();
 
@@ -157,11 +161,18 @@ export class CompletionSession {
         : undefined;
     this.log(input, body.tab_context.surface, outcome, text, body.tab_context.surrounding_context);
     if (text === undefined) return undefined;
-    this.cache.store(input.uri, cursor, text);
-    return this.show(input, text, false);
+    const id = outcome.kind === "ok" ? outcome.completionId : undefined;
+    this.cache.store(input.uri, cursor, text, id);
+    return this.show(input, text, false, id, pausedAt);
   }
 
-  private show(input: CompletionInput, text: string, fromCache: boolean): Suggestion | undefined {
+  private show(
+    input: CompletionInput,
+    text: string,
+    fromCache: boolean,
+    id: string | undefined,
+    pausedAt: number,
+  ): Suggestion | undefined {
     // Remainders served from the cache skip postprocessing, so the minimum is checked here for both paths.
     if (visibleLength(text) < TAB_DEFAULTS.minVisibleSuggestionLength) return undefined;
     const selected = input.selected;
@@ -170,6 +181,13 @@ export class CompletionSession {
       ? { insertText: selected.text + text, start: selected.start, end: selected.end, fromCache }
       : { insertText: text, start: input.offset, end: input.offset, fromCache };
     this.counters.suggestionsShown++;
+    this.deps.usage?.offer(suggestion, {
+      id,
+      uri: input.uri,
+      languageId: input.languageId,
+      documentOffset: input.documentOffset ?? 0,
+      pausedAt,
+    });
     this.deps.onEvent?.({ type: "shown", at: this.deps.clock.now(), suggestion });
     return suggestion;
   }

@@ -15,3 +15,5 @@ export * from "./postprocess";
 export * from "./status";
 export * from "./statusView";
 export * from "./completionSession";
+export * from "./usageTracker";
+export * from "./usageReporter";

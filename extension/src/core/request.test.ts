@@ -77,6 +77,7 @@ test("joins the streamed deltas and reports time to the first chunk", async () =
     status: 200,
     firstChunkMs: 50,
     durationMs: 100,
+    completionId: "cmpl-test",
   });
 });
 
@@ -102,6 +103,7 @@ test("a single-line context shows the first line as soon as it is complete and s
     status: 200,
     firstChunkMs: 10,
     durationMs: 20,
+    completionId: "cmpl-test",
   });
   assert.equal(fake.calls[0]?.signal.aborted, true);
   assert.equal(clock.pendingTimers, 0);
@@ -139,6 +141,7 @@ test("at the timeout, shows the whole lines that arrived but not a half line", a
     status: 200,
     firstChunkMs: 10,
     durationMs: 200,
+    completionId: "cmpl-test",
   });
   const single = setup(
     [

@@ -8,11 +8,13 @@ import {
   readCompletionStream,
   type CompletionRequest,
   type TabContext,
+  type TabUsageBatch,
 } from "@tab-relay/shared";
 import type { Settings } from "./settings";
 import type { Clock, FetchLike } from "./types";
 
 export const COMPLETIONS_PATH = API_PREFIX + TAB_COMPLETIONS_PATH;
+export const USAGE_EVENTS_PATH = `${API_PREFIX}/tab/events`;
 
 export type RequestOutcome =
   | {
@@ -23,6 +25,8 @@ export type RequestOutcome =
       readonly status: number;
       readonly firstChunkMs: number | undefined;
       readonly durationMs: number;
+      /** The answer's `id`, which usage reports name the suggestion by; absent when no chunk arrived. */
+      readonly completionId?: string;
     }
   | { readonly kind: "aborted"; readonly durationMs: number }
   | { readonly kind: "timeout"; readonly durationMs: number }
@@ -80,6 +84,7 @@ export async function requestCompletion(
 
   let text = "";
   let firstChunkAt: number | undefined;
+  let completionId: string | undefined;
   const ok = (value: string, ended: "done" | "first line" | "timeout", status: number): RequestOutcome => ({
     kind: "ok",
     text: value,
@@ -87,6 +92,7 @@ export async function requestCompletion(
     status,
     firstChunkMs: firstChunkAt === undefined ? undefined : firstChunkAt - started,
     durationMs: elapsed(),
+    ...(completionId === undefined ? {} : { completionId }),
   });
 
   let status = 0;
@@ -117,7 +123,7 @@ export async function requestCompletion(
     }
     if (response.body === null) return failed(status, "UPSTREAM_ERROR", "Response has no body", elapsed());
 
-    for await (const event of readCompletionStream(response.body)) {
+    for await (const event of readCompletionStream(response.body, (chunk) => (completionId ??= chunk.id))) {
       if (event.type === "done") {
         consumed = true;
         return ok(text, "done", status);
@@ -144,6 +150,40 @@ export async function requestCompletion(
     request.signal.removeEventListener("abort", onCancel);
     // Releases the connection when the stream was left early (first line, or an error).
     if (!consumed) controller.abort();
+  }
+}
+
+export type SendOutcome =
+  | { readonly kind: "ok"; readonly status: number }
+  | { readonly kind: "unreachable"; readonly message: string }
+  | Extract<RequestOutcome, { kind: "failed" }>;
+
+/**
+ * POSTs one batch of usage events. Never throws; a failure carries the relay's code and its Retry-After, read the
+ * same way as for completions.
+ */
+export async function sendUsageBatch(
+  deps: { fetch: FetchLike; clock: Clock },
+  request: { relayUrl: string; apiKey: string; batch: TabUsageBatch; timeoutMs: number },
+): Promise<SendOutcome> {
+  const { clock } = deps;
+  const started = clock.now();
+  const controller = new AbortController();
+  const timer = clock.setTimeout(() => controller.abort(), request.timeoutMs);
+  try {
+    const response = await deps.fetch(`${request.relayUrl}${USAGE_EVENTS_PATH}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${request.apiKey}` },
+      body: JSON.stringify(request.batch),
+      signal: controller.signal,
+    });
+    if (!response.ok) return (await failure(response, clock, () => clock.now() - started)) as SendOutcome;
+    await response.body?.cancel().catch(() => undefined);
+    return { kind: "ok", status: response.status };
+  } catch (error) {
+    return { kind: "unreachable", message: controller.signal.aborted ? "timed out" : describe(error) };
+  } finally {
+    clock.clearTimeout(timer);
   }
 }
 

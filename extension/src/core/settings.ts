@@ -25,6 +25,8 @@ export interface Settings {
   readonly disabledLanguages: readonly string[];
   /** Language id → surface name, merged over DEFAULT_SURFACES. */
   readonly surfaces: Readonly<Record<string, string>>;
+  /** Report what became of shown suggestions (sizes and times, no code) to the relay. */
+  readonly reportUsage: boolean;
 }
 
 /** Markdown is prose for docs, plain text is notes, the commit box is a message; everything else is code. */
@@ -69,6 +71,7 @@ export const DEFAULT_SETTINGS: Settings = {
   enabledLanguages: ["*"],
   disabledLanguages: [],
   surfaces: {},
+  reportUsage: true,
 };
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -95,6 +98,7 @@ const FIELDS = {
   enabledLanguages: z.array(z.string().min(1)),
   disabledLanguages: z.array(z.string().min(1)),
   surfaces: z.record(z.string().min(1), z.string().trim().min(1).max(64)),
+  reportUsage: z.boolean(),
 } satisfies { [K in keyof Settings]: z.ZodType<Settings[K], unknown> };
 
 export interface ParsedSettings {

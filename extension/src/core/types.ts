@@ -35,6 +35,8 @@ export interface CompletionInput {
   readonly text: string;
   /** Cursor offset into `text`. */
   readonly offset: number;
+  /** Offset of `text` in the whole document, when `text` is a window of it (0 when absent). */
+  readonly documentOffset?: number;
   /** The cursor's line in the whole document, from 0; counted in `text` when absent (then `text` must be whole). */
   readonly cursorLine?: number | undefined;
   readonly selected?: SelectedCompletion | undefined;

@@ -7,6 +7,8 @@ import {
   RecentFiles,
   StatusController,
   TypingRhythm,
+  UsageReporter,
+  UsageTracker,
   initialStatus,
   missingConfiguration,
   type Settings,
@@ -17,10 +19,14 @@ import { createInlineCompletionProvider } from "./inlineCompletionProvider";
 import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
 import { StatusBar, showNotice } from "./statusBar";
+import { feedUsage, telemetryAllowed } from "./usageFeed";
 
 /** Where the learned typing rhythm is remembered, so adaptive debounce works from the first keystroke after a restart. */
 const RHYTHM_KEY = "tabRelay.typingGaps";
 const RHYTHM_SAVE_MS = 60_000;
+
+/** Sends the usage events still queued; VS Code waits for it on deactivate. */
+let flushUsage: (() => Promise<void>) | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel("Tab", { log: true });
@@ -32,6 +38,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const rhythmTimer = setInterval(saveRhythm, RHYTHM_SAVE_MS);
   const recentFiles = new RecentFiles(systemClock);
   const recentFilesFeed = feedRecentFiles(recentFiles, () => settings, log);
+  const reporter = new UsageReporter({
+    clock: systemClock,
+    fetch: (url, init) => fetch(url, init),
+    logger: log,
+    getSettings: () => settings,
+    getApiKey: () => apiKeys.get(),
+    telemetryAllowed,
+  });
+  const usage = new UsageTracker({
+    clock: systemClock,
+    enabled: () => reporter.enabled,
+    report: (event) => reporter.record(event),
+  });
+  flushUsage = async () => {
+    usage.flush();
+    await reporter.flush();
+  };
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -41,6 +64,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     rhythm,
     relatedContext: recentFiles,
+    usage,
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -71,9 +95,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     recentFilesFeed,
     vscode.languages.registerInlineCompletionItemProvider(
       [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
-      createInlineCompletionProvider(session),
+      createInlineCompletionProvider(session, usage),
     ),
     ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar }),
+    ...feedUsage(usage),
     onSettingsChanged(() => void sync(false)),
     apiKeys.onDidChange(() => void sync(true)),
     {
@@ -82,10 +107,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         saveRhythm();
         unsubscribeNotices();
         session.dispose();
+        reporter.dispose();
         status.dispose();
       },
     },
   );
 }
 
-export function deactivate(): void {}
+export async function deactivate(): Promise<void> {
+  await flushUsage?.();
+  flushUsage = undefined;
+}

@@ -1,6 +1,7 @@
 import { posix } from "node:path";
 import * as vscode from "vscode";
-import type { CompletionInput, CompletionSession } from "../core";
+import type { CompletionInput, CompletionSession, UsageTracker } from "../core";
+import { USAGE_COMMANDS } from "./usageFeed";
 
 /**
  * How much of the document around the cursor the pipeline reads, each side: more than the relay accepts
@@ -8,8 +9,14 @@ import type { CompletionInput, CompletionSession } from "../core";
  */
 const WINDOW_CHARS = 32_768;
 
-/** Adapts VS Code's provider calls to the core session: documents become plain data, cancellation an AbortSignal. */
-export function createInlineCompletionProvider(session: CompletionSession): vscode.InlineCompletionItemProvider {
+/**
+ * Adapts VS Code's provider calls to the core session: documents become plain data, cancellation an AbortSignal.
+ * A suggestion handed to VS Code is announced to the usage tracker, and carries the command VS Code runs on Tab.
+ */
+export function createInlineCompletionProvider(
+  session: CompletionSession,
+  usage?: UsageTracker,
+): vscode.InlineCompletionItemProvider {
   return {
     async provideInlineCompletionItems(document, position, context, token) {
       const controller = new AbortController();
@@ -23,7 +30,10 @@ export function createInlineCompletionProvider(session: CompletionSession): vsco
           document.positionAt(base + suggestion.start),
           document.positionAt(base + suggestion.end),
         );
-        return [new vscode.InlineCompletionItem(suggestion.insertText, range)];
+        const id = usage?.shown(suggestion);
+        const accepted =
+          id === undefined ? undefined : { command: USAGE_COMMANDS.accepted, title: "Accepted", arguments: [id] };
+        return [new vscode.InlineCompletionItem(suggestion.insertText, range, accepted)];
       } finally {
         subscription.dispose();
       }
@@ -49,6 +59,7 @@ function toInput(
     title: posix.basename(document.uri.path),
     text: document.getText(new vscode.Range(start, document.positionAt(cursor + WINDOW_CHARS))),
     offset: cursor - base,
+    documentOffset: base,
     cursorLine: position.line,
     selected: selected && {
       start: document.offsetAt(selected.range.start) - base,

@@ -8,9 +8,12 @@ export type CompletionStreamEvent =
 /**
  * Reads the relay's completion SSE stream as deltas then one `done`.
  * A mid-stream `event: error` frame is thrown as a RelayError; a stream that ends without `[DONE]` is an error too.
+ * `onChunk` sees every parsed chunk, for callers that need more than the text (the extension's usage reports need
+ * the completion `id`).
  */
 export async function* readCompletionStream(
   body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+  onChunk?: (chunk: ChatCompletionChunk) => void,
 ): AsyncGenerator<CompletionStreamEvent> {
   let finishReason: FinishReason | null = null;
   for await (const event of readSseEvents(body)) {
@@ -28,6 +31,7 @@ export async function* readCompletionStream(
     if (!parsed.success)
       throw new RelayError("UPSTREAM_ERROR", `Malformed completion chunk: ${event.data.slice(0, 200)}`);
     const chunk = parsed.data;
+    onChunk?.(chunk);
     const choice = chunk.choices[0];
     if (!choice) continue;
     if (choice.finish_reason) finishReason = choice.finish_reason;
