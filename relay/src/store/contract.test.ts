@@ -39,6 +39,8 @@ import { type UsageCounts, emptyCounts } from "../usage/columns";
 /** Children first, so deleting in this order never trips a foreign key. */
 const TABLES = [
   "tab_usage",
+  "tab_usage_days",
+  "tab_usage_weeks",
   "audit_log",
   "delivery_attempts",
   "events",
@@ -1468,6 +1470,80 @@ for (const engine of engines) {
         assert.deepEqual(
           await store.usage.summarize(WS, { since: "2027-01-01", until: "2027-02-01", groupBy: "all" }),
           [],
+        );
+      });
+
+      test("by person over weeks, the weekly roll-up and the days either side add up exactly as the daily rows do", async () => {
+        const rows: UsageRow[] = [];
+        // 2026-10-01 to 2026-11-19: seven whole weeks and parts of two, for two people in two languages.
+        for (let d = 0; d < 50; d++) {
+          const day = new Date(Date.UTC(2026, 9, 1) + d * 86_400_000).toISOString().slice(0, 10);
+          rows.push(row(day, OLIVE, "typescript", { requests: d + 1, shown: 1, ghost_ms_b4: d % 3 }));
+          rows.push(row(day, OLIVE, "python", { requests: 100, accepted_chars: d }));
+          if (d % 2 === 0) rows.push(row(day, BOB, "go", { requests: 1000 + d }));
+        }
+        await store.usage.add(rows);
+        for (const [since, until] of [
+          ["2026-10-03", "2026-11-17"],
+          ["2026-10-05", "2026-11-16"],
+          ["2026-10-07", "2026-10-12"],
+          ["2026-09-01", "2027-01-01"],
+        ] as const) {
+          const expected = new Map<string, UsageCounts>();
+          for (const r of rows.filter((r) => r.day >= since && r.day < until)) {
+            const into = expected.get(r.user_id) ?? emptyCounts();
+            for (const column of Object.keys(into) as (keyof UsageCounts)[]) into[column] += r[column];
+            expected.set(r.user_id, into);
+          }
+          const got = await store.usage.summarize(WS, { since, until, groupBy: "user" });
+          assert.deepEqual(
+            got,
+            [...expected.entries()]
+              .sort(([a], [b]) => (a < b ? -1 : 1))
+              .map(([key, counts]) => ({ ...counts, key, users: 1 })),
+            `${since}..${until}`,
+          );
+          const [all] = await store.usage.summarize(WS, { since, until, groupBy: "all" });
+          const inRange = rows.filter((r) => r.day >= since && r.day < until);
+          assert.deepEqual(
+            [all?.requests, all?.users],
+            [inRange.reduce((n, r) => n + r.requests, 0), new Set(inRange.map((r) => r.user_id)).size],
+          );
+        }
+        // The same figures by day, for everything, and for one person.
+        const byDay = await store.usage.summarize(WS, { since: "2026-10-03", until: "2026-10-05", groupBy: "day" });
+        assert.deepEqual(
+          byDay.map((d) => [d.key, d.requests, d.users]),
+          [
+            ["2026-10-03", 3 + 100 + 1002, 2],
+            ["2026-10-04", 4 + 100, 1],
+          ],
+        );
+        const bobs = await store.usage.summarize(WS, {
+          since: "2026-10-01",
+          until: "2026-10-04",
+          groupBy: "language",
+          userId: BOB,
+        });
+        assert.deepEqual(
+          bobs.map((d) => [d.key, d.requests, d.users]),
+          [["go", 1000 + 1002, 1]],
+        );
+        // Retention: a week goes once all of its days are before the cut.
+        await store.usage.prune("2026-10-14");
+        assert.deepEqual(
+          (await store.usage.summarize(WS, { since: "2026-09-01", until: "2027-01-01", groupBy: "user" })).map(
+            (p) => p.key,
+          ),
+          [BOB, OLIVE].sort(),
+        );
+        const olive = (
+          await store.usage.summarize(WS, { since: "2026-10-12", until: "2026-10-19", groupBy: "user" })
+        ).find((p) => p.key === OLIVE);
+        // The week of 10-12 keeps all of its days in the roll-up; the daily rows before the 14th are gone.
+        assert.equal(
+          olive?.requests,
+          [12, 13, 14, 15, 16, 17, 18].reduce((n, d) => n + d + 100, 0),
         );
       });
 

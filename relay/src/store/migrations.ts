@@ -255,20 +255,27 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
     },
     "0007_tab_usage": {
       async up(db: Kysely<unknown>) {
-        // No foreign keys, like the audit log: a person's usage stays in the reports after they are removed.
-        let table = db.schema
-          .createTable("tab_usage")
-          .addColumn("workspace_id", text, (c) => c.notNull())
-          .addColumn("day", text, (c) => c.notNull())
-          .addColumn("user_id", text, (c) => c.notNull())
-          .addColumn("language", text, (c) => c.notNull())
-          .addColumn("model", text, (c) => c.notNull());
-        for (const column of USAGE_COLUMNS) table = table.addColumn(column, "bigint", (c) => c.notNull().defaultTo(0));
-        // The key the upserts merge on; reports read a workspace's range of days along it.
-        await table
-          .addPrimaryKeyConstraint("tab_usage_pk", ["workspace_id", "day", "user_id", "language", "model"])
+        // No foreign keys, like the audit log: a person's usage stays in the reports after they are removed. Each
+        // table's key is what the upserts merge on, and reports read a workspace's range of days (or weeks) along it.
+        const counters = (name: string, keys: readonly string[]) => {
+          let table = db.schema.createTable(name);
+          for (const key of keys) table = table.addColumn(key, text, (c) => c.notNull());
+          for (const column of USAGE_COLUMNS)
+            table = table.addColumn(column, "bigint", (c) => c.notNull().defaultTo(0));
+          return table.addPrimaryKeyConstraint(`${name}_pk`, keys as never).execute();
+        };
+        await counters("tab_usage", ["workspace_id", "day", "user_id", "language", "model"]);
+        await counters("tab_usage_days", ["workspace_id", "day", "language", "model"]);
+        await counters("tab_usage_weeks", ["workspace_id", "week", "user_id"]);
+        // One person's report, and the retention's deletes across workspaces.
+        await db.schema
+          .createIndex("tab_usage_user")
+          .on("tab_usage")
+          .columns(["workspace_id", "user_id", "day"])
           .execute();
         await db.schema.createIndex("tab_usage_day").on("tab_usage").column("day").execute();
+        await db.schema.createIndex("tab_usage_days_day").on("tab_usage_days").column("day").execute();
+        await db.schema.createIndex("tab_usage_weeks_week").on("tab_usage_weeks").column("week").execute();
       },
     },
   };

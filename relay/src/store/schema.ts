@@ -190,6 +190,12 @@ export type TabUsageTable = {
   model: string;
 } & UsageCounts;
 
+/** The daily rows summed over people: what reports by day, language and model read. */
+export type TabUsageDaysTable = { workspace_id: string; day: string; language: string; model: string } & UsageCounts;
+
+/** The daily rows summed per person and week (`week` is its Monday, YYYY-MM-DD): what reports by person read. */
+export type TabUsageWeeksTable = { workspace_id: string; week: string; user_id: string } & UsageCounts;
+
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -205,6 +211,8 @@ export interface Database {
   notifications: NotificationsTable;
   audit_log: AuditLogTable;
   tab_usage: TabUsageTable;
+  tab_usage_days: TabUsageDaysTable;
+  tab_usage_weeks: TabUsageWeeksTable;
 }
 
 /** What every repository queries through: the database, or a transaction on it. */

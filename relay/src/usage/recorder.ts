@@ -6,6 +6,7 @@ import type { Metrics } from "../metrics";
 import type { Store, UsageRow } from "../store/types";
 import { type UsageCounts, emptyCounts, ghostColumn } from "./columns";
 
+const DAY_MS = 24 * 60 * 60 * 1000;
 /** Counts reach the store this often, and once more when the relay closes. */
 export const USAGE_FLUSH_EVERY_MS = 10_000;
 /**
@@ -63,6 +64,7 @@ export function createUsageRecorder(deps: {
   let pending = new Map<string, UsageRow>();
   const remembered = new LRUCache<string, Remembered>({ max: REMEMBERED_COMPLETIONS });
   const languages = new Set<string>();
+  let today = { start: Number.NEGATIVE_INFINITY, day: "" };
   let stopped = false;
   let timer: unknown;
   let running: Promise<void> = Promise.resolve();
@@ -78,7 +80,13 @@ export function createUsageRecorder(deps: {
   };
 
   const rowOf = (subject: UsageSubject, language: string, model: string): UsageCounts => {
-    const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
+    const now = deps.clock.now();
+    // The day's text is made once a day, not on every count.
+    if (now < today.start || now >= today.start + DAY_MS) {
+      const start = now - (now % DAY_MS);
+      today = { start, day: new Date(start).toISOString().slice(0, 10) };
+    }
+    const { day } = today;
     const key = `${subject.workspaceId}\u0001${day}\u0001${subject.userId}\u0001${language}\u0001${model}`;
     let row = pending.get(key);
     if (row === undefined) {
