@@ -1509,6 +1509,14 @@ for (const engine of engines) {
             [all?.requests, all?.users],
             [inRange.reduce((n, r) => n + r.requests, 0), new Set(inRange.map((r) => r.user_id)).size],
           );
+          const byLanguage = await store.usage.summarize(WS, { since, until, groupBy: "language" });
+          assert.deepEqual(
+            byLanguage.map((l) => [l.key, l.requests, l.users]),
+            [...new Set(inRange.map((r) => r.language))].sort().map((language) => {
+              const of = inRange.filter((r) => r.language === language);
+              return [language, of.reduce((n, r) => n + r.requests, 0), new Set(of.map((r) => r.user_id)).size];
+            }),
+          );
         }
         // The same figures by day, for everything, and for one person.
         const byDay = await store.usage.summarize(WS, { since: "2026-10-03", until: "2026-10-05", groupBy: "day" });

@@ -266,7 +266,7 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
         };
         await counters("tab_usage", ["workspace_id", "day", "user_id", "language", "model"]);
         await counters("tab_usage_days", ["workspace_id", "day", "language", "model"]);
-        await counters("tab_usage_weeks", ["workspace_id", "week", "user_id"]);
+        await counters("tab_usage_weeks", ["workspace_id", "week", "user_id", "language", "model"]);
         // One person's report, and the retention's deletes across workspaces.
         await db.schema
           .createIndex("tab_usage_user")

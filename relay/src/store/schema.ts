@@ -193,8 +193,17 @@ export type TabUsageTable = {
 /** The daily rows summed over people: what reports by day, language and model read. */
 export type TabUsageDaysTable = { workspace_id: string; day: string; language: string; model: string } & UsageCounts;
 
-/** The daily rows summed per person and week (`week` is its Monday, YYYY-MM-DD): what reports by person read. */
-export type TabUsageWeeksTable = { workspace_id: string; week: string; user_id: string } & UsageCounts;
+/**
+ * The daily rows summed per week (`week` is its Monday, YYYY-MM-DD), person, language and model: what reports by
+ * person read, and who was active in a long range.
+ */
+export type TabUsageWeeksTable = {
+  workspace_id: string;
+  week: string;
+  user_id: string;
+  language: string;
+  model: string;
+} & UsageCounts;
 
 export interface Database {
   workspaces: WorkspacesTable;

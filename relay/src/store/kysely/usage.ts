@@ -43,7 +43,7 @@ function rollUp<R extends UsageCounts, K extends keyof R & string>(
 /**
  * The daily rows (`tab_usage`, workspace × day × person × language × model) and two roll-ups the same write keeps,
  * so a year of a large team reads in a few thousand rows: `tab_usage_days` (no person) answers the groupings by day,
- * language and model, and `tab_usage_weeks` (person per week) the grouping by person.
+ * language and model, and `tab_usage_weeks` (person, language and model per week) the grouping by person and who was active.
  */
 export function usageStore(db: Db): Store["usage"] {
   // Each counter becomes the stored value plus the new row's; qualified, as PostgreSQL calls a bare name ambiguous.
@@ -102,8 +102,8 @@ export function usageStore(db: Db): Store["usage"] {
     const weekly = rows.map((row) => ({ ...row, week: weekOf(row.day) }));
     await upsert(
       "tab_usage_weeks",
-      ["workspace_id", "week", "user_id"],
-      rollUp(weekly, ["workspace_id", "week", "user_id"]),
+      ["workspace_id", "week", "user_id", "language", "model"],
+      rollUp(weekly, ["workspace_id", "week", "user_id", "language", "model"]),
     );
   }
 
@@ -146,25 +146,19 @@ export function usageStore(db: Db): Store["usage"] {
         }
         return [...people.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       }
-      if (groupBy === "all") {
-        // The people of the whole range, from the weekly roll-up's few rows and the edges' daily ones.
-        const [counts, people] = await Promise.all([
-          sum("tab_usage_days", sql`${inWorkspace} and ${range}`, undefined, false),
-          sql<{ users: unknown }>`
-            select count(distinct user_id) as ${sql.ref("users")} from (
-              ${weeks ? sql`select user_id from tab_usage_weeks where ${wholeWeeks} union all select user_id from tab_usage where ${edges}` : sql`select user_id from tab_usage where ${inWorkspace} and ${range}`}
-            ) as people`.execute(db),
-        ]);
-        return counts.map((row) => ({ ...row, users: Number(people.rows[0]?.users ?? 0) }));
-      }
-      // Counts from the roll-up without people; the people from the daily rows' key (an index-only read).
+      // Counts from the roll-up without people. People by day from the daily rows' key (an index-only read); by
+      // language, model or in all from the weekly roll-up's rows and the edges' daily ones.
+      const key = column === undefined ? sql`''` : sql.ref(column);
+      const pairs =
+        weeks && groupBy !== "day"
+          ? sql`select ${key} as ${sql.ref("key")}, user_id from tab_usage_weeks where ${wholeWeeks}
+              union all select ${key} as ${sql.ref("key")}, user_id from tab_usage where ${edges}`
+          : sql`select ${key} as ${sql.ref("key")}, user_id from tab_usage where ${inWorkspace} and ${range}`;
       const [counts, people] = await Promise.all([
         sum("tab_usage_days", sql`${inWorkspace} and ${range}`, column, false),
         sql<{ key: string; users: unknown }>`
-          select ${column === undefined ? sql`''` : sql.ref(column)} as ${sql.ref("key")},
-            count(distinct user_id) as ${sql.ref("users")}
-          from tab_usage where ${inWorkspace} and ${range}
-          ${column === undefined ? sql`` : sql`group by ${sql.ref(column)}`}`.execute(db),
+          select ${sql.ref("key")}, count(distinct user_id) as ${sql.ref("users")}
+          from (${pairs}) as pairs group by ${sql.ref("key")}`.execute(db),
       ]);
       const users = new Map(people.rows.map((row) => [String(row.key), Number(row.users)]));
       return counts.map((row) => ({ ...row, users: users.get(row.key) ?? 0 }));
