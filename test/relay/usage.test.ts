@@ -218,6 +218,7 @@ describe("Tab usage: the extension's reports and the relay's counts, read back p
     await expectError(await post({ events: Array(101).fill(event("x")) }), 400, "VALIDATION_ERROR", /events/);
     await expectError(await relay.request("/api/v1/tab/usage?since=yesterday"), 400, "VALIDATION_ERROR", /since/);
     await expectError(await relay.request("/api/v1/tab/usage?group_by=editor"), 400, "VALIDATION_ERROR", /group_by/);
+    await expectError(await relay.request("/api/v1/tab/usage?until=0000-01-01"), 400, "VALIDATION_ERROR", /until/);
     await expectError(
       await relay.request("/api/v1/tab/usage?since=2026-11-24&until=2026-11-24"),
       400,

@@ -16,7 +16,10 @@ export const USAGE_DEFAULT_DAYS = 28;
 /** The longest range one report may cover: two years, past any sensible retention. */
 export const USAGE_MAX_DAYS = 731;
 
-const Day = z.iso.date({ error: "must be a date, YYYY-MM-DD" });
+// Bounded so every day, and the defaults and weeks computed from it, stays a four-digit year.
+const Day = z.iso
+  .date({ error: "must be a date, YYYY-MM-DD" })
+  .refine((day) => day >= "1970-01-01" && day < "3000-01-01", "must be a date from 1970 to 2999");
 const UsageQuery = z.object({
   since: Day.optional(),
   until: Day.optional(),
