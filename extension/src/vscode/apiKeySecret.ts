@@ -7,6 +7,8 @@ const SECRET_ID = "tabRelay.apiKey";
  * composition root), for CI, containers and remote hosts where nobody can type a key in.
  */
 export class ApiKeyStore {
+  private lastRead: string | undefined;
+
   constructor(
     private readonly secrets: vscode.SecretStorage,
     private readonly environmentKey: string | undefined,
@@ -14,8 +16,17 @@ export class ApiKeyStore {
 
   async get(): Promise<string | undefined> {
     const stored = await this.secrets.get(SECRET_ID);
-    if (stored !== undefined && stored !== "") return stored;
-    return this.environmentKey === "" ? undefined : this.environmentKey;
+    if (stored !== undefined && stored !== "") this.lastRead = stored;
+    else this.lastRead = this.environmentKey === "" ? undefined : this.environmentKey;
+    return this.lastRead;
+  }
+
+  /**
+   * The key as get() last found it. Once the extension host is shutting down, VS Code cancels every call to the
+   * secret storage, so deactivate, which sends the last usage report, can only use the key it already knew.
+   */
+  get remembered(): string | undefined {
+    return this.lastRead;
   }
 
   /** Where the key comes from, for the log (never the key itself). */

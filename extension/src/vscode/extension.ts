@@ -38,12 +38,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const rhythmTimer = setInterval(saveRhythm, RHYTHM_SAVE_MS);
   const recentFiles = new RecentFiles(systemClock);
   const recentFilesFeed = feedRecentFiles(recentFiles, () => settings, log);
+  let deactivating = false;
   const reporter = new UsageReporter({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
     logger: log,
     getSettings: () => settings,
-    getApiKey: () => apiKeys.get(),
+    getApiKey: () => (deactivating ? Promise.resolve(apiKeys.remembered) : apiKeys.get()),
     telemetryAllowed,
   });
   const usage = new UsageTracker({
@@ -52,6 +53,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     report: (event) => reporter.record(event),
   });
   flushUsage = async () => {
+    deactivating = true;
     usage.flush();
     await reporter.flush();
   };
