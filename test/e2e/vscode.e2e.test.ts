@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CompletionRequest, parseSnippets, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
+import { CompletionRequest, parseSnippets, TAB_COMPLETIONS_PATH, type Api } from "@tab-relay/shared";
 import type { Locator } from "playwright-core";
 import {
   ensurePrerequisites,
@@ -72,6 +72,12 @@ const CROSS_BODY = "\n  const rate = quantity >= BULK_THRESHOLD ? BULK_RATE : 1;
 /** Names only pricing.js has: wherever they show up, they came from it. */
 const PRICING_ONLY = ["BULK_THRESHOLD", "BULK_RATE"];
 
+/**
+ * The harness turns VS Code's telemetry off, and with it the extension's usage reports; any other level allows them
+ * (code-server's --disable-telemetry still keeps VS Code's own telemetry from going anywhere).
+ */
+const USAGE_REPORTS_ON = { "telemetry.telemetryLevel": "error" };
+
 const EXTENSION_ID = (() => {
   const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
     publisher: string;
@@ -98,6 +104,8 @@ interface StageOptions {
   workspaceFiles?: Record<string, string>;
   /** Puts a recording proxy between the extension and the relay. */
   recordRequests?: boolean;
+  /** User settings on top of the relay's URL and workspace. */
+  settings?: Record<string, unknown>;
 }
 
 /**
@@ -131,7 +139,11 @@ async function startRelayAndVsCode(name: string, vsix: string, options: StageOpt
       vsix,
       outDir,
       workspaceFiles: options.workspaceFiles ?? { [FILE]: FIXTURE },
-      settings: { "tabRelay.relayUrl": proxy?.url ?? relay.url, "tabRelay.workspaceSlug": relay.workspaceSlug },
+      settings: {
+        ...options.settings,
+        "tabRelay.relayUrl": proxy?.url ?? relay.url,
+        "tabRelay.workspaceSlug": relay.workspaceSlug,
+      },
       env: { TAB_RELAY_API_KEY: relay.apiKey },
     });
     phase("vscodeStartMs");
@@ -159,9 +171,10 @@ async function onStage(stage: Stage, body: () => Promise<void>, failureShot = "f
 async function withRelayAndVsCode(
   name: string,
   vsix: string,
+  options: StageOptions,
   body: (relay: RelayUnderTest, vscode: VsCodeSession) => Promise<void>,
 ): Promise<void> {
-  const stage = await startRelayAndVsCode(name, vsix);
+  const stage = await startRelayAndVsCode(name, vsix, options);
   try {
     await onStage(stage, () => body(stage.relay, stage.vscode));
     stage.phase("stepsMs");
@@ -227,6 +240,17 @@ async function allRequestsHandled(
   }
 }
 
+/** Runs a command by its title through the command palette (F1), as a user would. */
+async function runFromPalette(vscode: VsCodeSession, title: string): Promise<void> {
+  await vscode.page.keyboard.press("F1");
+  const quickInput = vscode.page.locator(".quick-input-widget");
+  await quickInput.locator("input").waitFor({ state: "visible" });
+  await vscode.page.keyboard.type(title);
+  await quickInput.locator(".monaco-list-row", { hasText: title }).first().waitFor();
+  await vscode.page.keyboard.press("Enter");
+  await quickInput.waitFor({ state: "hidden" });
+}
+
 /** The extension's log lines about requests for `path` (one per request that was sent), in the current window. */
 function requestLogLines(vscode: VsCodeSession, path: string): string[] {
   return vscode
@@ -251,8 +275,16 @@ describe("the extension in a real VS Code", { skip }, () => {
   }, STEP);
   after(() => rmSync(packagingDir, { recursive: true, force: true }));
 
-  test("shows the relay's continuation as ghost text, and Tab puts it into the saved file", STEP, () =>
-    withRelayAndVsCode("accept", vsix, async (_relay, vscode) => {
+  test("ghost text from the relay: Tab saves it in the file, Escape hides it, and usage reports count both", STEP, () =>
+    withRelayAndVsCode("accept", vsix, { settings: USAGE_REPORTS_ON }, async (relay, vscode) => {
+      // VS Code's keyboard shortcut troubleshooting logs, to the browser's console, which command each key ran.
+      const windowLog: string[] = [];
+      vscode.page.on("console", (message) => windowLog.push(message.text()));
+      await runFromPalette(vscode, "Toggle Keyboard Shortcuts Troubleshooting");
+      // It also shows that log in the panel and focuses it, which would take the keys of the next steps.
+      await vscode.page.waitForFunction('document.activeElement?.closest(".part.panel") != null', undefined, {
+        timeout: 10_000,
+      });
       const editor = await vscode.openFile(FILE);
 
       const ghost = await typeAndWaitForGhostText(vscode.page, editor, TYPED, (text) => text.startsWith(BODY));
@@ -271,11 +303,71 @@ describe("the extension in a real VS Code", { skip }, () => {
       });
       await vscode.screenshot("2-accepted");
       assert.equal(saved, expected);
+
+      // The same line again below: the same body comes as ghost text, and Escape hides it without touching the file.
+      const again = `\n\n${TYPED}`;
+      const second = await typeAndWaitForGhostText(vscode.page, editor, again, (text) => text.startsWith(BODY));
+      const logged = windowLog.length;
+      await vscode.page.keyboard.press("Escape");
+      await waitUntil("Escape to hide the ghost text", 10_000, async () =>
+        (await readGhostText(editor)) === undefined ? true : undefined,
+      );
+      await waitUntil("VS Code to log the command Escape ran", 10_000, () =>
+        windowLog.slice(logged).find((line) => line.includes("[KeybindingService]: + Invoking command")),
+      );
+      const invoked = windowLog
+        .slice(logged)
+        .filter((line) => line.includes("[KeybindingService]: + Invoking command"));
+      assert.deepEqual(
+        invoked.map((line) => /Invoking command (\S+?)\.?$/.exec(line)?.[1]),
+        ["tabRelay.dismissSuggestion"],
+        `Escape ran:\n${windowLog.slice(logged).join("\n")}`,
+      );
+      await vscode.screenshot("3-dismissed");
+      await vscode.page.keyboard.press("Control+S");
+      const typedOnly = expected + again;
+      const afterEscape = await waitUntil("the file to be saved", 10_000, () => {
+        const text = readFileSync(join(vscode.workspaceDir, FILE), "utf8");
+        return text.length < typedOnly.length ? undefined : text;
+      });
+      assert.equal(afterEscape, typedOnly, `Escape changed the file (ghost text was ${JSON.stringify(second)})`);
+
+      // The extension sends its usage events every 30 s and when it is deactivated: reloading the window ends its
+      // extension host, which runs deactivate first.
+      const dayBefore = new Date().toISOString().slice(0, 10);
+      await vscode.page.reload();
+      const report = await waitUntil("the usage events to reach the relay", 20_000, async () => {
+        const response = await fetch(`${relay.url}/api/v1/tab/usage?group_by=day`, {
+          headers: { authorization: `Bearer ${relay.apiKey}` },
+        });
+        assert.equal(response.status, 200, await response.clone().text());
+        const { data } = (await response.json()) as { data: Api.TabUsageReport };
+        return data.totals.suggestions_shown >= 2 ? data : undefined;
+      });
+      const days = [dayBefore, new Date().toISOString().slice(0, 10)];
+      const figures = report.rows.map((row) => ({
+        day: days.includes(row.key) ? "today" : row.key,
+        suggestions_shown: row.suggestions_shown,
+        acceptances: row.acceptances,
+        dismissals: row.dismissals,
+        typed_over: row.typed_over,
+        chars_accepted: row.chars_accepted,
+      }));
+      assert.deepEqual(figures, [
+        {
+          day: "today",
+          suggestions_shown: 2,
+          acceptances: 1,
+          dismissals: 1,
+          typed_over: 0,
+          chars_accepted: ghost.length,
+        },
+      ]);
     }),
   );
 
   test("a revoked key shows the unauthorized state in the status bar", STEP, () =>
-    withRelayAndVsCode("revoked-key", vsix, async (relay, vscode) => {
+    withRelayAndVsCode("revoked-key", vsix, {}, async (relay, vscode) => {
       const editor = await vscode.openFile(FILE);
       assert.ok(
         !(await vscode.statusBarTexts()).some((text) => text.includes("unauthorized")),
