@@ -19,3 +19,7 @@ export async function writeOutputs(result) {
 export async function copyAtomically(from, to) {
   await replace(to, (temporary) => copyFile(from, temporary));
 }
+
+export async function writeAtomically(path, contents) {
+  await replace(path, (temporary) => writeFile(temporary, contents));
+}

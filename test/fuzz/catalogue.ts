@@ -321,7 +321,7 @@ export const PATTERN_ROUTES: readonly PatternRoute[] = [
   {
     kind: "pattern",
     method: "GET",
-    source: String.raw`^\/(?:$|signin$|keys$|playground$|people$|audit$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)`,
+    source: String.raw`^\/(?:$|signin$|keys$|playground$|people$|audit$|insights$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)`,
     samples: (f) => [
       "/",
       "/signin",
@@ -329,6 +329,7 @@ export const PATTERN_ROUTES: readonly PatternRoute[] = [
       "/playground",
       "/people",
       "/audit",
+      "/insights",
       "/agents",
       `/agents/${f.agent.id}`,
       `/conversations/channel/${f.channel.id}`,

@@ -51,7 +51,7 @@ describe("the console's files", () => {
   }
 
   test("each page of the console's menu opens the console when its address is loaded, as a reload does", async () => {
-    for (const path of ["/keys", "/agents", "/playground", "/people", "/audit"]) {
+    for (const path of ["/keys", "/agents", "/playground", "/people", "/audit", "/insights"]) {
       const response = await fetch(relay.url + path, { headers: { Accept: "text/html" } });
       assert.equal(response.status, 200, `${path}: ${response.status}`);
       assert.equal(await response.text(), page);

@@ -8,6 +8,7 @@ import type { LiveEvent, Session } from "@tab-relay/shared/api";
 import { agentView, agentsView } from "./views/agents";
 import { auditView } from "./views/audit";
 import { conversationView, homeView, isOwnMessage } from "./views/conversations";
+import { insightsView } from "./views/insights";
 import { keysView } from "./views/keys";
 import { peopleView } from "./views/people";
 import { playgroundView } from "./views/playground";
@@ -115,6 +116,8 @@ function viewFor(route: Route): View {
       return peopleView();
     case "audit":
       return auditView();
+    case "insights":
+      return insightsView();
     default:
       return notFoundView();
   }

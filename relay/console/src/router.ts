@@ -10,6 +10,7 @@ export type Route =
   | { name: "playground" }
   | { name: "people" }
   | { name: "audit" }
+  | { name: "insights" }
   | { name: "signin"; next: string }
   | { name: "notfound" };
 
@@ -28,6 +29,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (first === "playground" && parts.length === 1) return { name: "playground" };
   if (first === "people" && parts.length === 1) return { name: "people" };
   if (first === "audit" && parts.length === 1) return { name: "audit" };
+  if (first === "insights" && parts.length === 1) return { name: "insights" };
   if (first === "signin" && parts.length === 1)
     return { name: "signin", next: safeNext(new URLSearchParams(search).get("next")) };
   return { name: "notfound" };

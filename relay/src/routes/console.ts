@@ -4,7 +4,7 @@ import { named } from "../http/requestContext";
 
 /** Paths the console's own router handles in the browser; any of them opens index.html. */
 const APP_PATH =
-  /^\/(?:$|signin$|keys$|playground$|people$|audit$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)/;
+  /^\/(?:$|signin$|keys$|playground$|people$|audit$|insights$|agents(?:\/[^/]+)?$|conversations\/(?:channel|dm)\/[^/]+(?:\/messages\/[^/]+)?$)/;
 
 /**
  * How `send` (behind express.static and res.sendFile) serves the console's files: always whole. A server may ignore

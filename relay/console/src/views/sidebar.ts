@@ -149,6 +149,10 @@ export function renderSidebar(): void {
       // Owners and admins, the roles that hold users.write, manage people and read the audit log (as the API allows).
       hasScope("users.write") ? sectionLink("/people", "People", "nav-people", store.route === "people") : null,
       hasScope("users.write") ? sectionLink("/audit", "Audit log", "nav-audit", store.route === "audit") : null,
+      // GET /tab/usage answers owners and admins for the workspace, and anyone using Tab for themselves.
+      hasScope("users.write") || hasScope("tab.complete")
+        ? sectionLink("/insights", "Insights", "nav-insights", store.route === "insights")
+        : null,
     ),
     h(
       "section",
