@@ -160,7 +160,12 @@ describe("doctor: the database (SQLite)", () => {
   test("up to date with a workspace: ok", async () => {
     const result = await sqliteDatabase(await initialised("current"));
     assert.equal(result.status, "ok");
-    assert.match(result.summary, /^SQLite .*relay\.db: 1 workspace, 6 of 6 migrations applied \(up to date\)$/);
+    // As many as the relay has: a new migration must not break this test.
+    const all = Object.keys(await migrationProviderFor("sqlite").getMigrations()).length;
+    assert.match(
+      result.summary,
+      new RegExp(`^SQLite .*relay\\.db: 1 workspace, ${all} of ${all} migrations applied \\(up to date\\)$`),
+    );
   });
 
   test("made by the previous release: warn, naming the migrations to apply and the command", async () => {
