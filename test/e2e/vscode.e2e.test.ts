@@ -353,16 +353,22 @@ describe("the extension in a real VS Code", { skip }, () => {
         typed_over: row.typed_over,
         chars_accepted: row.chars_accepted,
       }));
-      assert.deepEqual(figures, [
-        {
-          day: "today",
-          suggestions_shown: 2,
-          acceptances: 1,
-          dismissals: 1,
-          typed_over: 0,
-          chars_accepted: ghost.length,
-        },
-      ]);
+      // VS Code may ask again after Tab or after the line is typed once more, and a suggestion still showing when
+      // the window reloads is reported dismissed (seen in CI: 3 shown, 2 dismissed): the accepted one is exact, the
+      // Escape one is at least there, and every suggestion shown has exactly one outcome.
+      assert.equal(figures.length, 1, JSON.stringify(figures));
+      const [today] = figures;
+      assert.deepEqual(
+        [today?.day, today?.acceptances, today?.chars_accepted, today?.typed_over],
+        ["today", 1, ghost.length, 0],
+        JSON.stringify(figures),
+      );
+      assert.ok((today?.dismissals ?? 0) >= 1, JSON.stringify(figures));
+      assert.equal(
+        today?.suggestions_shown,
+        (today?.acceptances ?? 0) + (today?.dismissals ?? 0) + (today?.typed_over ?? 0),
+        JSON.stringify(figures),
+      );
     }),
   );
 
