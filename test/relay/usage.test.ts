@@ -271,3 +271,28 @@ describe("Tab usage across a 429 and a restart", () => {
     }
   });
 });
+
+describe("Tab usage of a document without a code language", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ clock: fakeClock(START) });
+  });
+  after(async () => relay.close());
+
+  test("a Markdown file's requests and the extension's reports on them (which name markdown) share one row", async () => {
+    const response = await relay.request("/api/v1/tab/chat/completions", {
+      method: "POST",
+      json: completionBody({ surface: "docs", document_type: "markdown", code_language: undefined }),
+    });
+    const text = await response.text();
+    assert.equal(response.status, 200, text);
+    const id = /"id":"(chatcmpl-[^"]+)"/.exec(text)?.[1];
+    assert.ok(id, text);
+    assert.equal(await report(relay, relay.apiKey, [event(id, { language: "markdown" })]), 1);
+    const byLanguage = await usageOf(relay, "?group_by=language");
+    assert.deepEqual(
+      byLanguage.rows.map((row) => [row.key, row.requests, row.suggestions_shown]),
+      [["markdown", 1, 1]],
+    );
+  });
+});

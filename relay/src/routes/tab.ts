@@ -147,7 +147,14 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
       if (caller)
         deps.usage.completion(
           { workspaceId: caller.workspace.id, userId: caller.user.id },
-          { id: meta.id, language: request.tab_context.code_language, model, ...outcome },
+          {
+            id: meta.id,
+            // A document without a code language (Markdown, notes) is counted under its document type, which is
+            // the language id the extension names in its report on it (markdown, plaintext).
+            language: request.tab_context.code_language ?? request.tab_context.document_type,
+            model,
+            ...outcome,
+          },
         );
     }
   };
