@@ -7,6 +7,8 @@ import { systemClock } from "./clock";
 import {
   type Config,
   ConfigError,
+  DOCTOR_SETTINGS,
+  OPERATOR_SETTINGS,
   SETTINGS,
   type Overrides,
   type SettingName,
@@ -64,25 +66,7 @@ const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.fl
 /** `doctor` takes the upstream settings (the model server) and the deployment's (see loadOperatorConfig). */
 const DOCTOR_OPTIONS = {
   ...Object.fromEntries(
-    (
-      [
-        "upstreamUrl",
-        "upstreamModel",
-        "upstreamApiKey",
-        "upstreamApi",
-        "fimTemplate",
-        "infillMaxPredictMs",
-        "upstreamTimeoutMs",
-        "dataDir",
-        "databaseUrl",
-        "redisUrl",
-        "host",
-        "port",
-        "publicUrl",
-        "trustProxy",
-        "webhookAllowPrivate",
-      ] as const
-    ).map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
+    [...DOCTOR_SETTINGS, ...OPERATOR_SETTINGS].map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
   ),
   json: { type: "boolean" as const },
 };

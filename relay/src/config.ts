@@ -446,7 +446,7 @@ export interface DoctorConfig {
   upstreamTimeoutMs: number;
 }
 
-const DOCTOR_SETTINGS = [
+export const DOCTOR_SETTINGS = [
   "upstreamUrl",
   "upstreamModel",
   "upstreamApiKey",
@@ -513,7 +513,7 @@ export interface OperatorConfig {
   webhookAllowPrivate: boolean;
 }
 
-const OPERATOR_SETTINGS = [
+export const OPERATOR_SETTINGS = [
   "dataDir",
   "databaseUrl",
   "redisUrl",
