@@ -8,14 +8,10 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { systemClock, type Api } from "@tab-relay/shared";
-import { CompletionSession } from "../../extension/src/core/completionSession";
-import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settings";
-import { StatusController, initialStatus } from "../../extension/src/core/status";
+import type { Api } from "@tab-relay/shared";
 import { inputAt } from "../../extension/src/core/testing/fixtures";
-import { UsageReporter } from "../../extension/src/core/usageReporter";
-import { UsageTracker } from "../../extension/src/core/usageTracker";
 import { createJsonLogger } from "../../relay/src/logger";
+import { realExtensionCore, type ReportedUsageEvent } from "../support/extensionCore";
 import { startTestRelay, type TestRelay } from "../support/relayHarness";
 import { createUser } from "../support/workspace";
 import { REPO_ROOT } from "./codeServer";
@@ -38,7 +34,7 @@ const prerequisites = ensureChromium();
 const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
 if (skip) console.error(`\n${"!".repeat(100)}\n[console-insights-e2e] ${skip}\n${"!".repeat(100)}\n`);
 
-type TabUsageEvent = Parameters<UsageReporter["record"]>[0];
+type TabUsageEvent = ReportedUsageEvent;
 
 /** What the core reported, as the relay should count it. */
 interface Sent {
@@ -51,40 +47,12 @@ interface Sent {
 
 /** The extension core of one person, against the relay: it provides suggestions and reports their fates. */
 function extensionCore(relay: TestRelay, key: string) {
-  const settings: Settings = {
-    ...DEFAULT_SETTINGS,
+  const events: TabUsageEvent[] = [];
+  const { session, tracker, reporter } = realExtensionCore({
     relayUrl: relay.url,
     workspaceSlug: relay.workspace.slug,
-    debounceMs: 5,
-  };
-  const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
-  const getApiKey = () => Promise.resolve(key);
-  const fetchLike = (url: string, init: Parameters<typeof fetch>[1]) => fetch(url, init);
-  const reporter = new UsageReporter({
-    clock: systemClock,
-    fetch: fetchLike,
-    logger,
-    getSettings: () => settings,
-    getApiKey,
-    telemetryAllowed: () => true,
-  });
-  const events: TabUsageEvent[] = [];
-  const tracker = new UsageTracker({
-    clock: systemClock,
-    enabled: () => reporter.enabled,
-    report: (event) => {
-      events.push(event);
-      reporter.record(event);
-    },
-  });
-  const session = new CompletionSession({
-    clock: systemClock,
-    fetch: fetchLike,
-    logger,
-    getSettings: () => settings,
-    getApiKey,
-    status: new StatusController(systemClock, initialStatus(true, [])),
-    usage: tracker,
+    apiKey: key,
+    onEvent: (event) => events.push(event),
   });
 
   /** Shows the suggestion for a repeated pattern (the relay's local engine completes it), then `fate` decides. */

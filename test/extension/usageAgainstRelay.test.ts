@@ -2,13 +2,9 @@
 // relay's local engine, their fates decided by the core's tracker, sent by its reporter, and read back as usage.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { systemClock, type Api } from "@tab-relay/shared";
-import { CompletionSession } from "../../extension/src/core/completionSession";
-import { DEFAULT_SETTINGS, type Settings } from "../../extension/src/core/settings";
-import { StatusController, initialStatus } from "../../extension/src/core/status";
+import type { Api } from "@tab-relay/shared";
 import { inputAt } from "../../extension/src/core/testing/fixtures";
-import { UsageReporter } from "../../extension/src/core/usageReporter";
-import { UsageTracker } from "../../extension/src/core/usageTracker";
+import { realExtensionCore } from "../support/extensionCore";
 import { startTestRelay, type TestRelay } from "../support/relayHarness";
 
 let relay: TestRelay;
@@ -18,36 +14,10 @@ before(async () => {
 after(() => relay.close());
 
 test("the relay counts the batch the core's reporter sends, tied to its completions by id", async () => {
-  const settings: Settings = {
-    ...DEFAULT_SETTINGS,
+  const { settings, session, tracker, reporter } = realExtensionCore({
     relayUrl: relay.url,
     workspaceSlug: relay.workspace.slug,
-    debounceMs: 5,
-  };
-  const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
-  const getApiKey = () => Promise.resolve(relay.apiKey);
-  const fetchLike = (url: string, init: Parameters<typeof fetch>[1]) => fetch(url, init);
-  const reporter = new UsageReporter({
-    clock: systemClock,
-    fetch: fetchLike,
-    logger,
-    getSettings: () => settings,
-    getApiKey,
-    telemetryAllowed: () => true,
-  });
-  const tracker = new UsageTracker({
-    clock: systemClock,
-    enabled: () => reporter.enabled,
-    report: (event) => reporter.record(event),
-  });
-  const session = new CompletionSession({
-    clock: systemClock,
-    fetch: fetchLike,
-    logger,
-    getSettings: () => settings,
-    getApiKey,
-    status: new StatusController(systemClock, initialStatus(true, [])),
-    usage: tracker,
+    apiKey: relay.apiKey,
   });
 
   const input = inputAt('function greet(name) {\n  return "Hello, " + name;\n}\n\nfunction greet(name) {\n  return █');
