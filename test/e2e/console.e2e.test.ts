@@ -15,8 +15,11 @@ import { createAgent, createChannel, createUser, postMessage } from "../support/
 import { REPO_ROOT } from "./codeServer";
 import {
   byTestId as t,
-  ensureChromium,
+  chromiumFor,
   ensureConsoleBuilt,
+  keepFailedPage,
+  LAPTOP,
+  PHONE,
   freePort,
   launchChromium,
   openPersonPage,
@@ -27,12 +30,7 @@ import {
 } from "./console/harness";
 
 const OUTPUT = join(REPO_ROOT, "test-output/console");
-const LAPTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
-const prerequisites = ensureChromium();
-const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
-if (skip) console.error(`\n${"!".repeat(100)}\n[console-e2e] ${skip}\n${"!".repeat(100)}\n`);
+const { prerequisites, skip } = chromiumFor("console-e2e");
 
 /** The agent the first test creates through the console; later tests use it. */
 interface CreatedInTheConsole {
@@ -90,17 +88,8 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
     await relay?.close();
   });
 
-  /** Runs a step; when it fails, the page it failed on is kept as failure-<name>.png. */
-  async function step(name: string, person: PersonPage | undefined, body: () => Promise<void>): Promise<void> {
-    try {
-      await body();
-    } catch (error) {
-      await person?.page
-        .screenshot({ path: join(OUTPUT, `failure-${name}.png`), fullPage: true })
-        .catch(() => undefined);
-      throw error;
-    }
-  }
+  const step = (name: string, person: PersonPage | undefined, body: () => Promise<void>) =>
+    keepFailedPage(OUTPUT, name, person, body);
 
   function needAgent(): CreatedInTheConsole {
     assert.ok(agent, "the agent created in the first test is missing (that test failed)");

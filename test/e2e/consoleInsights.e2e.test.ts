@@ -17,8 +17,11 @@ import { createUser } from "../support/workspace";
 import { REPO_ROOT } from "./codeServer";
 import {
   byTestId as t,
-  ensureChromium,
+  chromiumFor,
   ensureConsoleBuilt,
+  keepFailedPage,
+  LAPTOP,
+  PHONE,
   launchChromium,
   openPersonPage,
   pngSize,
@@ -27,12 +30,7 @@ import {
 } from "./console/harness";
 
 const OUTPUT = join(REPO_ROOT, "test-output/console-insights");
-const LAPTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
-const prerequisites = ensureChromium();
-const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
-if (skip) console.error(`\n${"!".repeat(100)}\n[console-insights-e2e] ${skip}\n${"!".repeat(100)}\n`);
+const { prerequisites, skip } = chromiumFor("console-insights-e2e");
 
 type TabUsageEvent = ReportedUsageEvent;
 
@@ -159,16 +157,8 @@ describe(
       await empty?.close();
     });
 
-    async function step(name: string, person: PersonPage | undefined, body: () => Promise<void>): Promise<void> {
-      try {
-        await body();
-      } catch (error) {
-        await person?.page
-          .screenshot({ path: join(OUTPUT, `failure-${name}.png`), fullPage: true })
-          .catch(() => undefined);
-        throw error;
-      }
-    }
+    const step = (name: string, person: PersonPage | undefined, body: () => Promise<void>) =>
+      keepFailedPage(OUTPUT, name, person, body);
 
     /** Records CSP violations in the page, which the browser reports as events and never as script errors. */
     async function watchCsp(person: PersonPage): Promise<void> {

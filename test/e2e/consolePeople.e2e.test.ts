@@ -14,8 +14,11 @@ import { createAgent, createUser } from "../support/workspace";
 import { REPO_ROOT } from "./codeServer";
 import {
   byTestId as t,
-  ensureChromium,
+  chromiumFor,
   ensureConsoleBuilt,
+  keepFailedPage,
+  LAPTOP,
+  PHONE,
   launchChromium,
   openPersonPage,
   pngSize,
@@ -25,12 +28,7 @@ import {
 } from "./console/harness";
 
 const OUTPUT = join(REPO_ROOT, "test-output/console-people");
-const LAPTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
-const prerequisites = ensureChromium();
-const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
-if (skip) console.error(`\n${"!".repeat(100)}\n[console-people-e2e] ${skip}\n${"!".repeat(100)}\n`);
+const { prerequisites, skip } = chromiumFor("console-people-e2e");
 
 describe("the console's People and Audit log views in a browser", { skip, timeout: 180_000 }, () => {
   let relay: TestRelay;
@@ -66,16 +64,8 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
     await relay?.close();
   });
 
-  async function step(name: string, person: PersonPage | undefined, body: () => Promise<void>): Promise<void> {
-    try {
-      await body();
-    } catch (error) {
-      await person?.page
-        .screenshot({ path: join(OUTPUT, `failure-${name}.png`), fullPage: true })
-        .catch(() => undefined);
-      throw error;
-    }
-  }
+  const step = (name: string, person: PersonPage | undefined, body: () => Promise<void>) =>
+    keepFailedPage(OUTPUT, name, person, body);
 
   function needPat(): { id: string; key: string } {
     assert.ok(pat, "the person added in the first test is missing (that test failed)");

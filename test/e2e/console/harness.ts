@@ -19,6 +19,36 @@ export function ensureChromium(): Prerequisites {
   return { ready: false, reason: `${SETUP_SCRIPT} failed (${how}); see its output above` };
 }
 
+/** The viewports the browser tests take their screenshots at. */
+export const LAPTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+/**
+ * Chromium for a browser test file, and why the file skips (or false) when it could not be installed: never under
+ * CI, where a missing browser must fail the run; said loudly, with the file's tag, so a skip is never taken for a pass.
+ */
+export function chromiumFor(tag: string): { prerequisites: Prerequisites; skip: string | false } {
+  const prerequisites = ensureChromium();
+  const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
+  if (skip) console.error(`\n${"!".repeat(100)}\n[${tag}] ${skip}\n${"!".repeat(100)}\n`);
+  return { prerequisites, skip };
+}
+
+/** Runs a test's step; when it fails, the page it failed on is kept as failure-<name>.png in `output`. */
+export async function keepFailedPage(
+  output: string,
+  name: string,
+  person: PersonPage | undefined,
+  body: () => Promise<void>,
+): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    await person?.page.screenshot({ path: join(output, `failure-${name}.png`), fullPage: true }).catch(() => undefined);
+    throw error;
+  }
+}
+
 const CONSOLE_SOURCES = join(REPO_ROOT, "relay/console");
 const CONSOLE_BUNDLE = join(REPO_ROOT, "relay/dist/console/app.js");
 
