@@ -6,6 +6,7 @@ export * from "./protocol/validation";
 export * from "./protocol/snippets";
 export * from "./protocol/text";
 export * from "./protocol/usage";
+export * from "./protocol/nextEdit";
 export { AUDIT_ACTIONS, ROLES, SCOPES, type AuditAction, type Role, type Scope } from "./protocol/api";
 // The answers' types go under one name, so the relay can tell `Api.Agent` (what it sends) from its own rows.
 export type * as Api from "./protocol/api";
