@@ -36,12 +36,13 @@ export default tseslint.config(
     // Type-aware rules for the packages' code and their own tests: a promise nobody awaits (its rejection goes
     // unhandled, or a caller goes on before the work is done) and a promise where a callback's void or a boolean is
     // expected fail the lint. The programs are the packages' tsconfigs (shared's test config covers its src and tests).
-    files: ["relay/**/*.ts", "shared/**/*.ts", "extension/**/*.ts"],
+    files: ["relay/**/*.ts", "shared/**/*.ts", "agent/**/*.ts", "extension/**/*.ts"],
     extends: [tseslint.configs.recommendedTypeCheckedOnly],
     languageOptions: {
       parserOptions: {
         project: [
           "shared/tsconfig.test.json",
+          "agent/tsconfig.json",
           "relay/tsconfig.json",
           "relay/console/tsconfig.json",
           "extension/tsconfig.json",
@@ -73,7 +74,7 @@ export default tseslint.config(
     // anything else read the time, in any of its spellings: code that asks the platform for the time cannot run on
     // a FakeClock, so its decisions (retries, timeouts, expiry) could only be tested by waiting. The clocks live in
     // relay/src/clock.ts and shared/src/clock.ts; `new Date(ms)` and `Date.parse` read no clock and stay allowed.
-    files: ["relay/src/**/*.ts", "extension/src/**/*.ts", "shared/src/**/*.ts"],
+    files: ["relay/src/**/*.ts", "extension/src/**/*.ts", "shared/src/**/*.ts", "agent/src/**/*.ts"],
     ignores: [
       "relay/src/config.ts",
       "relay/src/clock.ts",
@@ -107,9 +108,10 @@ export default tseslint.config(
     rules: { "no-restricted-properties": ["error", NO_ENV, ...NO_WALL_CLOCK] },
   },
   {
-    // Tests run under Node, so only the code itself must stay platform-free.
-    files: ["extension/src/core/**/*.ts", "shared/src/**/*.ts"],
-    ignores: ["**/*.test.ts"],
+    // Tests run under Node, so only the code itself must stay platform-free (@tab-relay/agent runs wherever
+    // WebCrypto and fetch do).
+    files: ["extension/src/core/**/*.ts", "shared/src/**/*.ts", "agent/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "agent/src/fixtures.ts"],
     rules: {
       "no-restricted-imports": [
         "error",

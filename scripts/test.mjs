@@ -10,7 +10,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const args = process.argv.slice(2);
 const unitOnly = args.includes("--unit");
 const packages = args.filter((arg) => !arg.startsWith("--"));
-const roots = packages.length > 0 ? packages : ["shared", "relay", "extension", "examples", "test"];
+const roots = packages.length > 0 ? packages : ["shared", "agent", "relay", "extension", "examples", "test"];
 
 function find(dir, out) {
   for (const name of readdirSync(dir)) {

@@ -9,7 +9,7 @@
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { isValidSigningSecret } from "../../shared/src/webhooks/index";
+import { isValidSigningSecret } from "@tab-relay/agent";
 import { DEFAULT_CREDENTIALS_FILE, type SavedAgent, findSaved, forgetAgent, relayKey, saveAgent } from "./credentials";
 import { DEFAULT_HOST, DEFAULT_PORT, type OpenEchoAgent, openEchoAgent } from "./server";
 import { startEchoSocketAgent } from "./socket";

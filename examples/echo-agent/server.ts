@@ -1,17 +1,19 @@
 /**
- * A complete outside agent in one file: verifies Standard Webhooks deliveries, acknowledges at once,
- * then answers `message.created` through the Agent API. Imported relatively so it runs without a build.
+ * A complete outside agent in one file, built on @tab-relay/agent as an agent developer outside this repository
+ * would: its webhook handler verifies each Standard Webhooks delivery over the raw body, answers at once and drops
+ * repeats; the Agent API client answers `message.created` in the event's thread.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { MessageCreatedEvent, WebhookEvent } from "../../shared/src/webhooks/index";
 import {
   AgentApiError,
-  WebhookVerificationError,
-  createWebhookReceiver,
-  replyTo,
-} from "../../shared/src/webhooks/index";
+  type MessageCreatedEvent,
+  type WebhookEvent,
+  type WebhookHandler,
+  createAgentClient,
+  createWebhookHandler,
+  isValidSigningSecret,
+} from "@tab-relay/agent";
 
 /** Not 8788: that is where a second relay beside one on 8787 would go. */
 export const DEFAULT_PORT = 18788;
@@ -62,29 +64,6 @@ export function echoText(event: MessageCreatedEvent): string {
   return text === "" ? "Echo: (nothing to echo)" : `Echo: ${text}`;
 }
 
-class BodyTooLarge extends Error {}
-
-async function readRawBody(req: IncomingMessage): Promise<string> {
-  const declared = Number(req.headers["content-length"]);
-  if (declared > MAX_BODY_BYTES) throw new BodyTooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function answer(res: ServerResponse, status: number, body?: Record<string, unknown>): void {
-  if (body === undefined) {
-    res.writeHead(status).end();
-    return;
-  }
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-}
-
 /**
  * What the echo agent does with a verified, new event, however it arrived (webhook or Socket Mode): answers
  * `message.created` through the Agent API and logs pings. Never throws; failures are logged.
@@ -95,6 +74,9 @@ export function createEchoWork(options: {
   fetch?: typeof fetch | undefined;
 }): (event: WebhookEvent, webhookId: string) => Promise<void> {
   const { log } = options;
+  // A reply refused for the rate limit is sent again once its Retry-After has passed (up to a minute); a longer wait
+  // fails, and is logged.
+  const client = createAgentClient({ token: options.token, fetch: options.fetch });
   return async function work(event, webhookId) {
     switch (event.type) {
       case "ping":
@@ -103,17 +85,13 @@ export function createEchoWork(options: {
       case "message.created": {
         const text = echoText(event);
         try {
-          const posted = await replyTo(event, text, { token: options.token, fetch: options.fetch });
-          const postedId =
-            typeof posted === "object" && posted !== null && "id" in posted
-              ? (posted as { id: unknown }).id
-              : undefined;
+          const posted = await client.reply(event, text);
           log({
             kind: "replied",
             webhook_id: webhookId,
             event_id: event.id,
             conversation: event.conversation.id,
-            reply_message_id: postedId,
+            reply_message_id: posted.id,
           });
         } catch (error) {
           if (error instanceof AgentApiError) {
@@ -151,8 +129,9 @@ export interface OpenEchoAgent extends EchoAgent {
 
 export async function startEchoAgent(options: EchoAgentOptions): Promise<EchoAgent> {
   const { signingSecret, token, ...listening } = options;
-  // Thrown for a bad secret before the port is opened; the agent builds its own receiver below.
-  createWebhookReceiver({ signingSecret });
+  // Refused before the port is opened.
+  if (!isValidSigningSecret(signingSecret))
+    throw new TypeError("signingSecret: not a whsec_ secret of 24 bytes or more");
   const agent = await openEchoAgent(listening);
   agent.useCredentials({ signingSecret, token });
   return agent;
@@ -164,67 +143,19 @@ export async function openEchoAgent(
 ): Promise<OpenEchoAgent> {
   const log = options.log ?? logLine;
   const events: WebhookEvent[] = [];
-  const pending = new Set<Promise<void>>();
-  let ready:
-    { receiver: ReturnType<typeof createWebhookReceiver>; work: ReturnType<typeof createEchoWork> } | undefined;
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== "POST") {
-      res.setHeader("allow", "POST");
-      answer(res, 405, { error: "method_not_allowed" });
-      return;
-    }
-    if (ready === undefined) {
-      log({ kind: "rejected", reason: "not_ready" });
-      res.setHeader("retry-after", "1");
-      answer(res, 503, { error: "not_ready" });
-      return;
-    }
-    const { receiver, work } = ready;
-    let raw: string;
-    try {
-      raw = await readRawBody(req);
-    } catch (error) {
-      if (!(error instanceof BodyTooLarge)) throw error;
-      log({ kind: "rejected", reason: "payload_too_large" });
-      res.setHeader("connection", "close");
-      answer(res, 413, { error: "payload_too_large" });
-      return;
-    }
-    let received;
-    try {
-      // Verification needs the raw bytes; parsing first and re-serializing would break the signature.
-      received = await receiver.receive(req.headers, raw);
-    } catch (error) {
-      if (error instanceof WebhookVerificationError) {
-        log({ kind: "rejected", reason: error.reason });
-        answer(res, 400, { error: error.reason });
-        return;
-      }
-      if (error instanceof SyntaxError) {
-        log({ kind: "rejected", reason: "invalid_json" });
-        answer(res, 400, { error: "invalid_json" });
-        return;
-      }
-      throw error;
-    }
-    const { event, webhookId, duplicate } = received;
-    log({ kind: "received", webhook_id: webhookId, event_id: event.id, type: event.type, duplicate });
-    if (duplicate) {
-      answer(res, 200, { duplicate: true });
-      return;
-    }
-    events.push(event);
-    // Acknowledge before working: the relay retries anything slow, and a retry would be a duplicate anyway.
-    answer(res, 204);
-    const job = work(event, webhookId).finally(() => pending.delete(job));
-    pending.add(job);
-  }
+  let handler: WebhookHandler | undefined;
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+    if (handler === undefined) {
+      // Listening before the agent is registered: the relay retries a 503, by then with the secrets in place.
+      log({ kind: "rejected", reason: "not_ready" });
+      res.writeHead(503, { "retry-after": "1", "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "not_ready", message: "The agent is starting" } }));
+      return;
+    }
+    handler.node(req, res).catch((error: unknown) => {
       log({ kind: "error", error: error instanceof Error ? error.message : String(error) });
-      if (!res.headersSent) answer(res, 500, { error: "internal_error" });
+      if (!res.headersSent) res.writeHead(500).end();
       else res.end();
     });
   });
@@ -241,7 +172,7 @@ export async function openEchoAgent(
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 
   async function idle(): Promise<void> {
-    while (pending.size > 0) await Promise.all([...pending]);
+    await handler?.idle();
   }
 
   return {
@@ -249,10 +180,22 @@ export async function openEchoAgent(
     events,
     idle,
     useCredentials({ signingSecret, token }) {
-      ready = {
-        receiver: createWebhookReceiver({ signingSecret, now: options.now }),
-        work: createEchoWork({ token, log, fetch: options.fetch }),
-      };
+      const work = createEchoWork({ token, log, fetch: options.fetch });
+      handler = createWebhookHandler({
+        signingSecret,
+        now: options.now,
+        maxBodyBytes: MAX_BODY_BYTES,
+        // Runs after the 204 went out: the relay retries anything slow, and a retry would be a duplicate anyway.
+        async onEvent(event, { webhookId }) {
+          log({ kind: "received", webhook_id: webhookId, event_id: event.id, type: event.type, duplicate: false });
+          events.push(event);
+          await work(event, webhookId);
+        },
+        onDuplicate(event, { webhookId }) {
+          log({ kind: "received", webhook_id: webhookId, event_id: event.id, type: event.type, duplicate: true });
+        },
+        onRejected: (reason) => log({ kind: "rejected", reason }),
+      });
     },
     async close() {
       const closed = new Promise<void>((resolve, reject) =>

@@ -1,11 +1,10 @@
 /**
  * The echo agent in Socket Mode: instead of listening for webhooks it holds a WebSocket to the relay, so it works
- * behind NAT or a firewall. Verification, acknowledgement, de-duplication and reconnects are the shared helper's;
+ * behind NAT or a firewall. Verification, acknowledgement, de-duplication and reconnects are @tab-relay/agent's;
  * what it does with an event is the same as the webhook version's.
  */
 import { WebSocket } from "ws";
-import type { WebhookEvent } from "../../shared/src/webhooks/index";
-import { createSocketModeClient } from "../../shared/src/webhooks/index";
+import { type WebhookEvent, createSocketModeClient } from "@tab-relay/agent";
 import { createEchoWork, logLine } from "./server";
 
 export interface EchoSocketAgentOptions {

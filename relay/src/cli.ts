@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -425,10 +425,19 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   process.stderr.write(`${lines.join("\n")}\n`);
 }
 
+/**
+ * The version of the package this runs from: package.json sits one folder up from both dist/cli.js and src/cli.ts, in
+ * the repository and in an installed package alike, so `--version` can never disagree with what npm installed.
+ */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return manifest.version;
+}
+
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
   if (command === "--version" || command === "-v") {
-    process.stdout.write("tab-relay 0.1.0\n");
+    process.stdout.write(`tab-relay ${packageVersion()}\n`);
     return;
   }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {

@@ -9,8 +9,8 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-/** Everything that speaks the protocol: the relay, its console, shared, the extension and the example agent. */
-const AREAS = ["relay/src", "relay/console/src", "shared/src", "extension/src", "examples"];
+/** Everything that speaks the protocol: the relay, its console, shared, the agent package, the extension, the example agent. */
+const AREAS = ["relay/src", "relay/console/src", "shared/src", "agent/src", "extension/src", "examples"];
 
 function sources(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {

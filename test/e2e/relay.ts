@@ -83,7 +83,7 @@ async function revokeOwnKey(url: string, apiKey: string): Promise<void> {
 /** The CLI runs the bundle in relay/dist; a fresh checkout has none until `npm run build`. */
 export function ensureRelayBuilt(): void {
   if (existsSync(join(REPO_ROOT, "relay/dist/cli.js"))) return;
-  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], {
+  const build = spawnSync("npm", ["run", "build", "-w", "relay"], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     timeout: 120_000,

@@ -13,6 +13,8 @@ import { CADDY_RECIPE, NGINX_RECIPE, REPO_ROOT } from "../support/reverseProxy";
 const UNIT = join(REPO_ROOT, "docs/deploy/tab-relay.service");
 const ENV_FILE = join(REPO_ROOT, "docs/deploy/tab-relay.env");
 const ANALYZE = "/usr/bin/systemd-analyze";
+/** Where `npm install -g tab-relay` puts the command with npm's default prefix (/usr/local). */
+const INSTALLED_COMMAND = "/usr/local/bin/tab-relay";
 
 /** `[Section]` → key → every value given (a key may repeat, as SystemCallFilter= does). */
 function unitSettings(text: string): Map<string, Map<string, string[]>> {
@@ -73,10 +75,14 @@ describe("the deploy recipes (docs/deploy)", () => {
   const dir = mkdtempSync(join(tmpdir(), "tab-relay-unit-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** The unit as shipped, but for the path of node, which systemd-analyze verify requires to exist. */
+  /**
+   * The unit as shipped, but for the installed command, which systemd-analyze verify requires to exist: this checkout's
+   * bin run by this node stands in for /usr/local/bin/tab-relay.
+   */
   const installed = () => {
     const path = join(dir, "tab-relay.service");
-    writeFileSync(path, unit.split("ExecStart=/usr/bin/node ").join(`ExecStart=${process.execPath} `));
+    const bin = join(REPO_ROOT, "relay/bin/tab-relay.js");
+    writeFileSync(path, unit.split(`ExecStart=${INSTALLED_COMMAND} `).join(`ExecStart=${process.execPath} ${bin} `));
     return path;
   };
 
@@ -116,7 +122,7 @@ describe("the deploy recipes (docs/deploy)", () => {
     assert.equal(one("StateDirectory"), "tab-relay");
     assert.equal(one("StateDirectoryMode"), "0700");
     assert.equal(one("UMask"), "0077");
-    assert.match(one("ExecStart"), / serve --data \/var\/lib\/tab-relay$/);
+    assert.equal(one("ExecStart"), `${INSTALLED_COMMAND} serve --data /var/lib/tab-relay`, "the installed command");
     assert.equal(one("ProtectSystem"), "strict");
     assert.equal(one("NoNewPrivileges"), "yes");
     assert.equal(service.has("MemoryDenyWriteExecute"), false, "V8's JIT needs writable, executable memory");

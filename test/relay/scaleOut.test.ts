@@ -112,7 +112,7 @@ function ensureBuilt(): void {
   const bundle = join(ROOT, "relay/dist/cli.js");
   const builtMs = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   if (builtMs >= Math.max(newestSourceMs(join(ROOT, "relay/src")), newestSourceMs(join(ROOT, "shared/src")))) return;
-  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], {
+  const build = spawnSync("npm", ["run", "build", "-w", "relay"], {
     cwd: ROOT,
     encoding: "utf8",
     timeout: 120_000,

@@ -13,11 +13,13 @@ export interface RelayProcess {
 }
 
 /**
- * Runs `node <args>` (a `serve` command on port 0) and resolves once it announces where it listens. The child is in
- * `tracked` while it runs, so a test's teardown can kill whatever is left.
+ * Runs `node <args>` (a `serve` command on port 0), or `command <args>` (an installed `tab-relay`), and resolves once
+ * it announces where it listens. The child is in `tracked` while it runs, so a test's teardown can kill whatever is
+ * left.
  */
 export async function spawnRelay(options: {
   name: string;
+  command?: string;
   args: readonly string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
@@ -26,7 +28,7 @@ export async function spawnRelay(options: {
   outputChars: number;
 }): Promise<RelayProcess> {
   const { name, tracked } = options;
-  const child = spawn(process.execPath, [...options.args], {
+  const child = spawn(options.command ?? process.execPath, [...options.args], {
     cwd: options.cwd,
     env: options.env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -65,7 +65,7 @@ function newestChange(path: string): number {
  */
 export function ensureConsoleBuilt(): void {
   if (existsSync(CONSOLE_BUNDLE) && statSync(CONSOLE_BUNDLE).mtimeMs >= newestChange(CONSOLE_SOURCES)) return;
-  const build = spawnSync("npm", ["run", "build", "-w", "@tab-relay/relay"], {
+  const build = spawnSync("npm", ["run", "build", "-w", "relay"], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     timeout: 120_000,

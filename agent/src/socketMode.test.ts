@@ -5,12 +5,17 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, afterEach, before, describe, test } from "node:test";
 import { WebSocket, WebSocketServer } from "ws";
-import { FakeClock } from "../testing";
-import type { PingEvent, WebhookEvent } from "./events";
-import { WEBHOOK_HEADERS } from "./events";
-import { newSigningSecret, signWebhook } from "./signing";
+import {
+  type PingEvent,
+  SOCKET_MODE_CLOSE_CODES,
+  WEBHOOK_HEADERS,
+  type WebhookEvent,
+  newSigningSecret,
+  signWebhook,
+} from "@tab-relay/shared";
+import { FakeClock } from "@tab-relay/shared/testing";
 import type { SocketModeClient, SocketModeClientOptions, SocketModeLogEntry } from "./socketMode";
-import { SOCKET_MODE_CLOSE_CODES, SocketModeError, agentSocketUrl, createSocketModeClient } from "./socketMode";
+import { SocketModeError, agentSocketUrl, createSocketModeClient } from "./socketMode";
 
 const SECRET = newSigningSecret();
 const TOKEN = "svc_agent_test";
