@@ -36,6 +36,7 @@ import { createSessionsRouter, createSignInHandler } from "./routes/sessions";
 import { sessionBucket } from "./auth/sessions";
 import { createUsersRouter } from "./routes/users";
 import { createUsageRouter } from "./routes/usage";
+import { createOpenApiHandler } from "./routes/openapi";
 import type { UsageRecorder } from "./usage/recorder";
 import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
@@ -180,6 +181,8 @@ export function createApp(deps: AppDeps): RequestListener {
     jsonBody,
     createSignInHandler({ ...deps, audit }),
   );
+  // The API's description is public, so it is served before the API's authentication.
+  app.get([`${API_PREFIX}/openapi.json`, "/v1/openapi.json"], named("/openapi.json"), createOpenApiHandler());
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
   const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });
   app.use([`${API_PREFIX}/agent-api`, "/v1/agent-api"], agentApi);

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -25,6 +25,7 @@ import { BackupError, backupDatabase, describeSummary, restoreDatabase } from ".
 import { RecoveryKeyError, createRecoveryKey } from "./auth/recovery";
 import { migratePostgres } from "./store/postgres";
 import { migrateSqlite } from "./store/sqlite";
+import { packageVersion } from "./version";
 import { initWorkspace } from "./workspace/init";
 
 const USAGE = `tab-relay: the self-hostable relay behind the Tab inline-completion extension
@@ -423,15 +424,6 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
     ...(run ? startLines(run, config, relay.url) : []),
   ];
   process.stderr.write(`${lines.join("\n")}\n`);
-}
-
-/**
- * The version of the package this runs from: package.json sits one folder up from both dist/cli.js and src/cli.ts, in
- * the repository and in an installed package alike, so `--version` can never disagree with what npm installed.
- */
-function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
-  return manifest.version;
 }
 
 async function main(): Promise<void> {

@@ -310,6 +310,9 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
     body: { text: "an answer from the agent", ...(r.chance(0.3) ? { thread_id: f.message.id } : {}) },
   })),
 
+  // The API's OpenAPI document (docs/api.md): public.
+  http("GET", "api", "/openapi.json", [], (_f, r) => ({ credential: r.pick(["none", "owner"]) })),
+
   // Operations: no authentication.
   http("GET", "root", "/healthz", [], () => ({ credential: "none" })),
   http("GET", "root", "/readyz", [], () => ({ credential: "none" })),

@@ -213,7 +213,7 @@ function setHeader(draft: Draft, name: string, value: string | Buffer | undefine
   if (value !== undefined) draft.headers.push([name, value]);
 }
 
-function credentialHeaders(credential: Credential, fixtures: Fixtures): [string, string][] {
+export function credentialHeaders(credential: Credential, fixtures: Fixtures): [string, string][] {
   const bearer = (token: string): [string, string][] => [["Authorization", `Bearer ${token}`]];
   switch (credential) {
     case "owner":

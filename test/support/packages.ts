@@ -4,7 +4,7 @@
  * repository's node_modules. Dependencies come from the npm registry (through npm's cache), as they would for a user.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, parse } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -100,41 +100,4 @@ export async function pack(folder: string, destination: string): Promise<Packed>
 /** Seconds since `start` (a performance.now()), for the figures a test reports. */
 export function secondsSince(start: number): string {
   return ((performance.now() - start) / 1000).toFixed(1);
-}
-
-/**
- * The same package under another version, as the next release would be: the tarball unpacked, its package.json's
- * version changed, and packed again without running its scripts (the files are already built).
- */
-export async function repackAs(packed: Packed, version: string, destination: string): Promise<Packed> {
-  const folder = mkdtempSync(join(destination, "repack-"));
-  const untar = await runCommand("tar", ["-xzf", packed.file, "-C", folder], {
-    env: outsideEnv(),
-    killAfterMs: 60_000,
-  });
-  assert.equal(untar.status, 0, untar.stderr);
-  const manifestPath = join(folder, "package", "package.json");
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { version: string };
-  manifest.version = version;
-  writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-  const run = await npm(
-    ["pack", "--json", "--ignore-scripts", "--pack-destination", destination],
-    join(folder, "package"),
-  );
-  assert.equal(run.status, 0, run.stderr);
-  const [report] = JSON.parse(run.stdout.slice(run.stdout.indexOf("[\n"))) as {
-    filename: string;
-    size: number;
-    unpackedSize: number;
-    files: { path: string }[];
-  }[];
-  assert.ok(report);
-  return {
-    ...packed,
-    file: join(destination, report.filename),
-    version,
-    size: report.size,
-    unpackedSize: report.unpackedSize,
-    files: report.files.map((f) => f.path),
-  };
 }

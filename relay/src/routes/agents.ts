@@ -10,9 +10,9 @@ import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
 import type { Agent, DeliveryAttempt, Store, User } from "../store/types";
 
-const AgentParams = z.object({ id: z.string().min(1).max(64) });
-const DeliveryParams = AgentParams.extend({ delivery_id: z.string().min(1).max(64) });
-const DeliveriesQuery = z.object({
+export const AgentParams = z.object({ id: z.string().min(1).max(64) });
+export const DeliveryParams = AgentParams.extend({ delivery_id: z.string().min(1).max(64) });
+export const DeliveriesQuery = z.object({
   limit: z.coerce.number("must be an integer from 1 to 100").int().min(1).max(100).default(30),
 });
 
@@ -35,6 +35,27 @@ function webhookUrl(allowPrivate: boolean) {
 
 const Name = z.string().trim().min(1).max(80);
 const Description = z.string().trim().max(500);
+
+/** The bodies of POST and PATCH /agents, whose webhook_url is checked against the relay's guard for private addresses. */
+export function agentBodies(allowPrivateWebhooks: boolean) {
+  return {
+    CreateAgentBody: z.object({
+      name: Name,
+      description: Description.default(""),
+      webhook_url: webhookUrl(allowPrivateWebhooks).optional(),
+    }),
+    PatchAgentBody: z
+      .object({
+        name: Name.optional(),
+        description: Description.optional(),
+        webhook_url: webhookUrl(allowPrivateWebhooks).optional(),
+      })
+      .refine(
+        (body) => Object.values(body).some((value) => value !== undefined),
+        "give at least one of name, description, webhook_url",
+      ),
+  };
+}
 
 /** The agent as people see it; only those who may change it see where it is connected and how delivery goes. */
 function present(agent: Agent, viewer: User, socketConnected: boolean, last?: DeliveryAttempt): Api.Agent {
@@ -108,21 +129,7 @@ export function createAgentsRouter(deps: {
         target: { type: "agent", id: agent.id },
         ...(details ? { details: details(agent) } : {}),
       });
-  const CreateAgentBody = z.object({
-    name: Name,
-    description: Description.default(""),
-    webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional(),
-  });
-  const PatchAgentBody = z
-    .object({
-      name: Name.optional(),
-      description: Description.optional(),
-      webhook_url: webhookUrl(deps.allowPrivateWebhooks).optional(),
-    })
-    .refine(
-      (body) => Object.values(body).some((value) => value !== undefined),
-      "give at least one of name, description, webhook_url",
-    );
+  const { CreateAgentBody, PatchAgentBody } = agentBodies(deps.allowPrivateWebhooks);
 
   async function uniqueName(caller: Caller, name: string, except?: string): Promise<void> {
     const taken = (await store.agents.list(caller.workspace.id)).some(

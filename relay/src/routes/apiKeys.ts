@@ -16,7 +16,7 @@ export const CreateApiKeyBody = z.object({
   scopes: z.array(z.enum(SCOPES)).min(1),
 });
 
-const KeyIdParams = z.object({ id: z.string().min(1).max(64) });
+export const KeyIdParams = z.object({ id: z.string().min(1).max(64) });
 
 /** The key as the API shows it: never the secret, never the hash. */
 function present(key: ApiKey): Api.ApiKey {

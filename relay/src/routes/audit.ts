@@ -13,7 +13,7 @@ const Instant = z.iso
   .transform((at) => new Date(at).toISOString());
 
 /** The same paging as the relay's other lists: newest first, `limit`, and `before` an id from the page before. */
-const AuditQuery = z.object({
+export const AuditQuery = z.object({
   since: Instant.optional(),
   until: Instant.optional(),
   actor: Id.optional(),

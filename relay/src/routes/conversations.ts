@@ -21,7 +21,7 @@ import type { Links } from "../links";
 import type { SortableIds } from "../store/sortableIds";
 import type { MemberRef, Store } from "../store/types";
 
-const ChannelParams = ConversationParams.pick({ id: true });
+export const ChannelParams = ConversationParams.pick({ id: true });
 
 /** Channels, DMs, messages and notifications, for people (API keys). */
 export function createConversationsRouter(deps: {

@@ -22,7 +22,7 @@ import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
 import type { KeyOwner, Store } from "../store/types";
 
-const SignInBody = z.object({ api_key: z.string().min(1).max(200) });
+export const SignInBody = z.object({ api_key: z.string().min(1).max(200) });
 
 function present(owner: KeyOwner, sessionToken: string): Api.Session {
   return {

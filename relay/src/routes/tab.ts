@@ -43,7 +43,7 @@ function openAiModel(model: TabModel): { id: string; object: "model"; created: n
   return { id: model.id, object: "model", created: model.created, owned_by: model.owned_by };
 }
 
-const ModelParams = z.object({ id: z.string().min(1).max(128) });
+export const ModelParams = z.object({ id: z.string().min(1).max(128) });
 
 /**
  * GET /tab/models and POST /tab/chat/completions (mounted under /api/v1 and /v1), and under /tab/openai the same

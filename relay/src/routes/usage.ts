@@ -20,7 +20,7 @@ export const USAGE_MAX_DAYS = 731;
 const Day = z.iso
   .date({ error: "must be a date, YYYY-MM-DD" })
   .refine((day) => day >= "1970-01-01" && day < "3000-01-01", "must be a date from 1970 to 2999");
-const UsageQuery = z.object({
+export const UsageQuery = z.object({
   since: Day.optional(),
   until: Day.optional(),
   group_by: z.enum(["day", "user", "language", "model"]).default("day"),

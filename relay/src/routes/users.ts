@@ -13,9 +13,9 @@ import type { AgentService } from "../agents/service";
 import type { Audit } from "../audit/record";
 import type { Store, User } from "../store/types";
 
-const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
-const UserParams = z.object({ id: z.string().min(1).max(64) });
-const PatchUserBody = z.object({ role: z.enum(ROLES) });
+export const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
+export const UserParams = z.object({ id: z.string().min(1).max(64) });
+export const PatchUserBody = z.object({ role: z.enum(ROLES) });
 
 function present(user: User): Api.User {
   return { id: user.id, name: user.name, role: user.role, created_at: user.created_at };
