@@ -182,7 +182,11 @@ export function createApp(deps: AppDeps): RequestListener {
     createSignInHandler({ ...deps, audit }),
   );
   // The API's description is public, so it is served before the API's authentication.
-  app.get([`${API_PREFIX}/openapi.json`, "/v1/openapi.json"], named("/openapi.json"), createOpenApiHandler());
+  app.get(
+    [`${API_PREFIX}/openapi.json`, "/v1/openapi.json"],
+    named(`${API_PREFIX}/openapi.json`),
+    createOpenApiHandler(),
+  );
   // The Agent API authenticates agents, not keys, so it is mounted ahead of the main API that shares its prefix.
   const agentApi = createAgentApiRouter({ ...deps, conversations, limits, windowMs: deps.config.rateLimitWindowMs });
   app.use([`${API_PREFIX}/agent-api`, "/v1/agent-api"], agentApi);
