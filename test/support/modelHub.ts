@@ -42,6 +42,8 @@ export interface HubFaults {
   lieTotal?: number;
   /** Ignore Range and always send the whole file with 200. */
   ignoreRange?: boolean;
+  /** Send this many body bytes, then wait for `until` before sending the rest. */
+  pauseAfter?: { bytes: number; until: Promise<void> };
 }
 
 export interface ModelHub {
@@ -170,9 +172,16 @@ export async function startModelHub(options: {
     }
     const chunk = options.chunkBytes ?? 64 * 1024;
     let position = start;
+    const pause = faults.pauseAfter;
+    delete faults.pauseAfter;
     const pump = () => {
       while (position <= end) {
         if (record.sent >= limit) return; // a stall: nothing more, the socket stays open
+        if (pause && record.sent >= pause.bytes && limit === Infinity) {
+          limit = Number.MAX_SAFE_INTEGER;
+          void pause.until.then(pump);
+          return;
+        }
         const next = bytes.subarray(position, Math.min(end + 1, position + chunk, position + (limit - record.sent)));
         position += next.length;
         record.sent += next.length;

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { systemClock } from "../../clock";
+import { type Clock, systemClock } from "../../clock";
 import { ConfigError, type Env, SETTINGS, loadModelsConfig } from "../../config";
 import { ModelError } from "./errors";
 import {
@@ -32,6 +32,16 @@ export const MODELS_USAGE = `  tab-relay models list [--data DIR] [--json]   the
                    the file's path on stdout. HTTPS_PROXY/HTTP_PROXY/NO_PROXY are honoured
   tab-relay models rm NAME... [--data DIR]   remove a model's file and any partial download
   (DIR defaults to ${SETTINGS.dataDir.env}, else ./data, as for start)`;
+
+/**
+ * The system clock with timers that keep the process alive: the relay's own timers are unref'd because its server
+ * keeps it running, but a pull waiting out a retry or another process's lock has nothing else to.
+ */
+const pullClock: Clock = {
+  now: () => systemClock.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 const OPTIONS = {
   data: { type: "string" as const },
@@ -168,7 +178,7 @@ export async function modelsCommand(args: readonly string[], io: ModelsCommandIo
         write: (text) => io.stderr.write(text),
         tty: io.stderr.isTTY === true,
         ...(io.stderr.columns === undefined ? {} : { columns: io.stderr.columns }),
-        now: () => systemClock.now(),
+        now: () => pullClock.now(),
       });
       try {
         const { path, downloaded } = await pullModel(entry, {
@@ -177,7 +187,7 @@ export async function modelsCommand(args: readonly string[], io: ModelsCommandIo
           hubUrl: config.hubUrl,
           registry,
           get,
-          clock: systemClock,
+          clock: pullClock,
           onEvent: reporter,
           ...(io.signal ? { signal: io.signal } : {}),
         });

@@ -252,6 +252,7 @@ export async function downloadFile(
             deps.clock,
             stallMs,
             () => report(false),
+            options.signal,
           );
           report(true);
           if (offset === plan.total) break;
@@ -432,9 +433,12 @@ async function receiveBody(
   clock: Clock,
   stallMs: number,
   onProgress: () => void,
+  signal: AbortSignal | undefined,
 ): Promise<void> {
   let lastData = clock.now();
   let stalled = false;
+  const onAbort = () => response.cancel();
+  signal?.addEventListener("abort", onAbort, { once: true });
   let timer: unknown;
   const watch = () => {
     timer = clock.setTimeout(
@@ -467,6 +471,7 @@ async function receiveBody(
     }
   } catch (error) {
     if (error instanceof ModelError) throw error;
+    if (signal?.aborted) throw new ModelError("aborted", "the download was stopped", { cause: error });
     if (!stalled) {
       // A cut mid-body: what arrived is kept, and the next try resumes after it.
       if (position > offset)
@@ -477,7 +482,9 @@ async function receiveBody(
     }
   } finally {
     clock.clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
   }
+  if (signal?.aborted) throw new ModelError("aborted", "the download was stopped");
   if (stalled) {
     const quiet = stallMs < 10_000 ? `${stallMs} ms` : `${Math.round(stallMs / 1000)} s`;
     throw new Retryable(`no data for ${quiet} at ${position} of ${total} bytes`);

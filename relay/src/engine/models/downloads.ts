@@ -46,7 +46,8 @@ export interface DownloadsDeps extends DownloadDeps {
 }
 
 interface Shared {
-  promise: Promise<void>;
+  /** True when this process downloaded the file, false when another process had finished it. */
+  promise: Promise<boolean>;
   listeners: Set<(event: PullEvent) => void>;
   controller: AbortController;
   waiters: number;
@@ -62,8 +63,11 @@ export class ModelDownloads {
     this.#deps = deps;
   }
 
-  /** Resolves once `target.paths.file` holds the verified file. */
-  pull(target: DownloadTarget, request: PullRequest = {}): Promise<void> {
+  /**
+   * Resolves once `target.paths.file` holds the verified file: true when this process downloaded it, false when
+   * another process it waited for did.
+   */
+  pull(target: DownloadTarget, request: PullRequest = {}): Promise<boolean> {
     const key = resolve(target.paths.file);
     let shared = inflight.get(key);
     if (shared === undefined) {
@@ -89,12 +93,12 @@ export class ModelDownloads {
     return this.#join(shared, request);
   }
 
-  #join(shared: Shared, request: PullRequest): Promise<void> {
+  #join(shared: Shared, request: PullRequest): Promise<boolean> {
     const { onEvent, signal } = request;
     if (signal?.aborted) return Promise.reject(new ModelError("aborted", "the download was stopped"));
     shared.waiters += 1;
     if (onEvent) shared.listeners.add(onEvent);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<boolean>((resolve, reject) => {
       let left = false;
       const leave = () => {
         if (left) return;
@@ -105,14 +109,17 @@ export class ModelDownloads {
       };
       const onAbort = () => {
         leave();
-        if (shared.waiters === 0) shared.controller.abort();
-        reject(new ModelError("aborted", "the download was stopped"));
+        const stopped = () => reject(new ModelError("aborted", "the download was stopped"));
+        if (shared.waiters > 0) return stopped();
+        // The last waiter stops the transfer, and hears back once it has let go of its files and lock.
+        shared.controller.abort();
+        shared.promise.then(stopped, stopped);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       shared.promise.then(
-        () => {
+        (downloaded) => {
           leave();
-          resolve();
+          resolve(downloaded);
         },
         (error: unknown) => {
           leave();
@@ -122,7 +129,7 @@ export class ModelDownloads {
     });
   }
 
-  async #pullLocked(target: DownloadTarget, emit: (event: PullEvent) => void, signal: AbortSignal): Promise<void> {
+  async #pullLocked(target: DownloadTarget, emit: (event: PullEvent) => void, signal: AbortSignal): Promise<boolean> {
     const { paths } = target;
     const deps = this.#deps;
     const alive = deps.alive ?? processAlive;
@@ -164,13 +171,14 @@ export class ModelDownloads {
     }
     try {
       // The holder that just let go may have finished the file.
-      if (await isMarkedVerified(paths, target.sha256)) return;
+      if (await isMarkedVerified(paths, target.sha256)) return false;
       await downloadFile(target, deps, {
         ...deps.download,
         signal,
         onProgress: (progress) => emit({ kind: "progress", progress }),
       });
       await markVerified(paths, target.sha256);
+      return true;
     } finally {
       releaseLock(paths.lock, deps.pid);
     }

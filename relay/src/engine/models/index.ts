@@ -183,8 +183,9 @@ export async function pullModel(
     ...(options.download ? { download: options.download } : {}),
     ...(options.lockPollMs === undefined ? {} : { lockPollMs: options.lockPollMs }),
   });
+  let downloaded: boolean;
   try {
-    await downloads.pull(target(entry, options.dataDir, hubUrl), {
+    downloaded = await downloads.pull(target(entry, options.dataDir, hubUrl), {
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -201,7 +202,7 @@ export async function pullModel(
     }
     throw error;
   }
-  return { path, downloaded: true };
+  return { path, downloaded };
 }
 
 /** See the top of this module. */
