@@ -76,6 +76,11 @@ export interface ModelsConfig {
   /** TAB_RELAY_MODEL_REGISTRY: a JSON file of the operator's own entries. */
   registryFile: string | undefined;
   proxy: Readonly<ProxySettings>;
+  /**
+   * Proxy variables that could not be used (`HTTPS_PROXY: must be an http:// or https:// proxy URL`). `serve` starts
+   * anyway, since only a download needs them: whatever downloads a model refuses to while this is not empty.
+   */
+  proxyProblems: readonly string[];
 }
 
 export interface WebhookConfig {
@@ -267,7 +272,10 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     );
   }
   const rateLimits = parseRateLimits(raw["rateLimits"], problems);
-  const proxy = proxyFromEnv(env, problems);
+  // A proxy setting only matters to model downloads: one this relay cannot use must not stop a relay that never
+  // downloads, so its problem is kept for the download to report (config.models.proxyProblems).
+  const proxyProblems: string[] = [];
+  const proxy = proxyFromEnv(env, proxyProblems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
   const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
@@ -330,7 +338,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       socketAckTimeoutMs: c.socketAckTimeoutMs,
     }),
     usageRetentionDays: c.usageRetentionDays,
-    models: modelsConfig(c, proxy),
+    models: modelsConfig(c, proxy, proxyProblems),
   });
 }
 
@@ -619,8 +627,14 @@ export function proxyFromEnv(env: Env, problems: string[] = []): Readonly<ProxyS
 function modelsConfig(
   c: { modelHubUrl?: string | undefined; modelRegistry?: string | undefined },
   proxy: Readonly<ProxySettings>,
+  proxyProblems: readonly string[],
 ): Readonly<ModelsConfig> {
-  return Object.freeze({ hubUrl: c.modelHubUrl ?? DEFAULT_HUB_URL, registryFile: c.modelRegistry, proxy });
+  return Object.freeze({
+    hubUrl: c.modelHubUrl ?? DEFAULT_HUB_URL,
+    registryFile: c.modelRegistry,
+    proxy,
+    proxyProblems: Object.freeze([...proxyProblems]),
+  });
 }
 
 /** What `tab-relay models` reads: the data folder, the hub and registry settings, and the proxies. */
@@ -642,5 +656,5 @@ export function loadModelsConfig(env: Env, overrides: Overrides = {}): Readonly<
     problems.push(`${label("dataDir")}: is required: the data folder that holds models/`);
   const proxy = proxyFromEnv(env, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze({ dataDir: parsed.data.dataDir as string, ...modelsConfig(parsed.data, proxy) });
+  return Object.freeze({ dataDir: parsed.data.dataDir as string, ...modelsConfig(parsed.data, proxy, []) });
 }

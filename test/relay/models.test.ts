@@ -2,7 +2,7 @@
 // hub on port 0: resume, verification, the watchdog, merging, the disk check, proxies and mirrors, no network.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -16,6 +16,7 @@ import {
   type PullEvent,
   ModelError,
   createHttpGet,
+  removeModel,
   resolveModel,
 } from "../../relay/src/engine/models";
 import { NO_PROXY_SETTINGS, type ProxySettings } from "../../relay/src/engine/models/transport";
@@ -122,6 +123,7 @@ describe("models by name: resolveModel over a stand-in hub", () => {
     );
     assert.ok(!existsSync(`${resolved.path}.part`) && !existsSync(`${resolved.path}.part.json`));
     assert.ok(existsSync(`${resolved.path}.verified.json`));
+    assert.equal(statSync(join(data, "models")).mode & 0o777, 0o700, "private, like the data folder");
     const last = events.filter((e) => e.kind === "progress").at(-1);
     assert.equal(last?.kind === "progress" && last.progress.received, SIZE);
 
@@ -356,6 +358,59 @@ describe("models by name: resolveModel over a stand-in hub", () => {
     assert.match(error.message, /ENOTFOUND|EAI_AGAIN/);
   });
 
+  test("a proxy that cannot be reached fails the pull at once, like no network", async () => {
+    const hub = await hubWith();
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const viaDeadProxy = client(proxyFromEnv({ HTTP_PROXY: `http://127.0.0.1:${port}` }));
+    const started = Date.now();
+    const error = await rejects(
+      resolveModel(
+        "tiny-coder",
+        optionsFor(hub.url, tempDir(), { get: viaDeadProxy, download: { retryBaseMs: 10_000, stallMs: 300 } }),
+      ),
+      "offline",
+    );
+    assert.ok(Date.now() - started < 2_000);
+    assert.match(error.message, /ECONNREFUSED/);
+    assert.equal(hub.requests.length, 0, "nothing went around the proxy");
+  });
+
+  test("a part whose file changed on the hub (another ETag) is started over by If-Range", async () => {
+    const hub = await hubWith();
+    const data = tempDir();
+    mkdirSync(join(data, "models"), { recursive: true });
+    writeFileSync(`${modelFile(data)}.part`, Buffer.alloc(400_000, 9));
+    writeFileSync(
+      `${modelFile(data)}.part.json`,
+      JSON.stringify({ version: 1, url: "x", sha256: sha256(BYTES), bytes: SIZE, etag: '"an-older-file"' }),
+    );
+    const { path } = await resolveModel("tiny-coder", optionsFor(hub.url, data));
+    assert.ok(readFileSync(path).equals(BYTES));
+    const [transfer] = hub.transfers();
+    assert.deepEqual(
+      [transfer?.range, transfer?.ifRange, transfer?.status, transfer?.sent],
+      ["bytes=400000-", '"an-older-file"', 200, SIZE],
+    );
+  });
+
+  test("rm refuses while another live process pulls the model", async () => {
+    const data = tempDir();
+    mkdirSync(join(data, "models"), { recursive: true });
+    const other = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)"], { stdio: "ignore" });
+    closers.push(async () => void other.kill("SIGKILL"));
+    writeFileSync(`${modelFile(data)}.lock`, `${other.pid}\n`);
+    writeFileSync(`${modelFile(data)}.part`, "GGUF");
+    await rejects(removeModel(entryOf(), data), "busy");
+    assert.ok(existsSync(`${modelFile(data)}.part`));
+    other.kill("SIGKILL");
+    await new Promise((resolve) => other.on("exit", resolve));
+    assert.equal(await removeModel(entryOf(), data), 4);
+    assert.ok(!existsSync(`${modelFile(data)}.part`));
+  });
+
   test("an unverified entry downloads only when allowed, and its sha256 is still enforced", async () => {
     const hub = await hubWith();
     const registry = [entryOf(BYTES, { verified: false, note: "hash read from a copy" })];
@@ -426,6 +481,10 @@ describe("models by name: resolveModel over a stand-in hub", () => {
     assert.deepEqual(events, [{ kind: "verifying", path: modelFile(data) }]);
     await resolveModel("tiny-coder", options);
     assert.equal(events.length, 1, "the second use trusts the mark");
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(modelFile(data), later, later);
+    await resolveModel("tiny-coder", options);
+    assert.equal(events.length, 2, "a file that changed is checked again");
 
     const other = tempDir();
     mkdirSync(join(other, "models"), { recursive: true });

@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { type Clock, systemClock } from "../../clock";
 import { ConfigError, type Env, SETTINGS, loadModelsConfig } from "../../config";
 import { ModelError } from "./errors";
 import {
@@ -11,6 +10,7 @@ import {
   listModels,
   loadRegistry,
   progressReporter,
+  pullClock,
   pullModel,
   removeModel,
 } from "./index";
@@ -32,16 +32,6 @@ export const MODELS_USAGE = `  tab-relay models list [--data DIR] [--json]   the
                    the file's path on stdout. HTTPS_PROXY/HTTP_PROXY/NO_PROXY are honoured
   tab-relay models rm NAME... [--data DIR]   remove a model's file and any partial download
   (DIR defaults to ${SETTINGS.dataDir.env}, else ./data, as for start)`;
-
-/**
- * The system clock with timers that keep the process alive: the relay's own timers are unref'd because its server
- * keeps it running, but a pull waiting out a retry or another process's lock has nothing else to.
- */
-const pullClock: Clock = {
-  now: () => systemClock.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 const OPTIONS = {
   data: { type: "string" as const },

@@ -8,7 +8,7 @@
  *   hubUrl,                  // TAB_RELAY_MODEL_HUB_URL, else https://huggingface.co
  *   registry,                // loadRegistry(TAB_RELAY_MODEL_REGISTRY file) or the built-in MODEL_REGISTRY
  *   get,                     // createHttpGet({ proxy: config.modelProxy, … }): undici, HTTPS_PROXY honoured
- *   clock,                   // systemClock
+ *   clock: pullClock,        // the system clock, with timers that keep the process alive while a pull waits
  *   onEvent,                 // progress, "waiting for another pull", "verifying": progressReporter(name, stderr)
  *   signal,                  // stops the pull (it resumes next time)
  * });
@@ -28,7 +28,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { processAlive } from "../../dataFolder";
 import { isAbsolute, resolve } from "node:path";
-import type { Clock } from "../../clock";
+import { type Clock, systemClock } from "../../clock";
 import type { DownloadOptions, DownloadTarget } from "./download";
 import { type PullEvent, ModelDownloads, lockHolder } from "./downloads";
 import { ModelError } from "./errors";
@@ -52,6 +52,17 @@ export { type PullEvent } from "./downloads";
 export { type ModelEntry, DEFAULT_HUB_URL, MODEL_REGISTRY, fileUrl, findModel } from "./registry";
 export { type HttpGet, type ProxySettings, createHttpGet, proxyFor } from "./transport";
 export { progressReporter } from "./progress";
+
+/**
+ * The system clock with timers that keep the process alive. The relay's own timers are unref'd because its server
+ * keeps it running; a pull waiting out a retry or another process's lock, before anything listens, has nothing else
+ * to (with unref'd timers Node ends it with exit code 13, an unsettled top-level await).
+ */
+export const pullClock: Clock = {
+  now: () => systemClock.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 export interface ModelOptions {
   dataDir: string;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, loadModelsConfig, proxyFromEnv } from "../../config";
+import { ConfigError, loadConfig, loadModelsConfig, proxyFromEnv } from "../../config";
 import { proxyFor } from "./transport";
 
 const url = (text: string) => new URL(text);
@@ -39,6 +39,13 @@ describe("proxies for model downloads", () => {
     const problems: string[] = [];
     proxyFromEnv({ HTTPS_PROXY: "socks5://p:1" }, problems);
     assert.deepEqual(problems, ["HTTPS_PROXY: must be an http:// or https:// proxy URL"]);
+  });
+
+  test("serve starts with a proxy it cannot use, keeping the problem for a download to report", () => {
+    const config = loadConfig({ TAB_RELAY_DATA: "d", HTTPS_PROXY: "socks5://p:1" });
+    assert.deepEqual(config.models.proxyProblems, ["HTTPS_PROXY: must be an http:// or https:// proxy URL"]);
+    assert.equal(config.models.proxy.httpsProxy, undefined);
+    assert.equal(config.models.hubUrl, "https://huggingface.co");
   });
 
   test("tab-relay models reads its data folder, hub and registry settings with every problem at once", () => {
