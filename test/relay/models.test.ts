@@ -378,6 +378,19 @@ describe("models by name: resolveModel over a stand-in hub", () => {
     assert.equal(hub.requests.length, 0, "nothing went around the proxy");
   });
 
+  test("an unusable proxy setting kept by serve refuses the download, naming it", async () => {
+    const hub = await hubWith();
+    const error = await rejects(
+      resolveModel(
+        "tiny-coder",
+        optionsFor(hub.url, tempDir(), { proxyProblems: ["HTTPS_PROXY: must be an http:// or https:// proxy URL"] }),
+      ),
+      "misconfigured",
+    );
+    assert.match(error.message, /cannot be downloaded until the proxy setting is fixed: HTTPS_PROXY: must be/);
+    assert.equal(hub.requests.length, 0);
+  });
+
   test("a part whose file changed on the hub (another ETag) is started over by If-Range", async () => {
     const hub = await hubWith();
     const data = tempDir();

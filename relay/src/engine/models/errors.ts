@@ -21,6 +21,8 @@ export type ModelErrorReason =
   | "gave_up"
   /** Another process is pulling the same file and did not finish or let go in time. */
   | "busy"
+  /** A setting a download needs cannot be used (a proxy variable that is not an http(s) URL). */
+  | "misconfigured"
   | "aborted";
 
 export class ModelError extends Error {

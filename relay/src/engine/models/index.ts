@@ -9,6 +9,7 @@
  *   registry,                // loadRegistry(TAB_RELAY_MODEL_REGISTRY file) or the built-in MODEL_REGISTRY
  *   get,                     // createHttpGet({ proxy: config.modelProxy, … }): undici, HTTPS_PROXY honoured
  *   clock: pullClock,        // the system clock, with timers that keep the process alive while a pull waits
+ *   proxyProblems,           // config.models.proxyProblems: a download is refused while a proxy variable is unusable
  *   onEvent,                 // progress, "waiting for another pull", "verifying": progressReporter(name, stderr)
  *   signal,                  // stops the pull (it resumes next time)
  * });
@@ -81,6 +82,8 @@ export interface ModelOptions {
   download?: Omit<DownloadOptions, "onProgress" | "signal">;
   /** Cross-process lock polling; tests shorten it. */
   lockPollMs?: number;
+  /** config.models.proxyProblems: a download is refused while there are any, naming them. */
+  proxyProblems?: readonly string[];
   pid?: number;
 }
 
@@ -182,6 +185,12 @@ export async function pullModel(
     throw new ModelError(
       "unverified",
       `${entry.name}'s sha256 could not be confirmed at a source (${entry.note ?? "see its sources in tab-relay models list --json"}), so it is not downloaded by default. Pull it with --allow-unverified to accept the registry's sha256, or place a file you trust by hand:\n${manualInstructions(entry, options.dataDir, hubUrl)}`,
+    );
+  }
+  if (options.proxyProblems !== undefined && options.proxyProblems.length > 0) {
+    throw new ModelError(
+      "misconfigured",
+      `${entry.name} is not here and cannot be downloaded until the proxy setting is fixed: ${options.proxyProblems.join("; ")}`,
     );
   }
   await ensureModelsDir(options.dataDir);
