@@ -169,6 +169,35 @@ describe("tab-relay models", () => {
     assert.equal((await run(["rm", "tiny-coder", "--data", data], env)).stdout, "tiny-coder: nothing to remove\n");
   });
 
+  test("in a terminal the progress is one line redrawn in place with a bar, the size, the speed and the time left", async () => {
+    const hub = await hubWith({ chunkBytes: 64 * 1024, chunkDelayMs: 15 });
+    const data = tempDir();
+    const env = { TAB_RELAY_MODEL_HUB_URL: hub.url, TAB_RELAY_MODEL_REGISTRY: registryFile() };
+    // script(1) (util-linux, in every Debian) runs the CLI on a pseudo-terminal 100 columns wide.
+    const command = `stty cols 100; exec ${process.execPath} ${BIN} models pull tiny-coder --data ${data}`;
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      env: { ...cleanEnv, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.equal(code, 0, out);
+    const frames = out.split("\r").map((frame) => frame.replace("\u001b[K", ""));
+    const bars = frames.filter((frame) => /^tiny-coder \[[#.]+\] +\d+%/.test(frame));
+    assert.ok(bars.length >= 3, out);
+    assert.ok(
+      bars.some((frame) => /\[#+\.+\] +\d+% {2}[\d.]+ [kM]B \/ 3\.00 MB {2}[\d.]+ [kM]B\/s {2}\d+ s left/.test(frame)),
+      out,
+    );
+    assert.ok(
+      bars.every((frame) => frame.split("\n")[0]!.length < 100),
+      "each frame fits the terminal",
+    );
+    assert.match(out, /tiny-coder: downloaded and verified/);
+    assert.ok(out.includes(join(data, "models", FILE.file)));
+  });
+
   test("a 503 with Retry-After is waited out, the process staying alive while nothing else runs", async () => {
     const hub = await hubWith();
     hub.faults.status = { code: 503, times: 1, retryAfter: "1" };

@@ -45,7 +45,8 @@ export function progressText(progress: DownloadProgress): string {
     return parts.join("  ");
   }
   parts.push(progress.bytesPerSecond === undefined ? "-- MB/s" : `${formatBytes(progress.bytesPerSecond)}/s`);
-  parts.push(progress.secondsLeft === undefined ? "" : `${formatDuration(progress.secondsLeft)} left`);
+  if (progress.secondsLeft !== undefined && received < total)
+    parts.push(`${formatDuration(progress.secondsLeft)} left`);
   return parts.join("  ").trimEnd();
 }
 
@@ -82,7 +83,8 @@ export function progressReporter(
       const finished = progress.received >= progress.total;
       if (!finished && !progress.retry && now - lastDraw < 100) return;
       lastDraw = now;
-      const columns = output.columns ?? 80;
+      // A pseudo-terminal without a size reports 0 columns.
+      const columns = output.columns !== undefined && output.columns > 0 ? output.columns : 80;
       const width = Math.max(10, Math.min(30, columns - label.length - text.length - 6));
       const fraction = progress.total > 0 ? progress.received / progress.total : 0;
       const rendered = `${label} ${bar(fraction, width)} ${text}`.slice(0, Math.max(20, columns - 1));
