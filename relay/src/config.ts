@@ -234,6 +234,10 @@ const RawConfig = z.object({
   usageRetentionDays: integer(1, 3650).default(90),
   modelHubUrl: httpUrl
     .refine((url) => !/[?#]/.test(url), "must be the hub's base address, without a query or fragment")
+    .refine((url) => {
+      const parsed = new URL(url);
+      return parsed.username === "" && parsed.password === "";
+    }, "must not carry a user name or password (they would show in messages and logs)")
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
   modelRegistry: z.string().min(1).optional(),

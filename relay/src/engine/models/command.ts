@@ -4,7 +4,7 @@ import { ConfigError, type Env, SETTINGS, loadModelsConfig } from "../../config"
 import { ModelError } from "./errors";
 import {
   type ModelEntry,
-  createHttpGet,
+  createModelsHttpGet,
   entryFor,
   fileUrl,
   listModels,
@@ -161,7 +161,7 @@ export async function modelsCommand(args: readonly string[], io: ModelsCommandIo
     return code;
   }
 
-  const get = createHttpGet({ proxy: config.proxy, connectTimeoutMs: 15_000, headersTimeoutMs: 30_000 });
+  const get = createModelsHttpGet(config.proxy);
   try {
     for (const entry of entries) {
       const reporter = progressReporter(entry.name, {

@@ -7,7 +7,7 @@
  *   allowUnverified,         // --allow-unverified: let entries whose sha256 is not confirmed download
  *   hubUrl,                  // TAB_RELAY_MODEL_HUB_URL, else https://huggingface.co
  *   registry,                // loadRegistry(TAB_RELAY_MODEL_REGISTRY file) or the built-in MODEL_REGISTRY
- *   get,                     // createHttpGet({ proxy: config.modelProxy, … }): undici, HTTPS_PROXY honoured
+ *   get,                     // createModelsHttpGet(config.models.proxy): undici, HTTPS_PROXY honoured; close() it after
  *   clock: pullClock,        // the system clock, with timers that keep the process alive while a pull waits
  *   proxyProblems,           // config.models.proxyProblems: a download is refused while a proxy variable is unusable
  *   onEvent,                 // progress, "waiting for another pull", "verifying": progressReporter(name, stderr)
@@ -51,7 +51,7 @@ import type { HttpGet } from "./transport";
 export { ModelError, type ModelErrorReason } from "./errors";
 export { type PullEvent } from "./downloads";
 export { type ModelEntry, DEFAULT_HUB_URL, MODEL_REGISTRY, fileUrl, findModel } from "./registry";
-export { type HttpGet, type ProxySettings, createHttpGet, proxyFor } from "./transport";
+export { type HttpGet, type ProxySettings, createHttpGet, createModelsHttpGet, proxyFor } from "./transport";
 export { progressReporter } from "./progress";
 
 /**

@@ -41,6 +41,13 @@ describe("proxies for model downloads", () => {
     assert.deepEqual(problems, ["HTTPS_PROXY: must be an http:// or https:// proxy URL"]);
   });
 
+  test("a hub URL with credentials is refused, so they never show in messages", () => {
+    assert.throws(
+      () => loadModelsConfig({ TAB_RELAY_MODEL_HUB_URL: "https://me:secret@mirror.example" }, { dataDir: "d" }),
+      /TAB_RELAY_MODEL_HUB_URL \(--model-hub-url\): must not carry a user name or password/,
+    );
+  });
+
   test("serve starts with a proxy it cannot use, keeping the problem for a download to report", () => {
     const config = loadConfig({ TAB_RELAY_DATA: "d", HTTPS_PROXY: "socks5://p:1" });
     assert.deepEqual(config.models.proxyProblems, ["HTTPS_PROXY: must be an http:// or https:// proxy URL"]);
@@ -59,7 +66,11 @@ describe("proxies for model downloads", () => {
     );
     assert.equal(loadModelsConfig({}, { dataDir: "d" }).hubUrl, "https://huggingface.co");
     assert.throws(
-      () => loadModelsConfig({ TAB_RELAY_MODEL_HUB_URL: "ftp://x", HTTPS_PROXY: "gopher://x" }, { dataDir: "d" }),
+      () =>
+        loadModelsConfig(
+          { TAB_RELAY_MODEL_HUB_URL: "ftp://x", HTTPS_PROXY: "gopher://x" },
+          { dataDir: "d", modelRegistry: "r.json" },
+        ),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
         assert.deepEqual(error.problems, [

@@ -132,6 +132,15 @@ export function createHttpGet(options: HttpClientOptions): HttpGet & { close(): 
   });
 }
 
+/** How long to wait for a connection (TLS included) and then for the answer's headers, for every pull. */
+export const CONNECT_TIMEOUT_MS = 15_000;
+export const HEADERS_TIMEOUT_MS = 30_000;
+
+/** The HTTP client pulls use: {@link createHttpGet} with the proxies from config and the standard timeouts. */
+export function createModelsHttpGet(proxy: ProxySettings): HttpGet & { close(): Promise<void> } {
+  return createHttpGet({ proxy, connectTimeoutMs: CONNECT_TIMEOUT_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS });
+}
+
 /** A socket error's code (ECONNREFUSED, ENOTFOUND, UND_ERR_CONNECT_TIMEOUT), looked for down the cause chain. */
 export function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
