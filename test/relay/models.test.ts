@@ -358,6 +358,27 @@ describe("models by name: resolveModel over a stand-in hub", () => {
     assert.match(error.message, /ENOTFOUND|EAI_AGAIN/);
   });
 
+  test("a proxy that asks for credentials gets them from the proxy URL; without them the pull stops", async () => {
+    const hub = await hubWith();
+    const proxy = await startConnectProxy({ "127.0.0.1": { host: "127.0.0.1", port: hub.port } }, "team:s3cret");
+    closers.push(() => proxy.close());
+    const host = new URL(proxy.url).host;
+    const authed = client(proxyFromEnv({ HTTP_PROXY: `http://team:s3cret@${host}` }));
+    const { path } = await resolveModel("tiny-coder", optionsFor(hub.url, tempDir(), { get: authed }));
+    assert.ok(readFileSync(path).equals(BYTES));
+    assert.ok(proxy.connects.length >= 1);
+
+    const anonymous = client(proxyFromEnv({ HTTP_PROXY: proxy.url }));
+    const requestsBefore = proxy.connects.length;
+    const error = await rejects(
+      resolveModel("tiny-coder", optionsFor(hub.url, tempDir(), { get: anonymous })),
+      "http_error",
+    );
+    assert.match(error.message, /the proxy answered 407: it wants credentials; give them in the proxy URL/);
+    assert.equal(proxy.connects.length, requestsBefore + 1, "a 407 is not retried");
+    assert.ok(!error.message.includes("s3cret"));
+  });
+
   test("a proxy that cannot be reached fails the pull at once, like no network", async () => {
     const hub = await hubWith();
     const closed = createServer();

@@ -12,7 +12,11 @@ export interface ConnectProxy {
   close(): Promise<void>;
 }
 
-export async function startConnectProxy(routes: Record<string, { host: string; port: number }>): Promise<ConnectProxy> {
+export async function startConnectProxy(
+  routes: Record<string, { host: string; port: number }>,
+  /** `user:password` the proxy demands in Proxy-Authorization (Basic, RFC 9110 §11.7.1); 407 without it. */
+  credentials?: string,
+): Promise<ConnectProxy> {
   const connects: string[] = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((_req, res) => {
@@ -26,6 +30,13 @@ export async function startConnectProxy(routes: Record<string, { host: string; p
   server.on("connect", (req, client: Socket, head: Buffer) => {
     const target = req.url ?? "";
     connects.push(target);
+    const expected = credentials === undefined ? undefined : `Basic ${Buffer.from(credentials).toString("base64")}`;
+    if (expected !== undefined && req.headers["proxy-authorization"] !== expected) {
+      client.end(
+        'HTTP/1.1 407 Proxy Authentication Required\r\nproxy-authenticate: Basic realm="test"\r\ncontent-length: 0\r\n\r\n',
+      );
+      return;
+    }
     const match = /^([^:]+):(\d+)$/.exec(target);
     const route = match ? routes[match[1] as string] : undefined;
     if (!match || route === undefined) {

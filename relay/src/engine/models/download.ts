@@ -135,8 +135,17 @@ function strongEtag(value: string | undefined): string | undefined {
   return value && !value.startsWith("W/") && value.length <= 512 ? value : undefined;
 }
 
-function isAbort(error: unknown, signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true || (error instanceof Error && error.name === "AbortError");
+/**
+ * The proxy's answer to CONNECT when it was not 200: undici 6 reports it as "Proxy response (407) !== 200 when HTTP
+ * Tunneling" (lib/dispatcher/proxy-agent.js), an error named AbortError that is no abort of ours.
+ */
+function proxyRefusal(error: unknown): number | undefined {
+  for (let current: unknown = error, depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const match = /Proxy response \((\d{3})\)/.exec(current.message);
+    if (match) return Number(match[1]);
+    current = current.cause;
+  }
+  return undefined;
 }
 
 export async function downloadFile(
@@ -262,14 +271,26 @@ export async function downloadFile(
         }
       } catch (error) {
         if (error instanceof ModelError) throw error;
-        if (isAbort(error, options.signal))
-          throw new ModelError("aborted", "the download was stopped", { cause: error });
+        if (options.signal?.aborted) throw new ModelError("aborted", "the download was stopped", { cause: error });
+        const refused = proxyRefusal(error);
+        if (refused === 407) {
+          throw new ModelError(
+            "http_error",
+            "the proxy answered 407: it wants credentials; give them in the proxy URL (HTTPS_PROXY=http://user:password@proxy:port)",
+            { cause: error },
+          );
+        }
         const code = errorCode(error);
         if (!reached && code !== undefined && UNREACHABLE_CODES.has(code)) {
           throw new ModelError("offline", `the hub could not be reached (${code})`, { cause: error });
         }
         failures = offset > before ? 1 : failures + 1;
-        const why = error instanceof Retryable ? error.message : (code ?? (error as Error).message ?? String(error));
+        const why =
+          error instanceof Retryable
+            ? error.message
+            : refused !== undefined
+              ? `the proxy answered ${refused}`
+              : (code ?? (error instanceof Error ? error.message : String(error)));
         if (failures > maxFailures) {
           throw new ModelError(
             "gave_up",
