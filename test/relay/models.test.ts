@@ -1,7 +1,7 @@
 // Models by name through the resolver the engine calls (relay/src/engine/models), over real HTTP against a stand-in
 // hub on port 0: resume, verification, the watchdog, merging, the disk check, proxies and mirrors, no network.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -247,6 +247,25 @@ describe("models by name: resolveModel over a stand-in hub", () => {
       /needs 70\.1 MB .* and 50\.0 MB is free\. Free some space, or give another data folder/,
     );
     assert.equal(hub.requests.length, 0);
+  });
+
+  test("a disk that fills up mid-download stops the pull at once, keeping what arrived", async (t) => {
+    // A 1 MB tmpfs, past a free-space check told otherwise: the write itself fails with ENOSPC.
+    const data = tempDir();
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", data], { encoding: "utf8" });
+    if (mounted.status !== 0) {
+      t.skip(`SKIPPED: mounting a tmpfs needs root here (${(mounted.stderr || String(mounted.error)).trim()})`);
+      return;
+    }
+    closers.push(async () => void spawnSync("umount", [data]));
+    const hub = await hubWith();
+    const error = await rejects(
+      resolveModel("tiny-coder", optionsFor(hub.url, data, { freeBytes: async () => 1e12 })),
+      "disk_full",
+    );
+    assert.match(error.message, /the disk filled up at \d+ of 3000000 bytes \(ENOSPC\); what arrived is kept/);
+    assert.equal(hub.transfers().length, 1, "not retried");
+    assert.ok(statSync(`${modelFile(data)}.part`).size > 0);
   });
 
   test("concurrent pulls of one file share one transfer and all see its progress", async () => {

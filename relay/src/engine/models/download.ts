@@ -493,6 +493,15 @@ async function receiveBody(
   } catch (error) {
     if (error instanceof ModelError) throw error;
     if (signal?.aborted) throw new ModelError("aborted", "the download was stopped", { cause: error });
+    const code = errorCode(error);
+    if (code === "ENOSPC" || code === "EDQUOT") {
+      // As ollama does, a full disk is not retried: the part stays for a pull once there is room.
+      throw new ModelError(
+        "disk_full",
+        `the disk filled up at ${position} of ${total} bytes (${code}); what arrived is kept. Free some space and pull again`,
+        { cause: error },
+      );
+    }
     if (!stalled) {
       // A cut mid-body: what arrived is kept, and the next try resumes after it.
       if (position > offset)
