@@ -15,8 +15,9 @@
  * });
  * ```
  *
- * - A spec that names a file (it holds a `/` or `\`, ends in `.gguf`, or is an existing file) comes back as its
- *   absolute path, untouched and unhashed: `entry` is undefined. A missing file is an `unknown_model` error.
+ * - A spec that names a file (it holds a `/` or `\`, or ends in `.gguf`; or it is no registry name and a file of
+ *   that name exists) comes back as its absolute path, untouched and unhashed: `entry` is undefined. A missing
+ *   file is an `unknown_model` error.
  * - A registry name (any case) comes back as `DATA/models/<file>` with its entry. A file already there and checked
  *   is used at once; one placed by hand is hashed first (a `verifying` event), and a mismatch is refused and kept.
  *   Otherwise it is pulled: resumable, verified, merged with any other pull of it (downloads.ts, download.ts).
