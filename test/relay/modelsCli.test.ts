@@ -81,7 +81,7 @@ function start(args: string[], env: Record<string, string> = {}): Run {
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
   void exited.then(() => clearTimeout(timer));
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
@@ -92,7 +92,7 @@ async function run(args: string[], env: Record<string, string> = {}) {
   return { code, stdout: running.stdout(), stderr: running.stderr() };
 }
 
-async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+async function until(what: string, check: () => boolean, ms = 45_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
