@@ -27,6 +27,7 @@ import { migratePostgres } from "./store/postgres";
 import { migrateSqlite } from "./store/sqlite";
 import { packageVersion } from "./version";
 import { initWorkspace } from "./workspace/init";
+import { MODELS_USAGE, modelsCommand } from "./engine/models/command";
 
 const USAGE = `tab-relay: the self-hostable relay behind the Tab inline-completion extension
 
@@ -55,6 +56,7 @@ Usage:
                    pg_dump, see docs/operating.md)
   tab-relay restore --from FILE --data DIR [--force]   put a backup in place as DIR's database (DIR 0700, relay.db
                    0600); refuses a folder a relay is serving, and one holding a database unless --force
+${MODELS_USAGE}
   tab-relay help | --version
 
 Options (each also readable from its environment variable):
@@ -435,6 +437,19 @@ async function main(): Promise<void> {
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(USAGE);
     return;
+  }
+  if (command === "models") {
+    // Ctrl+C stops a pull cleanly: the part and its sidecar stay, and the next pull resumes.
+    const controller = new AbortController();
+    process.once("SIGINT", () => controller.abort());
+    process.once("SIGTERM", () => controller.abort());
+    const code = await modelsCommand(rest, {
+      env: process.env,
+      stdout: process.stdout,
+      stderr: process.stderr,
+      signal: controller.signal,
+    });
+    process.exit(code);
   }
   let parsed;
   try {

@@ -4,6 +4,8 @@ import { z } from "zod";
 import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
 import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
 import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
+import { DEFAULT_HUB_URL } from "./engine/models/registry";
+import type { ProxySettings } from "./engine/models/transport";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -64,6 +66,21 @@ export interface Config {
   webhooks: Readonly<WebhookConfig>;
   /** How many days the audit log keeps a record; older ones are pruned in the background. */
   usageRetentionDays: number;
+  models: Readonly<ModelsConfig>;
+}
+
+/** Where models by name come from (relay/src/engine/models/): the hub or its mirror, extra entries, the proxies. */
+export interface ModelsConfig {
+  /** TAB_RELAY_MODEL_HUB_URL, else Hugging Face. */
+  hubUrl: string;
+  /** TAB_RELAY_MODEL_REGISTRY: a JSON file of the operator's own entries. */
+  registryFile: string | undefined;
+  proxy: Readonly<ProxySettings>;
+  /**
+   * Proxy variables that could not be used (`HTTPS_PROXY: must be an http:// or https:// proxy URL`). `serve` starts
+   * anyway, since only a download needs them: whatever downloads a model refuses to while this is not empty.
+   */
+  proxyProblems: readonly string[];
 }
 
 export interface WebhookConfig {
@@ -117,6 +134,8 @@ export const SETTINGS = {
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
   socketAckTimeoutMs: { env: "TAB_RELAY_SOCKET_ACK_TIMEOUT_MS", flag: "socket-ack-timeout-ms" },
   usageRetentionDays: { env: "TAB_RELAY_USAGE_RETENTION_DAYS", flag: "usage-retention-days" },
+  modelHubUrl: { env: "TAB_RELAY_MODEL_HUB_URL", flag: "model-hub-url" },
+  modelRegistry: { env: "TAB_RELAY_MODEL_REGISTRY", flag: "model-registry" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -213,6 +232,15 @@ const RawConfig = z.object({
   webhookTimeoutMs: integer(100, 60_000).default(15_000),
   socketAckTimeoutMs: integer(100, 60_000).default(10_000),
   usageRetentionDays: integer(1, 3650).default(90),
+  modelHubUrl: httpUrl
+    .refine((url) => !/[?#]/.test(url), "must be the hub's base address, without a query or fragment")
+    .refine((url) => {
+      const parsed = new URL(url);
+      return parsed.username === "" && parsed.password === "";
+    }, "must not carry a user name or password (they would show in messages and logs)")
+    .transform((url) => url.replace(/\/+$/, ""))
+    .optional(),
+  modelRegistry: z.string().min(1).optional(),
 });
 
 export class ConfigError extends Error {
@@ -248,6 +276,10 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     );
   }
   const rateLimits = parseRateLimits(raw["rateLimits"], problems);
+  // A proxy setting only matters to model downloads: one this relay cannot use must not stop a relay that never
+  // downloads, so its problem is kept for the download to report (config.models.proxyProblems).
+  const proxyProblems: string[] = [];
+  const proxy = proxyFromEnv(env, proxyProblems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
   const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
@@ -310,6 +342,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
       socketAckTimeoutMs: c.socketAckTimeoutMs,
     }),
     usageRetentionDays: c.usageRetentionDays,
+    models: modelsConfig(c, proxy, proxyProblems),
   });
 }
 
@@ -561,4 +594,71 @@ export function loadOperatorConfig(env: Env, overrides: Overrides = {}): Readonl
     trustProxy: c.trustProxy,
     webhookAllowPrivate: c.webhookAllowPrivate,
   });
+}
+
+/**
+ * The proxies for model downloads, as curl and undici read them: the lower-case variable wins over the upper-case
+ * one; `https_proxy` serves https URLs (else `http_proxy` does), `http_proxy` http URLs, and `no_proxy` lists hosts
+ * reached directly. `host:port` without a scheme is an http proxy, as curl takes it (curl(1), --proxy: "If no
+ * protocol is specified ... it is treated as an HTTP proxy"). Anything else that is not an http(s) URL is a
+ * configuration problem, named.
+ */
+export function proxyFromEnv(env: Env, problems: string[] = []): Readonly<ProxySettings> {
+  const read = (name: string): string | undefined => {
+    const given = (env[name.toLowerCase()] ?? env[name])?.trim();
+    if (given === undefined || given === "") return undefined;
+    const value = given.includes("://") ? given : `http://${given}`;
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      problems.push(`${name}: must be an http:// or https:// proxy URL`);
+      return undefined;
+    }
+    return value;
+  };
+  const noProxy = (env["no_proxy"] ?? env["NO_PROXY"])?.trim();
+  return Object.freeze({
+    httpProxy: read("HTTP_PROXY"),
+    httpsProxy: read("HTTPS_PROXY"),
+    noProxy: noProxy === "" ? undefined : noProxy,
+  });
+}
+
+function modelsConfig(
+  c: { modelHubUrl?: string | undefined; modelRegistry?: string | undefined },
+  proxy: Readonly<ProxySettings>,
+  proxyProblems: readonly string[],
+): Readonly<ModelsConfig> {
+  return Object.freeze({
+    hubUrl: c.modelHubUrl ?? DEFAULT_HUB_URL,
+    registryFile: c.modelRegistry,
+    proxy,
+    proxyProblems: Object.freeze([...proxyProblems]),
+  });
+}
+
+/** What `tab-relay models` reads: the data folder, the hub and registry settings, and the proxies. */
+export const MODELS_SETTINGS = ["dataDir", "modelHubUrl", "modelRegistry"] as const;
+
+/** The settings of `tab-relay models`, read and checked as for `serve` (flags win, every problem at once), frozen. */
+export function loadModelsConfig(env: Env, overrides: Overrides = {}): Readonly<{ dataDir: string } & ModelsConfig> {
+  const raw: Record<string, string> = {};
+  for (const name of MODELS_SETTINGS) {
+    const value = overrides[name] ?? env[SETTINGS[name].env];
+    if (value !== undefined && value.trim() !== "") raw[name] = value.trim();
+  }
+  const problems: string[] = [];
+  const parsed = RawConfig.pick({ dataDir: true, modelHubUrl: true, modelRegistry: true }).safeParse(raw);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues)
+      problems.push(`${label(String(issue.path[0]) as SettingName)}: ${issue.message}`);
+  if (raw["dataDir"] === undefined)
+    problems.push(`${label("dataDir")}: is required: the data folder that holds models/`);
+  const proxy = proxyFromEnv(env, problems);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({ dataDir: parsed.data.dataDir as string, ...modelsConfig(parsed.data, proxy, []) });
 }

@@ -66,8 +66,8 @@ export interface Certificate {
   pem: string;
 }
 
-/** A self-signed P-256 certificate for `SITE`, valid for a day, made by Debian's openssl in `dir`. */
-export function makeCertificate(dir: string): Certificate {
+/** A self-signed P-256 certificate for `site` (`SITE` by default), valid for a day, made by Debian's openssl in `dir`. */
+export function makeCertificate(dir: string, site = SITE): Certificate {
   const certPath = join(dir, "cert.pem");
   const keyPath = join(dir, "key.pem");
   const made = spawnSync(
@@ -83,9 +83,9 @@ export function makeCertificate(dir: string): Certificate {
       "-days",
       "1",
       "-subj",
-      `/CN=${SITE}`,
+      `/CN=${site}`,
       "-addext",
-      `subjectAltName=DNS:${SITE}`,
+      `subjectAltName=DNS:${site}`,
       "-keyout",
       keyPath,
       "-out",
