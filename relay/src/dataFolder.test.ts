@@ -100,11 +100,15 @@ describe(
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
     /**
-     * A real zombie: the shell starts `sleep 0` in the background, prints its id and becomes `sleep 30`, which never
-     * waits for children, so the finished `sleep 0` stays a zombie until its parent dies.
+     * A real zombie: the shell starts `sleep 0.3` in the background, prints its id and becomes `sleep 30`, which never
+     * waits for children, so the finished `sleep 0.3` stays a zombie until its parent dies. The child outlives the
+     * `exec`: dash reaps a background job that has already ended when it runs its next command, and a `sleep 0`
+     * sometimes ended that early, leaving no zombie at all (seen in CI as ENOENT on /proc/<pid>/stat).
      */
     async function withZombie(run: (zombie: number, parent: number) => void | Promise<void>): Promise<void> {
-      const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "inherit"] });
+      const parent = spawn("sh", ["-c", "sleep 0.3 & echo $!; exec sleep 30"], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       try {
         const [line] = (await once(parent.stdout, "data")) as [Buffer];
         const zombie = Number.parseInt(line.toString(), 10);
