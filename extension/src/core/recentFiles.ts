@@ -1,5 +1,6 @@
-import { snippetCost } from "@tab-relay/shared";
+import { type RecentEdit, snippetCost } from "@tab-relay/shared";
 import { EditedRanges } from "./editedRanges";
+import { EditHistory, type EditHistoryLimits } from "./editHistory";
 import { type ExcludeSettings, Exclusions, type Rejection } from "./exclusions";
 import { languageFamily } from "./languageFamily";
 import type { RelatedContext, RelatedContextRequest, RelatedContextSource } from "./relatedContext";
@@ -79,6 +80,7 @@ export class RecentFiles implements RelatedContextSource {
   /** Insertion order is recency order: a used file is deleted and set again, so the first entry is the oldest. */
   private readonly files = new Map<string, HeldFile>();
   private readonly edits: EditedRanges;
+  private readonly history: EditHistory;
   private tick = 0;
   private chars = 0;
   private readonly limits: RecentFilesLimits;
@@ -88,9 +90,11 @@ export class RecentFiles implements RelatedContextSource {
   constructor(
     private readonly clock: { now(): number },
     limits: Partial<RecentFilesLimits> = {},
+    historyLimits: Partial<EditHistoryLimits> = {},
   ) {
     this.limits = { ...DEFAULT_RECENT_FILES_LIMITS, ...limits };
     this.edits = new EditedRanges(this.limits.maxEdits);
+    this.history = new EditHistory(historyLimits);
   }
 
   /** Replaces the exclusion rules and drops every held file they now exclude. */
@@ -182,7 +186,9 @@ export class RecentFiles implements RelatedContextSource {
         break;
       }
       const inserted = `${first.slice(0, start.character)}${change.text}${last.slice(end.character)}`.split(LINE_BREAK);
+      const replaced = held.lines.slice(start.line, end.line + 1);
       this.replaceLines(held, start.line, end.line + 1, inserted);
+      this.history.record(held, start.line, replaced, inserted, this.clock.now());
       this.edits.record(held, start.line, start.line + inserted.length - 1, this.clock.now());
     }
     this.use(held);
@@ -209,6 +215,7 @@ export class RecentFiles implements RelatedContextSource {
     this.chars -= held.chars;
     forgetWindows(held, this.index);
     this.edits.forget(held);
+    this.history.forget(held);
   }
 
   /** Forgets every held file inside a folder that was deleted or moved away. */
@@ -230,6 +237,19 @@ export class RecentFiles implements RelatedContextSource {
     held.setPath(file.path as string, file.folder);
     this.files.set(file.uri, held);
     this.use(held);
+  }
+
+  /**
+   * The recent edits as small diffs, oldest first, for a next-edit request: only from held files, so never from
+   * an excluded one.
+   */
+  recentEdits(): RecentEdit[] {
+    return this.history.recent(this.clock.now());
+  }
+
+  /** When the newest recorded edit was made, and in which file; undefined before any. */
+  lastEdit(): { readonly path: string; readonly at: number } | undefined {
+    return this.history.newest();
   }
 
   holds(uri: string): boolean {
