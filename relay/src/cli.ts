@@ -402,7 +402,13 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   } catch (error) {
     fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
+  let stopping = false;
   const stop = (signal: string) => {
+    // A terminal's Ctrl+C signals the whole process group, and npm passes the signal on to its child too: the relay
+    // gets SIGINT twice. A repeat continues the stop already under way; with process.once it would kill the relay
+    // mid-shutdown, leaving relay.pid and SQLite's -wal/-shm files behind.
+    if (stopping) return;
+    stopping = true;
     process.stderr.write(
       `tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`,
     );
@@ -414,8 +420,8 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
       },
     );
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
   // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
   // line must get the graceful stop, not the default exit by signal.
   // The console is served at `/` of the public URL when there is one (behind a proxy), else where the relay listens.
