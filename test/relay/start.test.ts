@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { type ServerResponse, createServer as createHttpServer } from "node:http";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -182,6 +182,38 @@ describe("npm start", () => {
       model.closeAllConnections();
       await new Promise((resolve) => model.close(resolve));
     }
+  });
+});
+
+describe("npx tab-relay serve", () => {
+  const dirs: string[] = [];
+  const groups = new Set<number>();
+  after(() => {
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // The group is gone: everything in it stopped by itself.
+      }
+    }
+    dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+  });
+
+  test("SIGTERM to the npx process (as `kill $!` after `npx tab-relay serve &`) stops the relay too, cleanly", async () => {
+    const data = join(mkdtempSync(join(tmpdir(), "tab-relay-npx-")), "data");
+    dirs.push(dirname(data));
+    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], {
+      env: cleanEnv,
+    });
+    assert.equal(init.status, 0);
+    const port = await freePort();
+    const npx = await spawnServing("npx", ["tab-relay", "serve", "--data", data, "--port", String(port)], {}, groups);
+    npx.child.kill("SIGTERM");
+    await npx.exited;
+    const deadline = Date.now() + 15_000;
+    while ((await listening(port)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await listening(port), false, `the relay no longer serves:\n${npx.stderr()}`);
+    assert.equal(existsSync(join(data, "relay.pid")), false, "the relay stopped cleanly and released the folder");
   });
 });
 
