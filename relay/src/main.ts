@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { awaitedLater } from "@tab-relay/shared";
 import { createApp } from "./app";
 import { startAuditRetention } from "./audit/retention";
 import { type UsageRecorder, createUsageRecorder } from "./usage/recorder";
@@ -495,7 +496,7 @@ function closer(deps: {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
-      const deliveriesStopped = realtime.deliveries.stop(graceMs);
+      const deliveriesStopped = awaitedLater(realtime.deliveries.stop(graceMs));
       await realtime.close();
       await deps.bus.close();
       upgrades.close();
