@@ -60,6 +60,7 @@ export function createProvider(
   config: Pick<Config, "provider" | "upstream">,
   post: HttpPost,
   logger?: Logger,
+  metrics?: Pick<Metrics, "controlTokensNeutralised">,
 ): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
     const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
@@ -73,6 +74,7 @@ export function createProvider(
       timeoutMs,
       ...(apiKey ? { apiKey } : {}),
       ...(logger ? { logger } : {}),
+      ...(metrics ? { onNeutralised: () => metrics.controlTokensNeutralised.inc({ upstream_api: api }) } : {}),
     });
   }
   return createLocalProvider();
@@ -89,6 +91,8 @@ export interface RunningRelay {
   url: string;
   server: Server;
   store: Store;
+  /** The relay's own counters, as /metrics renders them. */
+  metrics: Pick<Metrics, "render">;
   /** Stops accepting, lets streams finish within the grace period, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -165,7 +169,13 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
-  return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
+  return {
+    url,
+    server: http.server,
+    store,
+    metrics: services.metrics,
+    close: (graceMs?: number) => retention.stop().then(() => close(graceMs)),
+  };
 }
 
 async function requireWorkspace(config: Readonly<Config>, store: Store): Promise<void> {
@@ -209,7 +219,7 @@ async function connectRateLimits(config: Readonly<Config>, logger: Logger): Prom
 function createServices(config: Readonly<Config>, options: StartOptions, logger: Logger, clock: Clock) {
   const metrics = createMetrics();
   const transport = createHttpPost();
-  const provider = createProvider(config, options.post ?? transport, logger);
+  const provider = createProvider(config, options.post ?? transport, logger, metrics);
   return {
     metrics,
     lifecycle: createLifecycle(),

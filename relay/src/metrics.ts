@@ -201,6 +201,11 @@ export function createMetrics() {
       "histogram",
       LATENCY_BUCKETS,
     ),
+    controlTokensNeutralised: new Metric(
+      "tab_relay_control_tokens_neutralised_total",
+      "Completion requests whose client text held model control tokens, neutralised before the prompt was written.",
+      "counter",
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric(
       "tab_relay_completion_cache_total",

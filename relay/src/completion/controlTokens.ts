@@ -1,3 +1,5 @@
+import type { TabContext } from "@tab-relay/shared";
+
 /**
  * Control tokens of the model families a relay's prompts are written for. A repository's files are not trusted
  * text: a file that holds `<|fim_suffix|>` or `<|im_start|>` (a tokenizer's tests, a prompt template, this relay's own
@@ -143,4 +145,24 @@ export function neutraliseControlTokens(text: string): { text: string; changed: 
     return `${token.slice(0, 1)}${NEUTRALISER}${token.slice(1)}`;
   });
   return { text: out, changed };
+}
+
+/**
+ * The editor context with every text field neutralised: the code on both sides of the cursor, the snippets (their
+ * paths and text are in surrounding_context), the file's path and names. `changed` says whether any field held a
+ * control token.
+ */
+export function neutraliseContext(context: TabContext): { context: TabContext; changed: boolean } {
+  let changed = false;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(context)) {
+    if (typeof value !== "string") {
+      out[key] = value;
+      continue;
+    }
+    const result = neutraliseControlTokens(value);
+    if (result.changed) changed = true;
+    out[key] = result.text;
+  }
+  return { context: changed ? (out as TabContext) : context, changed };
 }
