@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { awaitedLater } from "@tab-relay/shared";
 import { createApp } from "./app";
 import { refusedWebhookWarning, refusedWebhooks } from "./agents/refusedWebhooks";
 import { startAuditRetention } from "./audit/retention";
@@ -60,6 +61,7 @@ export function createProvider(
   config: Pick<Config, "provider" | "upstream">,
   post: HttpPost,
   logger?: Logger,
+  metrics?: Pick<Metrics, "controlTokensNeutralised">,
 ): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
     const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
@@ -73,6 +75,7 @@ export function createProvider(
       timeoutMs,
       ...(apiKey ? { apiKey } : {}),
       ...(logger ? { logger } : {}),
+      ...(metrics ? { onNeutralised: () => metrics.controlTokensNeutralised.inc({ upstream_api: api }) } : {}),
     });
   }
   return createLocalProvider();
@@ -89,6 +92,8 @@ export interface RunningRelay {
   url: string;
   server: Server;
   store: Store;
+  /** The relay's own counters, as /metrics renders them. */
+  metrics: Pick<Metrics, "render">;
   /** Stops accepting, lets streams finish within the grace period, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -168,7 +173,13 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   for (const refused of await refusedWebhooks(store, config.webhooks.allowPrivate))
     logger.warn(refusedWebhookWarning(refused), { agent_id: refused.agent.id });
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
-  return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
+  return {
+    url,
+    server: http.server,
+    store,
+    metrics: services.metrics,
+    close: (graceMs?: number) => retention.stop().then(() => close(graceMs)),
+  };
 }
 
 async function requireWorkspace(config: Readonly<Config>, store: Store): Promise<void> {
@@ -212,7 +223,7 @@ async function connectRateLimits(config: Readonly<Config>, logger: Logger): Prom
 function createServices(config: Readonly<Config>, options: StartOptions, logger: Logger, clock: Clock) {
   const metrics = createMetrics();
   const transport = createHttpPost();
-  const provider = createProvider(config, options.post ?? transport, logger);
+  const provider = createProvider(config, options.post ?? transport, logger, metrics);
   return {
     metrics,
     lifecycle: createLifecycle(),
@@ -499,7 +510,7 @@ function closer(deps: {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
-      const deliveriesStopped = realtime.deliveries.stop(graceMs);
+      const deliveriesStopped = awaitedLater(realtime.deliveries.stop(graceMs));
       await realtime.close();
       await deps.bus.close();
       upgrades.close();

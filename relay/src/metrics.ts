@@ -206,6 +206,11 @@ export function createMetrics() {
       "Console sign-ins refused, by reason (unknown_key, revoked_key, removed_user, no_console_scope).",
       "counter",
     ),
+    controlTokensNeutralised: new Metric(
+      "tab_relay_control_tokens_neutralised_total",
+      "Completion requests whose client text held model control tokens, neutralised before the prompt was written.",
+      "counter",
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric(
       "tab_relay_completion_cache_total",

@@ -1,3 +1,4 @@
+import { CONTROL_TOKENS } from "../../relay/src/completion/controlTokens";
 import type { Fixtures } from "./fixtures";
 import type { Random } from "./random";
 
@@ -81,9 +82,29 @@ export interface SocketRoute {
 export const WEBHOOK_URL = "http://127.0.0.1:9/hook";
 const name = (random: Random, prefix: string) => `${prefix}-${random.int(0, 1_000_000).toString(36)}`;
 
+/** tab_context's text fields: where a repository's text (and so any model family's control tokens) can be. */
+export const TAB_TEXT_FIELDS = [
+  "active_text_before_cursor",
+  "active_text_after_cursor",
+  "surrounding_context",
+  "file_path",
+  "entity_id",
+  "code_language",
+  "block_kind",
+  "note_title",
+  "document_title",
+] as const;
+
+/** Text holding one model family's control tokens (issue 19: one of them once stopped the relay). */
+export function controlTokenText(random: Random): string {
+  const family = random.pick(Object.values(CONTROL_TOKENS));
+  const tokens = random.chance(0.5) ? [random.pick(family)] : family;
+  return random.pick([tokens.join(""), `x = "${tokens.join('"\n"')}";`, tokens.join(" ")]);
+}
+
 export function completionSample(fixtures: Fixtures, random: Random) {
   const surface = random.pick(["code", "notes", "docs", "messages", "tasks", "calendar", "email"]);
-  return {
+  const sample = {
     model: "tab-v1",
     stream: random.chance(0.5),
     ...(random.chance(0.3) ? { stream_options: { include_usage: true } } : {}),
@@ -99,8 +120,13 @@ export function completionSample(fixtures: Fixtures, random: Random) {
       code_language: "typescript",
       file_path: "src/add.ts",
       ...(surface === "tasks" ? { taskboard_file_id: "board-1" } : {}),
-    },
+    } as Record<string, string>,
   };
+  if (random.chance(0.3)) {
+    const field = random.pick(TAB_TEXT_FIELDS);
+    sample.tab_context[field] = `${sample.tab_context[field] ?? ""}${controlTokenText(random)}`.slice(0, 128);
+  }
+  return sample;
 }
 
 const conversation = (fixtures: Fixtures, random: Random) =>
