@@ -42,7 +42,7 @@ import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
 
 export interface AppDeps {
-  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks">;
+  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks" | "metricsToken">;
   store: Store;
   clock: Clock;
   logger: Logger;
@@ -193,7 +193,14 @@ export function createApp(deps: AppDeps): RequestListener {
   // Clients are told both prefixes serve the same API (docs/api.md, "Base paths"); it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
-  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: () => deps.ready() }));
+  app.use(
+    createHealthRouter({
+      metrics: deps.metrics,
+      provider: deps.providerName,
+      ready: () => deps.ready(),
+      metricsToken: deps.config.metricsToken,
+    }),
+  );
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   const errorHandler = createErrorHandler(deps);

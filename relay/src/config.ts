@@ -63,6 +63,11 @@ export interface Config {
   publicUrl: string | undefined;
   /** Whose `X-Forwarded-For` entries name the client (for per-address limits and logs). */
   trustProxy: TrustProxy;
+  /**
+   * The bearer token `/metrics` asks for. Unset, `/metrics` answers only a client on this machine that reached the
+   * relay directly (no proxy's `X-Forwarded-For`), since its series name every workspace's usage.
+   */
+  metricsToken: string | undefined;
   webhooks: Readonly<WebhookConfig>;
   /** How many days the audit log keeps a record; older ones are pruned in the background. */
   usageRetentionDays: number;
@@ -129,6 +134,7 @@ export const SETTINGS = {
   cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
   publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
   trustProxy: { env: "TAB_RELAY_TRUST_PROXY", flag: "trust-proxy" },
+  metricsToken: { env: "TAB_RELAY_METRICS_TOKEN", flag: "metrics-token" },
   webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
@@ -216,6 +222,8 @@ const RawConfig = z.object({
   cacheEntries: integer(0, 1_000_000).default(1000),
   publicUrl: httpUrl.transform((url) => url.replace(/\/+$/, "")).optional(),
   trustProxy: trustProxy.default(false),
+  // Long enough that guessing it is hopeless; Prometheus sends it as `authorization: {credentials: ...}`.
+  metricsToken: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)").max(512).optional(),
   webhookRetrySchedule: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be a comma-separated list of milliseconds, e.g. 5000,300000")
@@ -335,6 +343,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     cacheEntries: c.cacheEntries,
     publicUrl: c.publicUrl,
     trustProxy: c.trustProxy,
+    metricsToken: c.metricsToken,
     webhooks: Object.freeze({
       retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
       allowPrivate: c.webhookAllowPrivate,
@@ -412,6 +421,7 @@ export function parseRateLimits(value: string | undefined, problems: string[]): 
 /** Flags that can carry a secret, and the variable that keeps it out of the process list. */
 const SECRET_FLAGS: readonly { name: SettingName; what: string; secret: (value: string) => boolean }[] = [
   { name: "upstreamApiKey", what: "the upstream API key", secret: () => true },
+  { name: "metricsToken", what: "the metrics token", secret: () => true },
   { name: "databaseUrl", what: "a database password", secret: (value) => urlHasPassword(value) },
   { name: "redisUrl", what: "a Redis password", secret: (value) => urlHasPassword(value) },
 ];

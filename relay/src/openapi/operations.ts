@@ -688,9 +688,12 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "metrics",
     tag: "Operations",
     summary: "Prometheus metrics",
+    description:
+      "With `TAB_RELAY_METRICS_TOKEN` set, only with `Authorization: Bearer <that token>` (else 401); without it, only to a client on the relay's machine that no proxy forwarded (else 403).",
     auth: "none",
     rateLimited: false,
     answers: [{ status: 200, description: "Prometheus text format 0.0.4", text: "text/plain" }],
+    refusals: [401, 403],
   },
 ];
 
