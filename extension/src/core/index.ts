@@ -8,6 +8,7 @@ export * from "./tokens";
 export * from "./globs";
 export * from "./languageFamily";
 export * from "./recentFiles";
+export * from "./editHistory";
 export * from "./relatedContext";
 export * from "./cache";
 export * from "./request";
