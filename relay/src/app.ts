@@ -20,7 +20,8 @@ import type { RateLimitStore } from "./rateLimit/types";
 import { createApiKeysRouter } from "./routes/apiKeys";
 import { createAuditRouter } from "./routes/audit";
 import { createAudit } from "./audit/record";
-import { createHealthRouter } from "./routes/health";
+import { type EngineHealth, createHealthRouter } from "./routes/health";
+import type { TabModelServedBy } from "@tab-relay/shared";
 import { createMeRouter } from "./routes/me";
 import { createCompletionHandlers, createTabRouter } from "./routes/tab";
 import { createAgentService } from "./agents/service";
@@ -65,6 +66,9 @@ export interface AppDeps {
   consoleDir: string | undefined;
   /** Whether the database (and Redis, when used) answer, for `/readyz`. */
   ready(): Promise<{ database: boolean; redis: boolean | undefined }>;
+  /** The embedded engine's state, for `/healthz`, `/readyz` and the model list; undefined without one. */
+  engine?: () => EngineHealth;
+  servedBy?: () => TabModelServedBy | undefined;
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
@@ -199,6 +203,7 @@ export function createApp(deps: AppDeps): RequestListener {
       provider: deps.providerName,
       ready: () => deps.ready(),
       metricsToken: deps.config.metricsToken,
+      ...(deps.engine ? { engine: deps.engine } : {}),
     }),
   );
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));

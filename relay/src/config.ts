@@ -1,4 +1,6 @@
 import { BlockList, isIP } from "node:net";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
 import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
@@ -51,8 +53,10 @@ export interface Config {
   redisUrl: string | undefined;
   host: string;
   port: number;
-  provider: "local" | "openai";
+  provider: "local" | "openai" | "engine";
   upstream: UpstreamConfig | undefined;
+  /** The embedded engine (relay/src/engine/), when a model is configured (`--model`). */
+  engine: Readonly<EngineConfig> | undefined;
   rateLimits: Readonly<RateLimits>;
   rateLimitWindowMs: number;
   maxBodyBytes: number;
@@ -86,6 +90,32 @@ export interface ModelsConfig {
    * anyway, since only a download needs them: whatever downloads a model refuses to while this is not empty.
    */
   proxyProblems: readonly string[];
+}
+
+/** The embedded engine's settings; see docs/engine.md. */
+export interface EngineConfig {
+  /** A registry name or a GGUF file's path, as given. */
+  model: string;
+  /** Where node-llama-cpp is installed on first use: TAB_RELAY_ENGINE_DIR, else DATA/engine. */
+  dir: string;
+  /** Completions run at once: context sequences. */
+  sequences: number;
+  /** Completions that may wait for a sequence; more are refused with 429. */
+  queue: number;
+  threads: number;
+  /** Tokens per sequence. */
+  contextSize: number;
+  gpu: "auto" | "off";
+  allowUnverified: boolean;
+}
+
+/**
+ * Inference threads when TAB_RELAY_ENGINE_THREADS is unset: 1 on a machine of up to 4 cores, where a second thread
+ * measured slower whenever anything else ran (shared/notes/embedded-engine.md: 10 tokens/s on 2 threads against
+ * 25–34 on 1), else half the cores.
+ */
+export function defaultEngineThreads(cores: number): number {
+  return cores <= 4 ? 1 : Math.min(8, Math.floor(cores / 2));
 }
 
 export interface WebhookConfig {
@@ -142,6 +172,14 @@ export const SETTINGS = {
   usageRetentionDays: { env: "TAB_RELAY_USAGE_RETENTION_DAYS", flag: "usage-retention-days" },
   modelHubUrl: { env: "TAB_RELAY_MODEL_HUB_URL", flag: "model-hub-url" },
   modelRegistry: { env: "TAB_RELAY_MODEL_REGISTRY", flag: "model-registry" },
+  model: { env: "TAB_RELAY_MODEL", flag: "model" },
+  engineDir: { env: "TAB_RELAY_ENGINE_DIR", flag: "engine-dir" },
+  engineSequences: { env: "TAB_RELAY_ENGINE_SEQUENCES", flag: "engine-sequences" },
+  engineQueue: { env: "TAB_RELAY_ENGINE_QUEUE", flag: "engine-queue" },
+  engineThreads: { env: "TAB_RELAY_ENGINE_THREADS", flag: "engine-threads" },
+  engineContext: { env: "TAB_RELAY_ENGINE_CONTEXT", flag: "engine-context" },
+  gpu: { env: "TAB_RELAY_GPU", flag: "gpu" },
+  allowUnverified: { env: "TAB_RELAY_ALLOW_UNVERIFIED", flag: "allow-unverified" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -201,7 +239,7 @@ const RawConfig = z.object({
   redisUrl: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).optional(),
   host: z.string().min(1).default("127.0.0.1"),
   port: integer(0, 65535).default(8787),
-  provider: z.enum(["local", "openai"]).optional(),
+  provider: z.enum(["local", "openai", "engine"]).optional(),
   upstreamUrl: httpUrl.optional(),
   upstreamModel: z.string().min(1).optional(),
   upstreamApiKey: z.string().min(1).optional(),
@@ -249,6 +287,17 @@ const RawConfig = z.object({
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
   modelRegistry: z.string().min(1).optional(),
+  model: z.string().min(1).max(4096).optional(),
+  engineDir: z.string().min(1).optional(),
+  engineSequences: integer(1, 64).default(2),
+  engineQueue: integer(0, 10_000).optional(),
+  engineThreads: integer(1, 256).optional(),
+  engineContext: integer(256, 131_072).default(2048),
+  gpu: z.enum(["auto", "off"]).default("auto"),
+  allowUnverified: z
+    .enum(["true", "false", "1", "0"], "must be true or false")
+    .transform((v) => v === "true" || v === "1")
+    .default(false),
 });
 
 export class ConfigError extends Error {
@@ -290,7 +339,17 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
   const proxy = proxyFromEnv(env, proxyProblems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
-  const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
+  const provider = c.provider ?? (c.model ? "engine" : c.upstreamUrl ? "openai" : "local");
+  if (provider === "engine" && !c.model) {
+    problems.push(
+      `${label("model")}: is required when the provider is engine (a name from \`tab-relay models list\` or a .gguf file)`,
+    );
+  }
+  if (provider !== "engine" && c.model) {
+    problems.push(
+      `${label("model")}: runs the embedded engine, so it cannot go with the ${provider} provider; leave out one of them`,
+    );
+  }
   if (provider === "openai" && !c.upstreamUrl) {
     problems.push(
       `${SETTINGS.upstreamUrl.env} (--${SETTINGS.upstreamUrl.flag}): is required when the provider is openai`,
@@ -335,6 +394,19 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     port: c.port,
     provider,
     upstream,
+    engine:
+      provider === "engine" && c.model
+        ? Object.freeze({
+            model: c.model,
+            dir: c.engineDir ?? join(c.dataDir ?? ".", "engine"),
+            sequences: c.engineSequences,
+            queue: c.engineQueue ?? c.engineSequences * 4,
+            threads: c.engineThreads ?? defaultEngineThreads(availableParallelism()),
+            contextSize: c.engineContext,
+            gpu: c.gpu,
+            allowUnverified: c.allowUnverified,
+          })
+        : undefined,
     rateLimits: Object.freeze(rateLimits),
     rateLimitWindowMs: 60_000,
     maxBodyBytes: c.maxBodyBytes,

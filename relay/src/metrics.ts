@@ -100,6 +100,8 @@ export interface RelayState {
   /** Pending outbox events, and when the oldest of them was created; one cheap query. */
   outbox(): Promise<{ pending: number; oldestCreatedAt: string | undefined }>;
   now(): number;
+  /** The embedded engine, when one runs: completions waiting and running, and how long its model took to load. */
+  engine?(): { queued: number; running: number; loadMs: number | undefined };
 }
 
 let runtime: Registry | undefined;
@@ -163,6 +165,27 @@ function stateRegistry(getState: () => RelayState | undefined): Registry {
       if (outbox === undefined) return this.set(Number.NaN);
       const oldest = outbox.oldestCreatedAt === undefined ? Number.NaN : Date.parse(outbox.oldestCreatedAt);
       this.set(Number.isNaN(oldest) ? 0 : Math.max(0, (state.now() - oldest) / 1000));
+    },
+  });
+  new Gauge({
+    name: "tab_relay_engine_queue_depth",
+    help: "Embedded engine completions by state: waiting for a sequence (queued) and running.",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      const engine = getState()?.engine?.();
+      if (engine === undefined) return;
+      this.set({ state: "queued" }, engine.queued);
+      this.set({ state: "running" }, engine.running);
+    },
+  });
+  new Gauge({
+    name: "tab_relay_engine_load_seconds",
+    help: "How long the embedded engine's current child took to load its model.",
+    registers: [registry],
+    collect() {
+      const loadMs = getState()?.engine?.().loadMs;
+      if (loadMs !== undefined) this.set(loadMs / 1000);
     },
   });
   return registry;
@@ -230,6 +253,28 @@ export function createMetrics() {
     tabCharactersAccepted: new Metric(
       "tab_relay_tab_accepted_characters_total",
       "Characters of suggestions reported accepted, by language.",
+      "counter",
+    ),
+    engineFirstToken: new Metric(
+      "tab_relay_engine_time_to_first_token_seconds",
+      "Embedded engine: from a completion reaching the engine to its first token.",
+      "histogram",
+      LATENCY_BUCKETS,
+    ),
+    engineTokensPerSecond: new Metric(
+      "tab_relay_engine_tokens_per_second",
+      "Embedded engine: decoding speed of each completion after its first token.",
+      "histogram",
+      [1, 2, 5, 10, 20, 50, 100, 200, 500],
+    ),
+    engineTokens: new Metric(
+      "tab_relay_engine_tokens_total",
+      "Embedded engine tokens by kind: prompt, evaluated (prompt tokens computed), reused (held from the last request), generated.",
+      "counter",
+    ),
+    engineRestarts: new Metric(
+      "tab_relay_engine_restarts_total",
+      "Times the embedded engine's process stopped and was started again.",
       "counter",
     ),
     deliveries: new Metric(

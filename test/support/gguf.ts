@@ -10,7 +10,8 @@
  *
  * Random weights pick any token; to keep the text printable (and long enough to test), one hidden dimension is made
  * to dominate the residual stream, and the output row of each token carries a large positive (wanted) or negative
- * (unwanted) weight on that dimension. `favour: "eos"` makes end-of-text the likeliest token instead.
+ * (unwanted) weight on that dimension. `favour: "<|endoftext|>"` (or another control token) makes that token the
+ * likeliest instead.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { seededRandom } from "./seededRandom";
@@ -29,8 +30,10 @@ export interface GgufModelOptions {
   quantized?: boolean;
   /** Leave out the FIM tokens and keys: a model that cannot fill in the middle. */
   withoutFim?: boolean;
-  /** Which tokens the weights favour: printable text (default) or end-of-text at once. */
-  favour?: "text" | "eos";
+  /** Which tokens the weights favour: printable text (default), or one control token (end-of-text, say) at once. */
+  favour?: "text" | (typeof SPECIAL_TOKENS)[number];
+  /** Make newlines as unlikely as control tokens: one long line, which no postprocessing rule ends early. */
+  oneLine?: boolean;
 }
 
 /** Qwen2.5-Coder-0.5B's shape (its config.json): the compute a real keystroke costs, with random weights. */
@@ -133,13 +136,13 @@ export function buildVocabulary(size: number, withFim: boolean): Vocabulary {
 
 /** A printable token: text of visible ASCII, space, tab or newline; never a control or filler token. */
 const BYTES = byteToUnicode();
-function wanted(token: string, type: number): boolean {
+function wanted(token: string, type: number, oneLine: boolean): boolean {
   if (type !== 1) return false;
   const bytes = BYTES;
   for (const ch of token) {
     const b = bytes.indexOf(ch);
     if (b < 0) return false;
-    if (!(b === 0x0a || b === 0x20 || (b >= 0x21 && b <= 0x7e))) return false;
+    if (!((b === 0x0a && !oneLine) || b === 0x20 || (b >= 0x21 && b <= 0x7e))) return false;
   }
   return true;
 }
@@ -287,6 +290,8 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
   const headDim = n.embd / n.heads;
   const big = options.quantized ? TensorType.Q8_0 : TensorType.F32;
   const eos = vocab.special["<|endoftext|>"];
+  const favoured =
+    options.favour === undefined || options.favour === "text" ? undefined : vocab.special[options.favour];
   // Dimension 0 carries a constant that dominates the residual stream (see the file comment).
   const LEAD = 0;
   // The realistic shape quantises its embeddings too (as Qwen's Q8_0 file does); its text is not read.
@@ -314,7 +319,10 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
           type: TensorType.F32,
           fill: (out, random) => {
             for (let t = 0; t < nVocab; t++) {
-              const good = options.favour === "eos" ? t === eos : wanted(vocab.tokens[t]!, vocab.types[t]!);
+              const good =
+                favoured !== undefined
+                  ? t === favoured
+                  : wanted(vocab.tokens[t]!, vocab.types[t]!, options.oneLine === true);
               for (let d = 0; d < n.embd; d++)
                 out.writeFloatLE(d === LEAD ? (good ? 0.5 : -0.5) : (random() * 2 - 1) * 0.8, (t * n.embd + d) * 4);
             }
