@@ -1,4 +1,10 @@
-import { API_PREFIX, OPENAI_COMPLETIONS_PATH, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
+import {
+  API_PREFIX,
+  OPENAI_COMPLETIONS_PATH,
+  RelayError,
+  TAB_COMPLETIONS_PATH,
+  TAB_NEXT_EDITS_PATH,
+} from "@tab-relay/shared";
 import type { RequestListener } from "node:http";
 import express, { type Request, type RequestHandler, Router } from "express";
 import type { Clock } from "./clock";
@@ -24,6 +30,8 @@ import { type EngineHealth, createHealthRouter } from "./routes/health";
 import type { TabModelServedBy } from "@tab-relay/shared";
 import { createMeRouter } from "./routes/me";
 import { createCompletionHandlers, createTabRouter } from "./routes/tab";
+import { createNextEditsRouter } from "./routes/nextEdits";
+import type { NextEditService } from "./nextEdits/service";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
@@ -52,6 +60,7 @@ export interface AppDeps {
   /** Who sent a request, behind whichever proxies are trusted: the subject of per-address limits, and logged. */
   clientAddress: ClientAddress;
   completions: CompletionService;
+  nextEdits: NextEditService;
   tokens: TokenCounter;
   providerName: string;
   lifecycle: Lifecycle;
@@ -118,6 +127,8 @@ export function createApp(deps: AppDeps): RequestListener {
     const path = req.path.toLowerCase().replace(/\/+$/, "");
     return req.method === "POST" && (path === TAB_COMPLETIONS_PATH || path === OPENAI_COMPLETIONS_PATH);
   };
+  const isNextEdit = (req: Request) =>
+    req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_NEXT_EDITS_PATH;
   const rateLimit = (classOf: (req: Request) => LimitClass, completions: (req: Request) => boolean) =>
     createRateLimit({
       store: deps.rateLimitStore,
@@ -145,7 +156,8 @@ export function createApp(deps: AppDeps): RequestListener {
   const api = Router();
   api.use(
     authenticate,
-    rateLimit((req) => classify(req.method, isCompletion(req)), isCompletion),
+    // A next edit is asked for after each pause, as a completion is: it counts against the same (read) limit.
+    rateLimit((req) => classify(req.method, isCompletion(req) || isNextEdit(req)), isCompletion),
     requireCaller,
     jsonBody,
   );
@@ -153,6 +165,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const completionHandlers = createCompletionHandlers(deps);
   api.use(
     createTabRouter(deps, completionHandlers),
+    createNextEditsRouter(deps),
     createMeRouter(),
     createApiKeysRouter({ ...deps, audit }),
     createUsersRouter({ ...deps, audit, agents }),

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
 import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
+import { NEXT_EDIT_FORMATS, type NextEditFormatName } from "./nextEdits/formats/format";
 import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
 import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
 import { DEFAULT_HUB_URL } from "./engine/models/registry";
@@ -42,6 +43,8 @@ export interface UpstreamConfig {
   /** `infill` only: llama.cpp's `t_max_predict_ms`. */
   infillMaxPredictMs: number;
   timeoutMs: number;
+  /** TAB_RELAY_NEXT_EDIT_FORMAT: how next edits are asked of the model; unset, chosen from the model's name. */
+  nextEditFormat?: NextEditFormatName;
 }
 
 export interface Config {
@@ -157,6 +160,7 @@ export const SETTINGS = {
   fimTemplate: { env: "TAB_RELAY_FIM_TEMPLATE", flag: "fim-template" },
   infillMaxPredictMs: { env: "TAB_RELAY_INFILL_MAX_PREDICT_MS", flag: "infill-max-predict-ms" },
   upstreamTimeoutMs: { env: "TAB_RELAY_UPSTREAM_TIMEOUT_MS", flag: "upstream-timeout-ms" },
+  nextEditFormat: { env: "TAB_RELAY_NEXT_EDIT_FORMAT", flag: "next-edit-format" },
   rateLimits: { env: "TAB_RELAY_RATE_LIMITS", flag: "rate-limits" },
   maxBodyBytes: { env: "TAB_RELAY_MAX_BODY_BYTES", flag: "max-body-bytes" },
   shutdownGraceMs: { env: "TAB_RELAY_SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms" },
@@ -253,6 +257,7 @@ const RawConfig = z.object({
     .optional(),
   infillMaxPredictMs: integer(0, 600_000).optional(),
   upstreamTimeoutMs: integer(100, 600_000).default(10_000),
+  nextEditFormat: z.enum(NEXT_EDIT_FORMATS).optional(),
   rateLimits: z.string().optional(),
   maxBodyBytes: integer(1024, 64 * 1024 * 1024).default(512 * 1024),
   shutdownGraceMs: integer(0, 600_000).default(10_000),
@@ -384,6 +389,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
           fimTemplate,
           infillMaxPredictMs: c.infillMaxPredictMs ?? DEFAULT_INFILL_MAX_PREDICT_MS,
           timeoutMs: c.upstreamTimeoutMs,
+          ...(c.nextEditFormat === undefined ? {} : { nextEditFormat: c.nextEditFormat }),
         })
       : undefined;
   return Object.freeze({

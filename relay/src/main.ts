@@ -22,6 +22,7 @@ import { createLocalProvider } from "./providers/local";
 import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
 import type { ModelProvider } from "./providers/types";
+import { createNextEditService } from "./nextEdits/service";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { type DeliveryWorker, createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
@@ -255,6 +256,18 @@ function createServices(
     transport,
     provider,
     completions: createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries }),
+    nextEdits: createNextEditService({
+      upstream: config.upstream && {
+        url: config.upstream.url,
+        model: config.upstream.model,
+        apiKey: config.upstream.apiKey,
+        timeoutMs: config.upstream.timeoutMs,
+        format: config.upstream.nextEditFormat,
+      },
+      post: options.post ?? transport,
+      metrics,
+      logger,
+    }),
     tokens: createSlicedTokenCounter({ now: () => performance.now() }),
     ids: createSortableIds(clock),
     links: createLinks(config.publicUrl),
@@ -468,6 +481,7 @@ function createHttpServer(deps: HttpDeps) {
       return { database, redis: rateLimits.redis ? redis : undefined };
     },
     completions: services.completions,
+    nextEdits: services.nextEdits,
     tokens: services.tokens,
     providerName: services.provider.name,
     lifecycle: services.lifecycle,

@@ -277,6 +277,11 @@ export function createMetrics() {
       "Times the embedded engine's process stopped and was started again.",
       "counter",
     ),
+    nextEdits: new Metric(
+      "tab_relay_next_edits_total",
+      "Next-edit answers by source (local, or the model format) and outcome: edits, or why there are none (no_change, ambiguous, and the model replies dropped: unparseable, outside_region, too_destructive).",
+      "counter",
+    ),
     deliveries: new Metric(
       "tab_relay_webhook_deliveries_total",
       "Outbox delivery attempts by outcome (delivered, retry: failed and scheduled again, failed: given up) and by transport (webhook, socket).",
