@@ -394,6 +394,22 @@ async function checkPortFree(config: Pick<Config, "host" | "port">): Promise<voi
   await new Promise((resolve) => probe.close(resolve));
 }
 
+/**
+ * Started through npm (`npx tab-relay serve`, `npm start`), the relay is npm's child: a signal to npx's pid ends npx
+ * but is not passed on, and the relay would keep serving with no process a person can find left to stop. So when npm
+ * started it, the relay stops when its parent is gone (it is then re-parented, and process.ppid changes). Started any
+ * other way (a unit, nohup, a container), its parent's life is none of its business.
+ */
+function watchNpmParent(onGone: () => void): NodeJS.Timeout | undefined {
+  if (process.env["npm_command"] === undefined) return undefined;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid !== parent) onGone();
+  }, 500);
+  timer.unref();
+  return timer;
+}
+
 async function serve(values: Record<string, unknown>, run?: StartRun): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
@@ -402,10 +418,15 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   } catch (error) {
     fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
+  let stopping = false;
   const stop = (signal: string) => {
-    process.stderr.write(
-      `tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`,
-    );
+    // A terminal's Ctrl+C signals the whole process group, and npm passes the signal on to its child too: the relay
+    // gets SIGINT twice. A repeat continues the stop already under way; with process.once it would kill the relay
+    // mid-shutdown, leaving relay.pid and SQLite's -wal/-shm files behind.
+    if (stopping) return;
+    stopping = true;
+    clearInterval(parentWatch);
+    process.stderr.write(`tab-relay: ${signal}, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`);
     relay.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -414,8 +435,9 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
       },
     );
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM received"));
+  process.on("SIGINT", () => stop("SIGINT received"));
+  const parentWatch = watchNpmParent(() => stop("the npm process that started the relay ended"));
   // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
   // line must get the graceful stop, not the default exit by signal.
   // The console is served at `/` of the public URL when there is one (behind a proxy), else where the relay listens.

@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createApp } from "./app";
+import { refusedWebhookWarning, refusedWebhooks } from "./agents/refusedWebhooks";
 import { startAuditRetention } from "./audit/retention";
 import { type UsageRecorder, createUsageRecorder } from "./usage/recorder";
 import { createClientAddress } from "./http/clientAddress";
@@ -163,6 +164,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
+  // Said at start, not only in each failed delivery: a relay restarted without the setting its agents were made under.
+  for (const refused of await refusedWebhooks(store, config.webhooks.allowPrivate))
+    logger.warn(refusedWebhookWarning(refused), { agent_id: refused.agent.id });
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
   return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
 }

@@ -201,6 +201,11 @@ export function createMetrics() {
       "histogram",
       LATENCY_BUCKETS,
     ),
+    signInsRefused: new Metric(
+      "tab_relay_sign_ins_refused_total",
+      "Console sign-ins refused, by reason (unknown_key, revoked_key, removed_user, no_console_scope).",
+      "counter",
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric(
       "tab_relay_completion_cache_total",

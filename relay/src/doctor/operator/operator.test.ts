@@ -481,6 +481,7 @@ describe("doctor: the operator checks together", () => {
       where: "x",
       migrations: async () => [],
       workspaces: async () => [],
+      webhooks: async () => [],
       serverNow: async () => Date.now(),
       close: async () => undefined,
     };
