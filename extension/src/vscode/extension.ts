@@ -4,6 +4,7 @@ import { systemClock } from "@tab-relay/shared";
 import * as vscode from "vscode";
 import {
   CompletionSession,
+  NextEditSession,
   RecentFiles,
   StatusController,
   TypingRhythm,
@@ -16,6 +17,7 @@ import {
 import { ApiKeyStore } from "./apiKeySecret";
 import { registerCommands } from "./commands";
 import { createInlineCompletionProvider } from "./inlineCompletionProvider";
+import { NextEditPresenter } from "./nextEditPresenter";
 import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
 import { StatusBar, showNotice } from "./statusBar";
@@ -57,6 +59,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     usage.flush();
     await reporter.flush();
   };
+  const nextEdits = new NextEditPresenter(
+    new NextEditSession({
+      clock: systemClock,
+      fetch: (url, init) => fetch(url, init),
+      logger: log,
+      getSettings: () => settings,
+      getApiKey: () => apiKeys.get(),
+      files: recentFiles,
+    }),
+    log,
+  );
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -67,6 +80,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     rhythm,
     relatedContext: recentFiles,
     usage,
+    onPause: (input, signal) => nextEdits.onPause(input, signal),
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -95,9 +109,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log,
     statusBar,
     recentFilesFeed,
+    nextEdits,
     vscode.languages.registerInlineCompletionItemProvider(
       [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
-      createInlineCompletionProvider(session, usage),
+      createInlineCompletionProvider(session, usage, nextEdits),
     ),
     ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar }),
     ...feedUsage(usage),
