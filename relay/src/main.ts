@@ -16,7 +16,7 @@ import { createCompletionService } from "./completion/service";
 import { createSlicedTokenCounter } from "./completion/tokenCounter";
 import { type Config, plainHttpWarning } from "./config";
 import { createLifecycle } from "./lifecycle";
-import { type Logger, createJsonLogger } from "./logger";
+import { type Logger, createStreamLogger } from "./logger";
 import { type Metrics, createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
 import { type HttpPost, createHttpPost } from "./providers/httpPost";
@@ -127,8 +127,7 @@ export interface StartOptions {
 export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
   const clock = options.clock ?? systemClock;
   const logger =
-    options.logger ??
-    createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
+    options.logger ?? createStreamLogger({ level: config.logLevel, stream: process.stdout, now: () => clock.now() });
   const store = options.store ?? (await openStore(config, logger));
   await requireWorkspace(config, store);
   const unlockDataFolder = await claimDataFolder(config, store, logger);
