@@ -11,6 +11,7 @@ export * from "./recentFiles";
 export * from "./relatedContext";
 export * from "./cache";
 export * from "./request";
+export * from "./connection";
 export * from "./postprocess";
 export * from "./status";
 export * from "./statusView";
