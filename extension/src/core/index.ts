@@ -15,6 +15,7 @@ export * from "./nextEditView";
 export * from "./relatedContext";
 export * from "./cache";
 export * from "./request";
+export * from "./connection";
 export * from "./postprocess";
 export * from "./status";
 export * from "./statusView";

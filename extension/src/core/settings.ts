@@ -63,7 +63,8 @@ export const DEFAULT_SETTINGS: Settings = {
   workspaceSlug: "default",
   model: TAB_DEFAULTS.model,
   debounceMs: TAB_DEFAULTS.debounceMs,
-  adaptiveDebounce: true,
+  // Off: a fixed 120 ms shows ghost text sooner (docs/benchmarks.md, keystroke to ghost text in a real VS Code).
+  adaptiveDebounce: false,
   requestTimeoutMs: 5_000,
   maxCompletionTokens: undefined,
   contextCharsBefore: TAB_DEFAULTS.contextCharsBefore,
@@ -148,11 +149,17 @@ export function isLanguageEnabled(settings: Settings, languageId: string): boole
   return settings.enabledLanguages.includes("*") || settings.enabledLanguages.includes(languageId);
 }
 
-/** A warning for a pasted value that does not look like a tab-relay key; undefined when it does. */
-export function apiKeyFormatWarning(value: string): string | undefined {
+/**
+ * Why a pasted value cannot be a tab-relay API key, or undefined when it can: the prefix, then the length and
+ * alphabet, then the CRC-32 checksum its last 6 characters carry (shared/src/secrets.ts), which catches a key cut
+ * short or mistyped before it is stored.
+ */
+export function apiKeyFormatProblem(value: string): string | undefined {
   const key = value.trim();
   if (key === "") return undefined;
-  if (!key.startsWith(SECRET_PREFIXES.apiKey)) return `tab-relay API keys start with ${SECRET_PREFIXES.apiKey}`;
-  if (!hasValidChecksum(key, SECRET_PREFIXES.apiKey)) return "This key's checksum does not match; it may be mistyped";
+  if (!key.startsWith(SECRET_PREFIXES.apiKey))
+    return `Not a tab-relay API key: keys start with ${SECRET_PREFIXES.apiKey}. Paste the whole key again.`;
+  if (!hasValidChecksum(key, SECRET_PREFIXES.apiKey))
+    return "This key's checksum does not match: it was cut short or mistyped. Paste the whole key again.";
   return undefined;
 }
