@@ -28,6 +28,8 @@ import { migrateSqlite } from "./store/sqlite";
 import { packageVersion } from "./version";
 import { initWorkspace } from "./workspace/init";
 import { MODELS_USAGE, modelsCommand } from "./engine/models/command";
+import { createModelsHttpGet, loadRegistry, progressReporter, pullClock, resolveModel } from "./engine/models";
+import { NODE_LLAMA_CPP_VERSION, engineInstalled, installEngine } from "./engine/install";
 
 const USAGE = `tab-relay: the self-hostable relay behind the Tab inline-completion extension
 
@@ -35,6 +37,10 @@ Usage:
   tab-relay init  --data DIR --workspace SLUG --owner NAME [--name "Display name"] [--json]
   tab-relay serve --data DIR [--port N] [--host H] [options]
   tab-relay start [--data DIR] [options]   initialise DIR on first run (printing the owner key once), then serve
+  tab-relay start --model NAME|FILE.gguf [--allow-unverified] [--gpu auto|off]   serve completions from a code model
+                   run by the embedded engine (llama.cpp): a NAME from \`models list\` is downloaded once into
+                   DIR/models, and the engine (node-llama-cpp) is installed into DIR/engine on first use; serve too
+  tab-relay engine install [--data DIR] [--engine-dir DIR] [--gpu cuda,vulkan]   install the embedded engine now
   tab-relay migrate (--data DIR | --database URL)   apply pending schema migrations and exit
   tab-relay keys create [--data DIR | --database URL] (--user ID | --owner) [--workspace SLUG] [--scopes a,b,...]
                    [--name NAME] [--json]   make an API key from the server alone (DIR defaults to ./data, as for
@@ -66,7 +72,10 @@ ${Object.values(SETTINGS)
   .join("\n")}
 `;
 
-const settingFlags = Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: "string" as const }]));
+/** `--allow-unverified` is a switch; every other setting takes a value. */
+const settingFlags = Object.fromEntries(
+  Object.values(SETTINGS).map((s) => [s.flag, { type: s.flag === "allow-unverified" ? "boolean" : "string" }] as const),
+) as Record<string, { type: "string" | "boolean" }>;
 /** `doctor` takes the upstream settings (the model server) and the deployment's (see loadOperatorConfig). */
 const DOCTOR_OPTIONS = {
   ...Object.fromEntries(
@@ -102,6 +111,7 @@ function overridesFrom(values: Record<string, unknown>): Overrides {
   for (const [name, setting] of Object.entries(SETTINGS) as [SettingName, (typeof SETTINGS)[SettingName]][]) {
     const value = values[setting.flag];
     if (typeof value === "string") overrides[name] = value;
+    else if (value === true) overrides[name] = "true";
   }
   return overrides;
 }
@@ -435,11 +445,56 @@ function watchNpmParent(onGone: () => void): NodeJS.Timeout | undefined {
   return timer;
 }
 
+/**
+ * `--model`: the model's file (a registry name is downloaded once into DATA/models, with progress), and the engine
+ * installed into its folder on first use; both before anything listens.
+ */
+async function prepareEngine(config: Readonly<Config>): Promise<string | undefined> {
+  const engine = config.engine;
+  if (engine === undefined) return undefined;
+  try {
+    const registry = await loadRegistry(config.models.registryFile);
+    const get = createModelsHttpGet(config.models.proxy);
+    let modelPath: string;
+    try {
+      const { path } = await resolveModel(engine.model, {
+        dataDir: config.dataDir || ".",
+        allowUnverified: engine.allowUnverified,
+        hubUrl: config.models.hubUrl,
+        registry,
+        get,
+        clock: pullClock,
+        proxyProblems: config.models.proxyProblems,
+        onEvent: progressReporter(engine.model, {
+          write: (text) => process.stderr.write(text),
+          tty: process.stderr.isTTY === true,
+          ...(process.stderr.columns === undefined ? {} : { columns: process.stderr.columns }),
+          now: () => pullClock.now(),
+        }),
+      });
+      modelPath = path;
+    } finally {
+      await get.close();
+    }
+    if (!(await engineInstalled(engine.dir))) {
+      process.stderr.write(
+        `Installing the embedded engine (node-llama-cpp ${NODE_LLAMA_CPP_VERSION}, this platform's CPU build, about 84 MB) into ${resolve(engine.dir)}; once only\n`,
+      );
+      await installEngine(engine.dir, { env: process.env, onLine: (line) => process.stderr.write(`  npm: ${line}\n`) });
+    }
+    return modelPath;
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error));
+  }
+}
+
 async function serve(values: Record<string, unknown>, run?: StartRun): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
+  const modelPath = await prepareEngine(config);
+  if (config.engine) process.stderr.write(`Loading ${modelPath ?? config.engine.model} into the embedded engine\n`);
   try {
-    relay = await startRelay(config);
+    relay = await startRelay(config, modelPath === undefined ? {} : { modelPath });
   } catch (error) {
     fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
@@ -483,6 +538,36 @@ async function main(): Promise<void> {
   }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (command === "engine") {
+    const parsedEngine = parseArgs({
+      args: rest.slice(1),
+      options: { data: { type: "string" }, "engine-dir": { type: "string" }, gpu: { type: "string" } },
+      strict: false,
+    });
+    const opts = parsedEngine.values as Record<string, string | undefined>;
+    if (rest[0] !== "install") fail(`engine: the subcommand is \`engine install\`\n\n${USAGE}`);
+    const gpu = opts["gpu"] === undefined ? [] : opts["gpu"].split(",");
+    if (!gpu.every((g): g is "cuda" | "vulkan" => g === "cuda" || g === "vulkan"))
+      fail("engine install: --gpu: cuda, vulkan or both (cuda,vulkan); the CPU build is always installed");
+    const dataDir = opts["data"] ?? process.env[SETTINGS.dataDir.env] ?? "data";
+    const dir = opts["engine-dir"] ?? process.env[SETTINGS.engineDir.env] ?? resolve(dataDir, "engine");
+    if (await engineInstalled(dir)) {
+      process.stdout.write(`The engine (node-llama-cpp ${NODE_LLAMA_CPP_VERSION}) is already installed in ${dir}\n`);
+      return;
+    }
+    process.stderr.write(`Installing node-llama-cpp ${NODE_LLAMA_CPP_VERSION} into ${dir}\n`);
+    try {
+      await installEngine(dir, {
+        env: process.env,
+        gpu: gpu,
+        onLine: (line) => process.stderr.write(`  npm: ${line}\n`),
+      });
+    } catch (error) {
+      fail(error instanceof Error ? error.message : String(error));
+    }
+    process.stdout.write(`Installed the engine in ${dir}\n`);
     return;
   }
   if (command === "models") {
