@@ -99,6 +99,8 @@ export default tseslint.config(
       "shared/src/clock.ts",
       "relay/src/main.ts",
       "relay/src/cli.ts",
+      // The embedded engine's child process: an entry point like cli.ts, read its settings and times inference.
+      "relay/src/engine/child/main.ts",
       "**/*.test.ts",
       "extension/src/vscode/extension.ts",
     ],

@@ -115,7 +115,7 @@ export async function replayTyping(options: ReplayOptions): Promise<ReplayResult
   const session = new CompletionSession({
     clock,
     fetch: (url, init) => {
-      options.onRequest?.(init.body);
+      if (init.body !== undefined) options.onRequest?.(init.body);
       return fetch(url, init);
     },
     logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },

@@ -129,6 +129,28 @@ export function completionSample(fixtures: Fixtures, random: Random) {
   return sample;
 }
 
+/** A rename on line 1 whose next occurrence is on line 2: the local engine proposes it. */
+export function nextEditSample(fixtures: Fixtures, random: Random) {
+  return {
+    workspace_slug: fixtures.slug,
+    file_path: "src/add.ts",
+    code_language: "typescript",
+    document_version: random.int(0, 1000),
+    excerpt: { start_line: 10, text: "function add(total, b) {\n  return sum + b;\n}" },
+    editable_region: { start_line: 10, end_line: 13 },
+    cursor: { line: 10, character: random.int(0, 18) },
+    recent_edits: [
+      {
+        file_path: "src/add.ts",
+        start_line: 10,
+        old_lines: ["function add(sum, b) {"],
+        new_lines: ["function add(total, b) {"],
+      },
+    ],
+    ...(random.chance(0.3) ? { surrounding_context: "--- file: src/util.ts ---\nexport const one = 1;" } : {}),
+  };
+}
+
 const conversation = (fixtures: Fixtures, random: Random) =>
   random.pick([
     { type: "channel", id: fixtures.channel.id },
@@ -343,6 +365,25 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
   http("GET", "root", "/healthz", [], () => ({ credential: "none" })),
   http("GET", "root", "/readyz", [], () => ({ credential: "none" })),
   http("GET", "root", "/metrics", [], () => ({ credential: "none" })),
+  // Next edits (docs/api.md#next-edits), last so that the samples drawn before it stay as they were.
+  http(
+    "POST",
+    "api",
+    "/tab/next-edits",
+    [
+      "model",
+      "workspace_slug",
+      "file_path",
+      "code_language",
+      "document_version",
+      "excerpt",
+      "editable_region",
+      "cursor",
+      "recent_edits",
+      "surrounding_context",
+    ],
+    (f, r) => ({ credential: r.pick(["owner", "tabOnly"]), body: nextEditSample(f, r) }),
+  ),
 ];
 
 /** The console's pages (relay/src/routes/console.ts), by the source of the pattern they were reviewed against. */

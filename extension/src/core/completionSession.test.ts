@@ -143,7 +143,7 @@ test("a single-line context shows the first line without waiting for the stream 
     },
   ]);
   let shownAt = 0;
-  const pending = session.provide(inputAt("call(█)\n")).then((value) => ((shownAt = clock.now()), value));
+  const pending = session.provide(inputAt("call(█);\n")).then((value) => ((shownAt = clock.now()), value));
   await clock.advance(200);
   assert.equal((await pending)?.insertText, "a, b");
   assert.equal(shownAt - 1_700_000_000_000, 140);
@@ -178,13 +178,18 @@ test("a 429 stops requests for Retry-After, then they resume by themselves", asy
 test("a rejected key is reported once and stops further requests", async () => {
   const { fake, status, notices, logs, provide } = harness([
     { kind: "error", status: 401, code: "UNAUTHORIZED", message: "Invalid API key" },
+    // GET /me, asked whether the key is bad or of another workspace: the relay refuses it too.
+    { kind: "error", status: 401, code: "UNAUTHORIZED", message: "Invalid API key" },
   ]);
   await provide(inputAt("a = █"));
   await provide(inputAt("a = b█"));
   await provide(inputAt("a = bc█"));
   assert.equal(status.kind, "unauthorized");
   assert.deepEqual(notices, [{ kind: "unauthorized", message: "Invalid API key" }]);
-  assert.equal(fake.calls.length, 1);
+  assert.deepEqual(
+    fake.calls.map((call) => `${call.method} ${new URL(call.url).pathname}`),
+    ["POST /api/v1/tab/chat/completions", "GET /api/v1/me"],
+  );
   assert.equal(logs.filter((line) => line.startsWith("warn")).length, 1);
   fake.assertDone();
 });
@@ -209,7 +214,10 @@ test("each request is logged with its timing and outcome, never with the key", a
   const { logs, provide } = harness([{ kind: "sse", latencyMs: 40, chunks: [{ content: "value", delayMs: 10 }] }]);
   await provide(inputAt("x = █"));
   assert.equal(logs.length, 1);
-  assert.match(logs[0] ?? "", /^info code src\/app\.ts: 200 in 50 ms, first chunk 50 ms, 5 chars; showing 5 chars$/);
+  assert.match(
+    logs[0] ?? "",
+    /^info code src\/app\.ts: 200 in 50 ms, first chunk 50 ms, 5 chars; showing 5 chars, 170 ms after the keystroke$/,
+  );
   assert.equal(
     logs.some((line) => line.includes(KEY)),
     false,
@@ -284,10 +292,10 @@ test("reports what a benchmark needs: requests, aborts, cache hits, and when eac
   assert.equal(session.stats.suggestionsShown, 2);
 });
 
-test("a fast typist's pause is waited out a little longer, so mid-word gaps send nothing", async () => {
+test("with adaptiveDebounce on, a slow typist's pause is waited out a little longer, so mid-word gaps send nothing", async () => {
   // Until four gaps are known the floor applies, so the first four keystrokes each start a request.
   const learning: FetchStep[] = Array.from({ length: 4 }, () => ({ kind: "hang" }));
-  const { clock, fake, session } = harness([...learning, sse("items.length;")]);
+  const { clock, fake, session } = harness([...learning, sse("items.length;")], { adaptiveDebounce: true });
   const text = "const total = values.reduce((sum, v) => sum + v, 0);";
   // Keystrokes 150 ms apart: longer than the 120 ms floor, so a fixed debounce would fire on every one.
   for (let i = 1; i <= 30; i++) {
@@ -313,4 +321,18 @@ test("with adaptiveDebounce off, the debounce is exactly the setting whatever th
   void session.provide(inputAt("abcdefghijklm█"));
   await clock.advance(120);
   assert.equal(fake.calls.length, 1);
+});
+
+test("the debounce counts from the keystroke the adapter saw, not from VS Code's later call", async () => {
+  const { clock, fake, session, logs } = harness([sse("items.length;")]);
+  const editedAt = clock.now();
+  // VS Code asks 50 ms after the keystroke (its own debounce); 70 ms of the 120 are left.
+  await clock.advance(50);
+  const pending = session.provide({ ...inputAt("const n = █"), editedAt });
+  await clock.advance(69);
+  assert.equal(fake.calls.length, 0);
+  await clock.advance(1);
+  assert.equal(fake.calls.length, 1);
+  assert.equal((await pending)?.insertText, "items.length;");
+  assert.match(logs.at(-1) ?? "", /, 120 ms after the keystroke$/);
 });

@@ -1,5 +1,6 @@
 import { TAB_DEFAULTS, parseSnippets } from "@tab-relay/shared";
 import { TypingThroughCache } from "./cache";
+import { checkConnection } from "./connection";
 import { buildTabContext, cursorText, isSingleLineContext } from "./context";
 import { TypingRhythm, debounce } from "./debounce";
 import { postprocess, visibleLength } from "./postprocess";
@@ -31,6 +32,11 @@ export interface SessionDeps {
   readonly usage?: UsageTracker;
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
+  /**
+   * Told when a pause has outlasted the debounce, with the pause's signal (aborted when typing goes on): the
+   * next-edit session asks in the same pause, under the same cancellation.
+   */
+  readonly onPause?: (input: CompletionInput, signal: AbortSignal) => void;
 }
 
 export type SessionEvent =
@@ -111,7 +117,10 @@ export class CompletionSession {
   private async run(input: CompletionInput, signal: AbortSignal): Promise<Suggestion | undefined> {
     const { clock, status } = this.deps;
     const settings = this.deps.getSettings();
-    const pausedAt = clock.now();
+    // The keystroke itself, when the adapter saw the edit: VS Code calls the provider some time after it (its own
+    // debounce), and that time counts toward the wait rather than being added to it.
+    const now = clock.now();
+    const pausedAt = input.editedAt !== undefined && input.editedAt <= now ? input.editedAt : now;
     this.rhythm.keystroke(pausedAt);
     const gate = status.gate();
     if (prefilter(input, settings, gate.pause) !== undefined) return this.skip();
@@ -125,11 +134,13 @@ export class CompletionSession {
     }
     if (gate.blocked !== undefined) return this.skip();
 
-    const wait = settings.adaptiveDebounce ? this.rhythm.waitMs(settings.debounceMs) : settings.debounceMs;
+    const debounceMs = settings.adaptiveDebounce ? this.rhythm.waitMs(settings.debounceMs) : settings.debounceMs;
+    const wait = Math.max(0, debounceMs - (clock.now() - pausedAt));
     if (!(await debounce(clock, wait, signal))) {
       this.counters.debounceCancelled++;
       return undefined;
     }
+    this.deps.onPause?.(input, signal);
     const apiKey = await this.deps.getApiKey();
     if (apiKey === undefined || apiKey === "" || signal.aborted) return this.skip();
 
@@ -146,7 +157,11 @@ export class CompletionSession {
       singleLine,
       signal,
     });
-    status.dispatch({ type: "requestEnded", outcome });
+    status.dispatch({
+      type: "requestEnded",
+      outcome,
+      keyWorkspace: await this.keyWorkspaceOf(outcome, settings, apiKey),
+    });
     this.count(outcome);
     this.deps.onEvent?.({ type: "requestEnded", at: clock.now(), outcome });
 
@@ -159,7 +174,7 @@ export class CompletionSession {
             minVisibleChars: TAB_DEFAULTS.minVisibleSuggestionLength,
           })
         : undefined;
-    this.log(input, body.tab_context.surface, outcome, text, body.tab_context.surrounding_context);
+    this.log(input, body.tab_context.surface, outcome, text, body.tab_context.surrounding_context, pausedAt);
     if (text === undefined) return undefined;
     const id = outcome.kind === "ok" ? outcome.completionId : undefined;
     this.cache.store(input.uri, cursor, text, id);
@@ -192,6 +207,26 @@ export class CompletionSession {
     return suggestion;
   }
 
+  /**
+   * A 401 means a bad key or a key of another workspace (the relay answers both alike); `GET /me` tells them apart,
+   * and names the key's workspace, so the status can offer to switch rather than to replace a good key.
+   */
+  private async keyWorkspaceOf(
+    outcome: RequestOutcome,
+    settings: Settings,
+    apiKey: string,
+  ): Promise<{ slug: string; name: string; configured: string } | undefined> {
+    if (outcome.kind !== "failed" || outcome.status !== 401) return undefined;
+    const check = await checkConnection(this.deps, {
+      relayUrl: settings.relayUrl,
+      apiKey,
+      workspaceSlug: settings.workspaceSlug,
+      timeoutMs: settings.requestTimeoutMs,
+    });
+    if (check.kind !== "wrongWorkspace") return undefined;
+    return { ...check.owner.workspace, configured: settings.workspaceSlug };
+  }
+
   private skip(): undefined {
     this.counters.skipped++;
     return undefined;
@@ -210,13 +245,18 @@ export class CompletionSession {
     outcome: RequestOutcome,
     shown: string | undefined,
     context: string | undefined,
+    pausedAt: number,
   ): void {
     const where = `${surface} ${input.relativePath ?? input.uri}`;
     const line = `${where}: ${describeOutcome(outcome)}${this.deps.relatedContext ? describeContext(context) : ""}`;
     if (outcome.kind === "failed" || outcome.kind === "unreachable") this.deps.logger.warn(line);
-    else if (outcome.kind === "ok")
-      this.deps.logger.info(`${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars`}`);
-    else this.deps.logger.info(line);
+    else if (outcome.kind === "ok") {
+      // The person's wait runs from the keystroke VS Code asked about, through the debounce, to the suggestion.
+      const waited = this.deps.clock.now() - pausedAt;
+      this.deps.logger.info(
+        `${line}; ${shown === undefined ? "nothing to show" : `showing ${shown.length} chars, ${waited} ms after the keystroke`}`,
+      );
+    } else this.deps.logger.info(line);
   }
 }
 

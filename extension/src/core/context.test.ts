@@ -168,10 +168,21 @@ test("a selected IntelliSense item is treated as already typed, and forces a sin
 });
 
 test("a context is single-line when non-blank text follows the cursor on its line", () => {
-  const single = inputAt("foo(█)\nbar");
+  const single = inputAt("foo(█).bar\nbaz");
   const multi = inputAt("foo() {█  \n}");
   assert.equal(isSingleLineContext(single, cursorText(single)), true);
   assert.equal(isSingleLineContext(multi, cursorText(multi)), false);
+});
+
+test("closers alone after the cursor, as auto-closing leaves them, count as the end of the line", () => {
+  for (const marked of ["function f() {█}", "function f() {█}  ", 'print("█")', "call([█])\nnext", "const s = `█`"]) {
+    const input = inputAt(marked);
+    assert.equal(isSingleLineContext(input, cursorText(input)), false, marked);
+  }
+  for (const marked of ["foo(█) + 1", "if (█) {", "f(█), g()", "{█} else"]) {
+    const input = inputAt(marked);
+    assert.equal(isSingleLineContext(input, cursorText(input)), true, marked);
+  }
 });
 
 test("allocate shares a budget equally and passes on what a source does not need", () => {

@@ -1,5 +1,5 @@
 import { TAB_LIMITS, formatSnippets, snippetCost, type ContextSnippet, type TabContext } from "@tab-relay/shared";
-import { WINDOW_LINES } from "./recentFiles";
+import { WINDOW_LINES } from "./windows";
 import type { RelatedContextSource } from "./relatedContext";
 import { DEFAULT_SURFACES, type Settings } from "./settings";
 import type { CompletionInput } from "./types";
@@ -26,8 +26,21 @@ export function linePrefix(before: string): string {
   return before.slice(before.lastIndexOf("\n") + 1);
 }
 
+/**
+ * Closing brackets and quotes alone after the cursor, with only whitespace after them: what the editor's auto-closing
+ * leaves behind (`{|}`, `("|")`). The line counts as ended there, as Cody's and Copilot's clients treat it, so a
+ * block's body can still come as several lines (the closers move down after it).
+ */
+const ONLY_CLOSERS = /^[)\]}"'`]+$/;
+
+/** Whether the rest of the cursor's line leaves room for more than one line: nothing, or only auto-closed closers. */
+export function isEndOfLine(after: string): boolean {
+  const rest = lineSuffix(after).trim();
+  return rest === "" || ONLY_CLOSERS.test(rest);
+}
+
 export function isSingleLineContext(input: CompletionInput, cursor: CursorText): boolean {
-  return input.selected !== undefined || lineSuffix(cursor.after).trim() !== "";
+  return input.selected !== undefined || !isEndOfLine(cursor.after);
 }
 
 /** The SCM commit box is a message whatever its language; otherwise the settings' map, then the defaults, then code. */

@@ -89,3 +89,7 @@ test("keeps a trailing space when the line goes on right after the cursor", () =
 test("normalises CRLF from the model to LF", () => {
   assert.equal(at("f() {█", "\r\n  a();\r\n}"), "\n  a();\n}");
 });
+
+test("a block's body comes as several lines inside an auto-closed pair, and the model's own closer is not repeated", () => {
+  assert.equal(at("function greet(name) {█}", '\n  return "Hello, " + name;\n}'), '\n  return "Hello, " + name;\n');
+});

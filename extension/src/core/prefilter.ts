@@ -1,6 +1,7 @@
 import { isWordChar } from "@tab-relay/shared";
 import { PathMatcher } from "./globs";
 import { isLanguageEnabled, type Settings } from "./settings";
+import type { ActiveEditorInfo } from "./statusView";
 import type { CompletionInput } from "./types";
 
 export type SkipReason =
@@ -40,4 +41,51 @@ export function isExcludedDocument(
     matchers.set(settings.excludeGlobs, matcher);
   }
   return matcher.match(input.relativePath ?? input.title) !== undefined;
+}
+
+/** Names people use for the common language ids; any other id is shown as VS Code reports it. */
+const LANGUAGE_NAMES: Readonly<Record<string, string>> = {
+  typescript: "TypeScript",
+  typescriptreact: "TypeScript JSX",
+  javascript: "JavaScript",
+  javascriptreact: "JavaScript JSX",
+  python: "Python",
+  markdown: "Markdown",
+  plaintext: "Plain Text",
+  json: "JSON",
+  jsonc: "JSON with Comments",
+  html: "HTML",
+  css: "CSS",
+  go: "Go",
+  rust: "Rust",
+  java: "Java",
+  csharp: "C#",
+  cpp: "C++",
+  c: "C",
+  ruby: "Ruby",
+  php: "PHP",
+  shellscript: "Shell Script",
+  yaml: "YAML",
+  dotenv: "Dotenv",
+  properties: "Properties",
+};
+
+export function languageName(languageId: string): string {
+  return LANGUAGE_NAMES[languageId] ?? languageId;
+}
+
+/**
+ * What the status says about the file in the active editor: why it gets no suggestions although completions are on
+ * (`tabRelay.excludeGlobs` covers it, or its language is switched off), or nothing.
+ */
+export function activeEditorInfo(
+  file: Pick<CompletionInput, "relativePath" | "title" | "languageId">,
+  settings: Settings,
+): ActiveEditorInfo {
+  const off = isExcludedDocument(file, settings)
+    ? "excluded"
+    : !isLanguageEnabled(settings, file.languageId)
+      ? "language"
+      : undefined;
+  return { languageName: languageName(file.languageId), off, fileName: file.title };
 }

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
 import {
   DEFAULT_SETTINGS,
-  apiKeyFormatWarning,
+  apiKeyFormatProblem,
   isLanguageEnabled,
   missingConfiguration,
   parseSettings,
@@ -103,9 +103,12 @@ test("disabled languages win over enabled ones, and * enables the rest", () => {
   assert.equal(isLanguageEnabled(only, "typescript"), false);
 });
 
-test("warns about a pasted key without the prefix or with a broken checksum, not about a real one", () => {
+test("refuses a pasted key without the prefix, cut short or with a broken checksum, with the reason; not a real one", () => {
   const real = generateSecret(SECRET_PREFIXES.apiKey);
-  assert.equal(apiKeyFormatWarning(real), undefined);
-  assert.match(apiKeyFormatWarning("sk-abc") ?? "", /start with svc_ws_/);
-  assert.match(apiKeyFormatWarning(`${real.slice(0, -1)}${real.endsWith("A") ? "B" : "A"}`) ?? "", /checksum/);
+  assert.equal(apiKeyFormatProblem(real), undefined);
+  assert.equal(apiKeyFormatProblem(` ${real}\n`), undefined);
+  assert.match(apiKeyFormatProblem("hello") ?? "", /start with svc_ws_/);
+  assert.match(apiKeyFormatProblem("sk-abc") ?? "", /start with svc_ws_/);
+  assert.match(apiKeyFormatProblem(real.slice(0, -1)) ?? "", /cut short or mistyped/);
+  assert.match(apiKeyFormatProblem(`${real.slice(0, -1)}${real.endsWith("A") ? "B" : "A"}`) ?? "", /checksum/);
 });

@@ -27,6 +27,8 @@ export interface Settings {
   readonly surfaces: Readonly<Record<string, string>>;
   /** Report what became of shown suggestions (sizes and times, no code) to the relay. */
   readonly reportUsage: boolean;
+  /** `tabRelay.nextEdits.enabled`: after a pause that follows an edit, ask for the next edit near the cursor. */
+  readonly "nextEdits.enabled": boolean;
 }
 
 /** Markdown is prose for docs, plain text is notes, the commit box is a message; everything else is code. */
@@ -61,7 +63,8 @@ export const DEFAULT_SETTINGS: Settings = {
   workspaceSlug: "default",
   model: TAB_DEFAULTS.model,
   debounceMs: TAB_DEFAULTS.debounceMs,
-  adaptiveDebounce: true,
+  // Off: a fixed 120 ms shows ghost text sooner (docs/benchmarks.md, keystroke to ghost text in a real VS Code).
+  adaptiveDebounce: false,
   requestTimeoutMs: 5_000,
   maxCompletionTokens: undefined,
   contextCharsBefore: TAB_DEFAULTS.contextCharsBefore,
@@ -72,6 +75,7 @@ export const DEFAULT_SETTINGS: Settings = {
   disabledLanguages: [],
   surfaces: {},
   reportUsage: true,
+  "nextEdits.enabled": true,
 };
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -99,6 +103,7 @@ const FIELDS = {
   disabledLanguages: z.array(z.string().min(1)),
   surfaces: z.record(z.string().min(1), z.string().trim().min(1).max(64)),
   reportUsage: z.boolean(),
+  "nextEdits.enabled": z.boolean(),
 } satisfies { [K in keyof Settings]: z.ZodType<Settings[K], unknown> };
 
 export interface ParsedSettings {
@@ -144,11 +149,17 @@ export function isLanguageEnabled(settings: Settings, languageId: string): boole
   return settings.enabledLanguages.includes("*") || settings.enabledLanguages.includes(languageId);
 }
 
-/** A warning for a pasted value that does not look like a tab-relay key; undefined when it does. */
-export function apiKeyFormatWarning(value: string): string | undefined {
+/**
+ * Why a pasted value cannot be a tab-relay API key, or undefined when it can: the prefix, then the length and
+ * alphabet, then the CRC-32 checksum its last 6 characters carry (shared/src/secrets.ts), which catches a key cut
+ * short or mistyped before it is stored.
+ */
+export function apiKeyFormatProblem(value: string): string | undefined {
   const key = value.trim();
   if (key === "") return undefined;
-  if (!key.startsWith(SECRET_PREFIXES.apiKey)) return `tab-relay API keys start with ${SECRET_PREFIXES.apiKey}`;
-  if (!hasValidChecksum(key, SECRET_PREFIXES.apiKey)) return "This key's checksum does not match; it may be mistyped";
+  if (!key.startsWith(SECRET_PREFIXES.apiKey))
+    return `Not a tab-relay API key: keys start with ${SECRET_PREFIXES.apiKey}. Paste the whole key again.`;
+  if (!hasValidChecksum(key, SECRET_PREFIXES.apiKey))
+    return "This key's checksum does not match: it was cut short or mistyped. Paste the whole key again.";
   return undefined;
 }

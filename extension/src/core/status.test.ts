@@ -10,7 +10,7 @@ import {
   type StatusKind,
   type StatusModel,
 } from "./status";
-import { STATUS_TEXT, describeNotice, describeStatus } from "./statusView";
+import { STATUS_TEXT, actionLabel, describeNotice, describeStatus } from "./statusView";
 import { FakeClock } from "./testing";
 
 const NOW = 1_000_000;
@@ -168,9 +168,82 @@ test("every state has its own status bar text, and unauthorized offers to set th
   assert.deepEqual(describeStatus("snoozed", ready, NOW, String).actions[0], "resume");
 });
 
-test("the one-time notice for an unreachable relay names the URL and offers the settings", () => {
+test("the one-time notice for an unreachable relay names the URL and offers setup and the settings", () => {
   const notice = describeNotice("unreachable", "ECONNREFUSED", "http://127.0.0.1:8787");
   assert.match(notice.message, /http:\/\/127\.0\.0\.1:8787 \(ECONNREFUSED\)/);
-  assert.deepEqual(notice.actions, ["openSettings", "showLog"]);
+  assert.deepEqual(notice.actions, ["setup", "openSettings", "showLog"]);
   assert.deepEqual(describeNotice("unauthorized", "Invalid API key", "x").actions[0], "setApiKey");
+});
+
+test("two timeouts in a row are a state of their own, shown until an answer comes", () => {
+  const timeout: RequestOutcome = { kind: "timeout", durationMs: 5_001 };
+  const once = after(ready, timeout);
+  assert.equal(deriveStatus(once, NOW), "ready");
+  const twice = after(once, timeout);
+  assert.equal(deriveStatus(twice, NOW), "timingOut");
+  const view = describeStatus("timingOut", twice, NOW, String);
+  assert.equal(view.text, "$(watch) Tab: relay not answering");
+  assert.match(view.tooltip, /last 2 requests got no answer in time/);
+  assert.equal(deriveStatus(after(twice, ok), NOW), "ready");
+});
+
+test("a 401 for a key of another workspace is wrongWorkspace, naming it, with the switch offered first", () => {
+  const model = reduceStatus(
+    reduceStatus(ready, { type: "requestStarted" }, NOW),
+    { type: "requestEnded", outcome: failed(401), keyWorkspace: { slug: "acme", name: "Acme", configured: "other" } },
+    NOW,
+  );
+  assert.equal(deriveStatus(model, NOW), "wrongWorkspace");
+  const view = describeStatus("wrongWorkspace", model, NOW, String);
+  assert.equal(view.text, "$(error) Tab: wrong workspace");
+  assert.match(view.tooltip, /belongs to workspace acme, not other/);
+  assert.equal(view.actions[0], "useKeyWorkspace");
+  assert.equal(deriveStatus(after(ready, failed(401)), NOW), "unauthorized");
+});
+
+test("the status says why nothing comes in an excluded file or a switched-off language, and offers the switch", () => {
+  const excluded = describeStatus("ready", ready, NOW, String, {
+    languageName: "Dotenv",
+    off: "excluded",
+    fileName: ".env",
+  });
+  assert.equal(excluded.text, "$(circle-slash) Tab: off for .env (excluded)");
+  const markdown = { languageName: "Markdown", off: "language", fileName: "README.md" } as const;
+  const language = describeStatus("ready", ready, NOW, String, markdown);
+  assert.equal(language.text, "$(circle-slash) Tab: off for Markdown");
+  assert.equal(actionLabel(language.actions[0] ?? "showLog", markdown), "Enable for Markdown");
+  const on = { ...markdown, languageName: "TypeScript", off: undefined };
+  const menu = describeStatus("ready", ready, NOW, String, on);
+  assert.equal(menu.text, "$(sparkle) Tab");
+  assert.ok(menu.actions.map((id) => actionLabel(id, on)).includes("Disable for TypeScript"));
+  // A problem outranks the file: an unreachable relay is said even in an excluded file.
+  assert.equal(
+    describeStatus("unreachable", ready, NOW, String, { ...markdown, off: "excluded" }).text,
+    STATUS_TEXT.unreachable,
+  );
+});
+
+test("an unreachable relay is probed on the backoff schedule, and ready again once a probe gets an answer", async () => {
+  const clock = new FakeClock(NOW);
+  let reachable = false;
+  const probes: number[] = [];
+  const status = new StatusController(clock, ready, () => {
+    probes.push(clock.now());
+    return Promise.resolve({ reachable, message: reachable ? "" : "ECONNREFUSED" });
+  });
+  status.dispatch({ type: "requestStarted" });
+  status.dispatch({ type: "requestEnded", outcome: unreachable });
+  assert.equal(status.kind, "unreachable");
+  await clock.advance(1_000);
+  assert.deepEqual(probes, [NOW + 1_000]);
+  assert.equal(status.kind, "unreachable");
+  reachable = true;
+  await clock.advance(1_999);
+  assert.equal(probes.length, 1);
+  await clock.advance(1);
+  assert.deepEqual(probes, [NOW + 1_000, NOW + 3_000]);
+  assert.equal(status.kind, "ready");
+  await clock.advance(60_000);
+  assert.equal(probes.length, 2, "probing goes on after the relay answered");
+  status.dispose();
 });

@@ -9,13 +9,22 @@ export type StatusKind =
   | "notConfigured"
   | "unauthorized"
   | "forbidden"
+  | "wrongWorkspace"
   | "rateLimited"
-  | "unreachable";
+  | "unreachable"
+  | "timingOut";
 
 /** A condition reported by the relay (or its absence) that stops or slows requests until it clears. */
 export type Problem =
   | { readonly kind: "unauthorized"; readonly message: string }
   | { readonly kind: "forbidden"; readonly message: string }
+  /** The key is valid but belongs to `keyWorkspace`, not to the configured `tabRelay.workspaceSlug`. */
+  | {
+      readonly kind: "wrongWorkspace";
+      readonly keyWorkspace: { readonly slug: string; readonly name: string };
+      readonly configured: string;
+      readonly message: string;
+    }
   | { readonly kind: "rateLimited"; readonly until: number; readonly message: string }
   | { readonly kind: "unreachable"; readonly retryAt: number; readonly message: string };
 
@@ -27,6 +36,8 @@ export interface StatusModel {
   readonly problem: Problem | undefined;
   /** Consecutive 429s and connection failures, for backoff when the relay gives no Retry-After. */
   readonly failureStreak: number;
+  /** Requests in a row that got no answer in time; cleared by the next answer. */
+  readonly timeoutStreak: number;
   readonly inFlight: number;
 }
 
@@ -37,15 +48,32 @@ export type StatusEvent =
   | { readonly type: "resumed" }
   | { readonly type: "retry" }
   | { readonly type: "requestStarted" }
-  | { readonly type: "requestEnded"; readonly outcome: RequestOutcome }
+  | {
+      readonly type: "requestEnded";
+      readonly outcome: RequestOutcome;
+      /** For a 401: the workspace `GET /me` says the key belongs to, when the key itself is valid. */
+      readonly keyWorkspace?: { readonly slug: string; readonly name: string; readonly configured: string } | undefined;
+    }
+  /** The answer of a probe of an unreachable relay (`reachable`: it answered at all). */
+  | { readonly type: "probed"; readonly reachable: boolean; readonly message: string }
   | { readonly type: "tick" };
 
 const MAX_RETRY_AFTER_MS = 60 * 60_000;
 const RATE_LIMIT_BACKOFF = { baseMs: 1_000, maxMs: 60_000 };
 const UNREACHABLE_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
+/** Two requests in a row without an answer in time is a relay that hangs, not bad luck: the status says so. */
+export const TIMEOUTS_FOR_STATE = 2;
 
 export function initialStatus(enabled: boolean, missing: readonly string[]): StatusModel {
-  return { enabled, missing, snoozedUntil: undefined, problem: undefined, failureStreak: 0, inFlight: 0 };
+  return {
+    enabled,
+    missing,
+    snoozedUntil: undefined,
+    problem: undefined,
+    failureStreak: 0,
+    timeoutStreak: 0,
+    inFlight: 0,
+  };
 }
 
 /** Doubling delay per consecutive failure, capped. */
@@ -60,7 +88,7 @@ export function reduceStatus(model: StatusModel, event: StatusEvent, now: number
       return { ...model, enabled: event.enabled, missing: event.missing };
     case "credentialsChanged":
     case "retry":
-      return { ...model, problem: undefined, failureStreak: 0 };
+      return { ...model, problem: undefined, failureStreak: 0, timeoutStreak: 0 };
     case "snoozed":
       return { ...model, snoozedUntil: event.until };
     case "resumed":
@@ -68,28 +96,43 @@ export function reduceStatus(model: StatusModel, event: StatusEvent, now: number
     case "requestStarted":
       return { ...model, inFlight: model.inFlight + 1 };
     case "requestEnded":
-      return afterRequest({ ...model, inFlight: Math.max(0, model.inFlight - 1) }, event.outcome, now);
+      return afterRequest({ ...model, inFlight: Math.max(0, model.inFlight - 1) }, event, now);
+    case "probed":
+      if (model.problem?.kind !== "unreachable") return model;
+      if (event.reachable) return { ...model, problem: undefined, failureStreak: 0 };
+      return unreachableAgain(model, event.message, now);
     case "tick":
       return expire(model, now);
   }
 }
 
-function afterRequest(model: StatusModel, outcome: RequestOutcome, now: number): StatusModel {
+function unreachableAgain(model: StatusModel, message: string, now: number): StatusModel {
+  const retryAt = now + backoffMs(model.failureStreak, UNREACHABLE_BACKOFF);
+  return { ...model, problem: { kind: "unreachable", retryAt, message }, failureStreak: model.failureStreak + 1 };
+}
+
+function afterRequest(
+  model: StatusModel,
+  { outcome, keyWorkspace }: Extract<StatusEvent, { type: "requestEnded" }>,
+  now: number,
+): StatusModel {
   switch (outcome.kind) {
     case "ok":
-      return { ...model, problem: undefined, failureStreak: 0 };
+      return { ...model, problem: undefined, failureStreak: 0, timeoutStreak: 0 };
     case "aborted":
-    case "timeout":
       return model;
-    case "unreachable": {
-      const retryAt = now + backoffMs(model.failureStreak, UNREACHABLE_BACKOFF);
-      return {
-        ...model,
-        problem: { kind: "unreachable", retryAt, message: outcome.message },
-        failureStreak: model.failureStreak + 1,
-      };
-    }
+    case "timeout":
+      return { ...model, timeoutStreak: model.timeoutStreak + 1 };
+    case "unreachable":
+      return unreachableAgain(model, outcome.message, now);
     case "failed":
+      if (outcome.status === 401 && keyWorkspace !== undefined) {
+        const { configured, ...workspace } = keyWorkspace;
+        return {
+          ...model,
+          problem: { kind: "wrongWorkspace", keyWorkspace: workspace, configured, message: outcome.message },
+        };
+      }
       if (outcome.status === 401) return { ...model, problem: { kind: "unauthorized", message: outcome.message } };
       if (outcome.status === 403) return { ...model, problem: { kind: "forbidden", message: outcome.message } };
       if (outcome.status === 429) {
@@ -120,10 +163,12 @@ export function deriveStatus(model: StatusModel, now: number): StatusKind {
   if (model.snoozedUntil !== undefined && model.snoozedUntil > now) return "snoozed";
   if (model.missing.length > 0) return "notConfigured";
   const problem = model.problem;
-  if (problem?.kind === "unauthorized" || problem?.kind === "forbidden") return problem.kind;
+  if (problem?.kind === "unauthorized" || problem?.kind === "forbidden" || problem?.kind === "wrongWorkspace")
+    return problem.kind;
   if (problem?.kind === "rateLimited" && problem.until > now) return "rateLimited";
   if (problem?.kind === "unreachable") return "unreachable";
-  return model.inFlight > 0 ? "requesting" : "ready";
+  if (model.inFlight > 0) return "requesting";
+  return model.timeoutStreak >= TIMEOUTS_FOR_STATE ? "timingOut" : "ready";
 }
 
 export interface Gate {
@@ -136,7 +181,13 @@ export interface Gate {
 export function gateOf(model: StatusModel, now: number): Gate {
   const kind = deriveStatus(model, now);
   if (kind === "disabled" || kind === "snoozed") return { pause: kind, blocked: kind };
-  if (kind === "notConfigured" || kind === "unauthorized" || kind === "forbidden" || kind === "rateLimited") {
+  if (
+    kind === "notConfigured" ||
+    kind === "unauthorized" ||
+    kind === "forbidden" ||
+    kind === "wrongWorkspace" ||
+    kind === "rateLimited"
+  ) {
     return { pause: undefined, blocked: kind };
   }
   if (model.problem?.kind === "unreachable" && model.problem.retryAt > now)
@@ -145,7 +196,7 @@ export function gateOf(model: StatusModel, now: number): Gate {
 }
 
 /** Problems worth interrupting the user for, once each time they start; a rate limit only shows in the status bar. */
-export type NoticeKind = "unauthorized" | "forbidden" | "unreachable";
+export type NoticeKind = "unauthorized" | "forbidden" | "wrongWorkspace" | "unreachable";
 
 function isNoticeKind(kind: Problem["kind"]): kind is NoticeKind {
   return kind !== "rateLimited";
@@ -154,6 +205,10 @@ function isNoticeKind(kind: Problem["kind"]): kind is NoticeKind {
 export interface Notice {
   readonly kind: NoticeKind;
   readonly message: string;
+  /** For `wrongWorkspace`: the workspace the key belongs to. */
+  readonly keyWorkspace?: { readonly slug: string; readonly name: string } | undefined;
+  /** For `wrongWorkspace`: the `tabRelay.workspaceSlug` the request named. */
+  readonly configured?: string | undefined;
 }
 
 /**
@@ -168,9 +223,17 @@ export class StatusController {
   private readonly changeListeners = new Set<(kind: StatusKind) => void>();
   private readonly noticeListeners = new Set<(notice: Notice) => void>();
 
+  private probing = false;
+  private disposed = false;
+
+  /**
+   * `probe` asks the relay whether it answers at all (a cheap authenticated GET); with it, an unreachable relay is
+   * asked again on the backoff schedule and the status returns to ready as soon as it answers, without a keystroke.
+   */
   constructor(
     private readonly clock: Clock,
     initial: StatusModel,
+    private readonly probe?: () => Promise<{ readonly reachable: boolean; readonly message: string }>,
   ) {
     this.state = initial;
     this.shown = deriveStatus(initial, clock.now());
@@ -195,7 +258,16 @@ export class StatusController {
     this.armTimer(now);
     const problem = this.state.problem;
     if (problem && isNoticeKind(problem.kind) && problem.kind !== before.problem?.kind) {
-      for (const listener of this.noticeListeners) listener({ kind: problem.kind, message: problem.message });
+      const notice: Notice =
+        problem.kind === "wrongWorkspace"
+          ? {
+              kind: problem.kind,
+              message: problem.message,
+              keyWorkspace: problem.keyWorkspace,
+              configured: problem.configured,
+            }
+          : { kind: problem.kind, message: problem.message };
+      for (const listener of this.noticeListeners) listener(notice);
     }
     const kind = deriveStatus(this.state, now);
     if (kind === this.shown) return;
@@ -214,6 +286,7 @@ export class StatusController {
   }
 
   dispose(): void {
+    this.disposed = true;
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.changeListeners.clear();
@@ -223,17 +296,34 @@ export class StatusController {
   private armTimer(now: number): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
-    const deadlines = [
-      this.state.snoozedUntil,
-      this.state.problem?.kind === "rateLimited" ? this.state.problem.until : undefined,
-    ].filter((at): at is number => at !== undefined && at > now);
-    if (deadlines.length === 0) return;
+    const problem = this.state.problem;
+    const probeAt = problem?.kind === "unreachable" && this.probe !== undefined ? problem.retryAt : undefined;
+    const deadlines = [this.state.snoozedUntil, problem?.kind === "rateLimited" ? problem.until : undefined, probeAt]
+      .filter((at): at is number => at !== undefined)
+      .map((at) => Math.max(at, now));
+    if (deadlines.length === 0 || this.disposed) return;
     this.timer = this.clock.setTimeout(
       () => {
         this.timer = undefined;
-        this.dispatch({ type: "tick" });
+        const problemNow = this.state.problem;
+        if (problemNow?.kind === "unreachable" && problemNow.retryAt <= this.clock.now()) void this.runProbe();
+        else this.dispatch({ type: "tick" });
       },
       Math.min(...deadlines) - now,
     );
+  }
+
+  private async runProbe(): Promise<void> {
+    if (this.probe === undefined || this.probing) return;
+    this.probing = true;
+    let result: { reachable: boolean; message: string };
+    try {
+      result = await this.probe();
+    } catch (error) {
+      result = { reachable: false, message: error instanceof Error ? error.message : String(error) };
+    } finally {
+      this.probing = false;
+    }
+    if (!this.disposed) this.dispatch({ type: "probed", ...result });
   }
 }

@@ -10,7 +10,7 @@ export interface Logger {
 /** The subset of `fetch` the pipeline uses, so tests can script responses. */
 export type FetchLike = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal },
+  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
 ) => Promise<Response>;
 
 /** The IntelliSense item selected in the suggest widget, as offsets into the document. */
@@ -40,6 +40,11 @@ export interface CompletionInput {
   /** The cursor's line in the whole document, from 0; counted in `text` when absent (then `text` must be whole). */
   readonly cursorLine?: number | undefined;
   readonly selected?: SelectedCompletion | undefined;
+  /**
+   * When the document was last edited (on the pipeline's clock), as the adapter saw the change: the keystroke the
+   * debounce and the person's wait are counted from. Absent, the provide call's own time stands in for it.
+   */
+  readonly editedAt?: number | undefined;
 }
 
 /** What to show: replace `[start, end)` of the document with `insertText`. */

@@ -33,7 +33,12 @@ function harness(options: { settings?: Partial<Settings>; telemetry?: boolean; m
   let telemetry = options.telemetry ?? true;
   const logs: string[] = [];
   const fetch: FetchLike = (url, init) => {
-    calls.push({ url, headers: init.headers, batch: TabUsageBatch.parse(JSON.parse(init.body)), at: clock.now() });
+    calls.push({
+      url,
+      headers: init.headers,
+      batch: TabUsageBatch.parse(JSON.parse(init.body ?? "")),
+      at: clock.now(),
+    });
     const answer = answers.shift() ?? { status: 202 };
     if (answer === "unreachable") return Promise.reject(new TypeError("fetch failed"));
     return Promise.resolve(

@@ -3,7 +3,9 @@
 import { systemClock } from "@tab-relay/shared";
 import * as vscode from "vscode";
 import {
+  checkConnection,
   CompletionSession,
+  NextEditSession,
   RecentFiles,
   StatusController,
   TypingRhythm,
@@ -14,16 +16,19 @@ import {
   type Settings,
 } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
-import { registerCommands } from "./commands";
-import { createInlineCompletionProvider } from "./inlineCompletionProvider";
+import { describeKeySource, registerCommands } from "./commands";
+import { createInlineCompletionProvider, trackEditTimes } from "./inlineCompletionProvider";
+import { NextEditPresenter } from "./nextEditPresenter";
 import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
-import { StatusBar, showNotice } from "./statusBar";
+import { COMMANDS, StatusBar, showNotice } from "./statusBar";
 import { feedUsage, telemetryAllowed } from "./usageFeed";
 
 /** Where the learned typing rhythm is remembered, so adaptive debounce works from the first keystroke after a restart. */
 const RHYTHM_KEY = "tabRelay.typingGaps";
 const RHYTHM_SAVE_MS = 60_000;
+/** Remembered once the first-run notification was shown, so it shows once per installation. */
+const WELCOMED_KEY = "tabRelay.welcomed";
 
 /** Sends the usage events still queued; VS Code waits for it on deactivate. */
 let flushUsage: (() => Promise<void>) | undefined;
@@ -32,7 +37,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel("Tab", { log: true });
   const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
   let settings: Settings = readSettings().settings;
-  const status = new StatusController(systemClock, initialStatus(settings.enabled, []));
+  // An unreachable relay is asked again on the backoff schedule with the cheapest authenticated call there is, so
+  // the status returns to "on" by itself once the relay answers, without waiting for a keystroke.
+  const probe = async () => {
+    const apiKey = await apiKeys.get();
+    const check = await checkConnection(
+      { fetch: (url, init) => fetch(url, init), clock: systemClock },
+      { ...settings, apiKey: apiKey ?? "", timeoutMs: settings.requestTimeoutMs },
+    );
+    const reachable = check.kind !== "unreachable";
+    log.info(
+      `relay ${reachable ? "answers again" : `still unreachable (${check.kind === "unreachable" ? check.message : ""})`}`,
+    );
+    return { reachable, message: check.kind === "unreachable" ? check.message : "" };
+  };
+  const status = new StatusController(systemClock, initialStatus(settings.enabled, []), probe);
   const rhythm = new TypingRhythm(context.globalState.get<number[]>(RHYTHM_KEY) ?? []);
   const saveRhythm = () => void context.globalState.update(RHYTHM_KEY, rhythm.learned());
   const rhythmTimer = setInterval(saveRhythm, RHYTHM_SAVE_MS);
@@ -57,6 +76,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     usage.flush();
     await reporter.flush();
   };
+  const nextEdits = new NextEditPresenter(
+    new NextEditSession({
+      clock: systemClock,
+      fetch: (url, init) => fetch(url, init),
+      logger: log,
+      getSettings: () => settings,
+      getApiKey: () => apiKeys.get(),
+      files: recentFiles,
+    }),
+    log,
+  );
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -67,6 +97,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     rhythm,
     relatedContext: recentFiles,
     usage,
+    onPause: (input, signal) => nextEdits.onPause(input, signal),
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -83,23 +114,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       status.dispatch({ type: "credentialsChanged" });
       session.clearCache();
     }
+    const source = await apiKeys.source();
+    void vscode.commands.executeCommand("setContext", "tabRelay.keyStored", source === "secret storage");
+    statusBar.render();
     log.info(
-      `relay ${settings.relayUrl}, workspace "${settings.workspaceSlug}", model ${settings.model}, key from ${await apiKeys.source()}`,
+      `relay ${settings.relayUrl}, workspace "${settings.workspaceSlug}", model ${settings.model}, ${describeKeySource(source)}`,
     );
   };
+  const statusBar = new StatusBar(
+    status,
+    () => systemClock.now(),
+    () => settings,
+  );
   await sync(false);
-
-  const statusBar = new StatusBar(status, () => systemClock.now());
+  const editTimes = trackEditTimes(() => systemClock.now());
   const unsubscribeNotices = status.onNotice((notice) => void showNotice(notice, settings.relayUrl));
   context.subscriptions.push(
     log,
     statusBar,
     recentFilesFeed,
+    nextEdits,
     vscode.languages.registerInlineCompletionItemProvider(
       [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
-      createInlineCompletionProvider(session, usage),
+      createInlineCompletionProvider(session, usage, editTimes, nextEdits),
     ),
-    ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar }),
+    editTimes,
+    ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar, getSettings: () => settings }),
     ...feedUsage(usage),
     onSettingsChanged(() => void sync(false)),
     apiKeys.onDidChange(() => void sync(true)),
@@ -114,6 +154,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       },
     },
   );
+
+  if (status.kind === "notConfigured" && !context.globalState.get<boolean>(WELCOMED_KEY)) {
+    void context.globalState.update(WELCOMED_KEY, true);
+    void vscode.window
+      .showInformationMessage(
+        "Tab Relay shows inline completions from your team's tab-relay server. Set it up: the relay's URL, your workspace and your API key.",
+        "Set up…",
+      )
+      .then((choice) => (choice === undefined ? undefined : vscode.commands.executeCommand(COMMANDS.setup)));
+  }
 }
 
 export async function deactivate(): Promise<void> {

@@ -16,14 +16,20 @@ const WINDOW_CHARS = 32_768;
 export function createInlineCompletionProvider(
   session: CompletionSession,
   usage?: UsageTracker,
+  edits?: EditTimes,
+  nextEdits?: { ghostAt(uri: string, version: number, line: number, character: number): string | undefined },
 ): vscode.InlineCompletionItemProvider {
   return {
     async provideInlineCompletionItems(document, position, context, token) {
+      // A next edit that inserts after the cursor on its line is shown as ordinary ghost text.
+      const nextEdit = nextEdits?.ghostAt(document.uri.toString(), document.version, position.line, position.character);
+      if (nextEdit !== undefined)
+        return [new vscode.InlineCompletionItem(nextEdit, new vscode.Range(position, position))];
       const controller = new AbortController();
       const subscription = token.onCancellationRequested(() => controller.abort());
       if (token.isCancellationRequested) controller.abort();
       try {
-        const { input, base } = toInput(document, position, context);
+        const { input, base } = toInput(document, position, context, edits?.editedAt(document.uri.toString()));
         const suggestion = await session.provide(input, controller.signal);
         if (suggestion === undefined || token.isCancellationRequested) return undefined;
         const range = new vscode.Range(
@@ -46,6 +52,7 @@ function toInput(
   document: vscode.TextDocument,
   position: vscode.Position,
   context: vscode.InlineCompletionContext,
+  editedAt: number | undefined,
 ): { input: CompletionInput; base: number } {
   const cursor = document.offsetAt(position);
   const start = document.positionAt(Math.max(0, cursor - WINDOW_CHARS));
@@ -66,10 +73,36 @@ function toInput(
       end: document.offsetAt(selected.range.end) - base,
       text: selected.text,
     },
+    editedAt,
   };
   return { input, base };
 }
 
 function relativePath(uri: vscode.Uri): string | undefined {
   return vscode.workspace.getWorkspaceFolder(uri) ? vscode.workspace.asRelativePath(uri, false) : undefined;
+}
+
+export interface EditTimes extends vscode.Disposable {
+  /** When the document was last edited, on `now`'s clock; undefined before its first edit. */
+  editedAt(uri: string): number | undefined;
+}
+
+/**
+ * The time of each document's last edit, as the extension host hears of it: the keystroke the debounce counts from.
+ * VS Code itself waits before it asks inline completion providers, so the provider's call comes later than the key.
+ */
+export function trackEditTimes(now: () => number): EditTimes {
+  const times = new Map<string, number>();
+  const subscriptions = [
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.contentChanges.length > 0) times.set(event.document.uri.toString(), now());
+    }),
+    vscode.workspace.onDidCloseTextDocument((document) => times.delete(document.uri.toString())),
+  ];
+  return {
+    editedAt: (uri) => times.get(uri),
+    dispose: () => {
+      for (const subscription of subscriptions) subscription.dispose();
+    },
+  };
 }

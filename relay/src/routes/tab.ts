@@ -30,6 +30,7 @@ import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
+import type { TabModelServedBy } from "@tab-relay/shared";
 import type { UsageRecorder } from "../usage/recorder";
 
 type TabDeps = {
@@ -38,6 +39,8 @@ type TabDeps = {
   clock: Clock;
   lifecycle: Lifecycle;
   usage: Pick<UsageRecorder, "completion">;
+  /** What answers the models listed (the embedded engine's model, its context and build), when a provider says. */
+  servedBy?: () => TabModelServedBy | undefined;
 };
 
 /** A model as OpenAI's `GET /models` lists it: what the `openai` SDK's `models.list()` reads. */
@@ -58,7 +61,10 @@ export function createTabRouter(
   const router = Router();
 
   router.get("/tab/models", named("/tab/models"), (_req, res) => {
-    res.json({ data: { models: TAB_MODELS } });
+    const servedBy = deps.servedBy?.();
+    res.json({
+      data: { models: servedBy ? TAB_MODELS.map((model) => ({ ...model, served_by: servedBy })) : TAB_MODELS },
+    });
   });
 
   router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), ...completionHandlers);

@@ -84,7 +84,7 @@ export class FakeFetch {
       url,
       method: init.method,
       headers: init.headers,
-      body: JSON.parse(init.body) as unknown,
+      body: init.body === undefined ? undefined : (JSON.parse(init.body) as unknown),
       signal: init.signal,
       at: this.clock.now(),
     };
