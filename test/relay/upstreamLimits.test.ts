@@ -109,7 +109,9 @@ describe("a model server's answer is bounded in size and time", () => {
       assert.equal(await limitCount(relay, limit), counted + 1);
       if (fault.kind !== "gzip-bomb")
         assert.equal(upstream.brokenOff(), broken + 1, "the upstream answer was broken off");
-      assert.ok(worstMs < 1000, `/healthz took ${worstMs} ms`);
+      // Before the limits /healthz stopped answering; its latency goal is measured against a relay process in
+      // test/fuzz/upstreamFaults.test.ts. Here the relay, the model server and the probe share one (busy) process.
+      assert.ok(worstMs < 5000, `/healthz took ${worstMs} ms`);
     });
   }
 
