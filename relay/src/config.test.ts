@@ -69,7 +69,33 @@ describe("loadConfig", () => {
       fimTemplate: undefined,
       infillMaxPredictMs: 500,
       timeoutMs: 10_000,
+      limits: { deadlineMs: 60_000, maxBodyBytes: 2_097_152, maxEventChars: 262_144, maxStreamBytes: 8_388_608 },
     });
+  });
+
+  test("the model server's limits are parsed once, each named in its problem (issue 19)", () => {
+    const env = { TAB_RELAY_DATA: "d", TAB_RELAY_UPSTREAM_URL: "http://h:1/v1", TAB_RELAY_UPSTREAM_MODEL: "m" };
+    const config = loadConfig({
+      ...env,
+      TAB_RELAY_UPSTREAM_DEADLINE_MS: "30000",
+      TAB_RELAY_UPSTREAM_MAX_BODY_BYTES: "65536",
+      TAB_RELAY_UPSTREAM_MAX_EVENT_CHARS: "4096",
+      TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES: "1048576",
+    });
+    assert.deepEqual(config.upstream?.limits, {
+      deadlineMs: 30_000,
+      maxBodyBytes: 65_536,
+      maxEventChars: 4096,
+      maxStreamBytes: 1_048_576,
+    });
+    assert.ok(Object.isFrozen(config.upstream?.limits));
+    assert.throws(
+      () => loadConfig({ ...env, TAB_RELAY_UPSTREAM_DEADLINE_MS: "5", TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES: "lots" }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.problems.some((p) => p.startsWith("TAB_RELAY_UPSTREAM_DEADLINE_MS (--upstream-deadline-ms)")) &&
+        error.problems.some((p) => p.startsWith("TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES (--upstream-max-stream-bytes)")),
+    );
   });
 
   describe("upstream modes", () => {

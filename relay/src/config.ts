@@ -6,6 +6,7 @@ import { z } from "zod";
 import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
 import { NEXT_EDIT_FORMATS, type NextEditFormatName } from "./nextEdits/formats/format";
 import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
+import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimits } from "./providers/upstream/limits";
 import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
 import { DEFAULT_HUB_URL } from "./engine/models/registry";
 import type { ProxySettings } from "./engine/models/transport";
@@ -43,6 +44,8 @@ export interface UpstreamConfig {
   /** `infill` only: llama.cpp's `t_max_predict_ms`. */
   infillMaxPredictMs: number;
   timeoutMs: number;
+  /** What one completion may take of a model server, in time and in size (issue 19: a server is not trusted). */
+  limits: Readonly<UpstreamLimits>;
   /** TAB_RELAY_NEXT_EDIT_FORMAT: how next edits are asked of the model; unset, chosen from the model's name. */
   nextEditFormat?: NextEditFormatName;
 }
@@ -160,6 +163,10 @@ export const SETTINGS = {
   fimTemplate: { env: "TAB_RELAY_FIM_TEMPLATE", flag: "fim-template" },
   infillMaxPredictMs: { env: "TAB_RELAY_INFILL_MAX_PREDICT_MS", flag: "infill-max-predict-ms" },
   upstreamTimeoutMs: { env: "TAB_RELAY_UPSTREAM_TIMEOUT_MS", flag: "upstream-timeout-ms" },
+  upstreamDeadlineMs: { env: "TAB_RELAY_UPSTREAM_DEADLINE_MS", flag: "upstream-deadline-ms" },
+  upstreamMaxBodyBytes: { env: "TAB_RELAY_UPSTREAM_MAX_BODY_BYTES", flag: "upstream-max-body-bytes" },
+  upstreamMaxEventChars: { env: "TAB_RELAY_UPSTREAM_MAX_EVENT_CHARS", flag: "upstream-max-event-chars" },
+  upstreamMaxStreamBytes: { env: "TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES", flag: "upstream-max-stream-bytes" },
   nextEditFormat: { env: "TAB_RELAY_NEXT_EDIT_FORMAT", flag: "next-edit-format" },
   rateLimits: { env: "TAB_RELAY_RATE_LIMITS", flag: "rate-limits" },
   maxBodyBytes: { env: "TAB_RELAY_MAX_BODY_BYTES", flag: "max-body-bytes" },
@@ -257,6 +264,10 @@ const RawConfig = z.object({
     .optional(),
   infillMaxPredictMs: integer(0, 600_000).optional(),
   upstreamTimeoutMs: integer(100, 600_000).default(10_000),
+  upstreamDeadlineMs: integer(100, 3_600_000).default(DEFAULT_UPSTREAM_LIMITS.deadlineMs),
+  upstreamMaxBodyBytes: integer(1024, 256 * 1024 * 1024).default(DEFAULT_UPSTREAM_LIMITS.maxBodyBytes),
+  upstreamMaxEventChars: integer(1024, 256 * 1024 * 1024).default(DEFAULT_UPSTREAM_LIMITS.maxEventChars),
+  upstreamMaxStreamBytes: integer(1024, 1024 * 1024 * 1024).default(DEFAULT_UPSTREAM_LIMITS.maxStreamBytes),
   nextEditFormat: z.enum(NEXT_EDIT_FORMATS).optional(),
   rateLimits: z.string().optional(),
   maxBodyBytes: integer(1024, 64 * 1024 * 1024).default(512 * 1024),
@@ -389,6 +400,12 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
           fimTemplate,
           infillMaxPredictMs: c.infillMaxPredictMs ?? DEFAULT_INFILL_MAX_PREDICT_MS,
           timeoutMs: c.upstreamTimeoutMs,
+          limits: Object.freeze({
+            deadlineMs: c.upstreamDeadlineMs,
+            maxBodyBytes: c.upstreamMaxBodyBytes,
+            maxEventChars: c.upstreamMaxEventChars,
+            maxStreamBytes: c.upstreamMaxStreamBytes,
+          }),
           ...(c.nextEditFormat === undefined ? {} : { nextEditFormat: c.nextEditFormat }),
         })
       : undefined;

@@ -65,10 +65,10 @@ export function createProvider(
   config: Pick<Config, "provider" | "upstream">,
   post: HttpPost,
   logger?: Logger,
-  metrics?: Pick<Metrics, "controlTokensNeutralised">,
+  metrics?: Pick<Metrics, "controlTokensNeutralised" | "upstreamLimits">,
 ): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
-    const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
+    const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs, limits } = config.upstream;
     const deprecated = apiAlias === undefined ? undefined : deprecatedApiWarning(apiAlias);
     if (deprecated !== undefined) logger?.warn(deprecated);
     const mode = upstreamMode({ api, baseUrl: url, model, fimTemplate, infillMaxPredictMs });
@@ -77,9 +77,15 @@ export function createProvider(
       model,
       post,
       timeoutMs,
+      limits,
       ...(apiKey ? { apiKey } : {}),
       ...(logger ? { logger } : {}),
-      ...(metrics ? { onNeutralised: () => metrics.controlTokensNeutralised.inc({ upstream_api: api }) } : {}),
+      ...(metrics
+        ? {
+            onNeutralised: () => metrics.controlTokensNeutralised.inc({ upstream_api: api }),
+            onLimit: (limit: string) => metrics.upstreamLimits.inc({ limit }),
+          }
+        : {}),
     });
   }
   return createLocalProvider();

@@ -234,6 +234,11 @@ export function createMetrics() {
       "Completion requests whose client text held model control tokens, neutralised before the prompt was written.",
       "counter",
     ),
+    upstreamLimits: new Metric(
+      "tab_relay_upstream_limits_total",
+      "Model-server answers stopped by a limit: deadline, progress, body, event or stream (TAB_RELAY_UPSTREAM_DEADLINE_MS, TAB_RELAY_UPSTREAM_MAX_*).",
+      "counter",
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric(
       "tab_relay_completion_cache_total",

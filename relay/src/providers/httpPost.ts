@@ -20,6 +20,8 @@ export type ReadBody = (onChunk: (chunk: Buffer) => ChunkVerdict) => Promise<voi
 export interface UpstreamResponse {
   status: number;
   contentType: string;
+  /** `content-encoding` in lower case (`gzip`), when the server sent one; the body is read as sent. */
+  contentEncoding?: string;
   read: ReadBody;
 }
 
@@ -164,10 +166,16 @@ export function createHttpPost(
             headersSeen = true;
             idle.refresh();
             let contentType = "";
+            let contentEncoding: string | undefined;
             for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-              if (String(rawHeaders[i]).toLowerCase() === "content-type") contentType = String(rawHeaders[i + 1]);
+              const name = String(rawHeaders[i]).toLowerCase();
+              if (name === "content-type") contentType = String(rawHeaders[i + 1]);
+              else if (name === "content-encoding")
+                contentEncoding = String(rawHeaders[i + 1])
+                  .trim()
+                  .toLowerCase();
             }
-            resolve({ status, contentType, read });
+            resolve({ status, contentType, ...(contentEncoding ? { contentEncoding } : {}), read });
             return true;
           },
           onData(chunk) {

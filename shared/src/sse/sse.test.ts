@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { LineDecoder, SseDecoder, readSseEvents } from "./sseDecoder";
+import { LineDecoder, SseDecoder, SseLimitExceeded, readSseEvents } from "./sseDecoder";
 import { encodeSseEvent, type SseEvent } from "./sseEncoder";
 
 const utf8 = new TextEncoder();
@@ -211,4 +211,24 @@ describe("readSseEvents", () => {
     }
     assert.equal(cancelled, true);
   });
+});
+
+test("a line longer than the decoder allows throws once that much has arrived, however it is split (issue 19)", () => {
+  const lines = new LineDecoder(1000);
+  lines.decode("data: ");
+  assert.throws(() => {
+    for (let i = 0; i < 100; i++) lines.decode("x".repeat(100));
+  }, SseLimitExceeded);
+  assert.throws(() => new LineDecoder(10).decode(`${"y".repeat(20)}\nok\n`), SseLimitExceeded);
+  assert.deepEqual(new LineDecoder(10).decode("short\r\nlines\n"), ["short", "lines"]);
+});
+
+test("an event whose data lines add up past the limit throws; a shorter one decodes", () => {
+  const events = new SseDecoder(50);
+  assert.throws(() => {
+    for (let i = 0; i < 10; i++) events.decode(`data: ${"z".repeat(10)}`);
+  }, SseLimitExceeded);
+  const fresh = new SseDecoder(50);
+  fresh.decode("data: hello");
+  assert.deepEqual(fresh.decode(""), { data: "hello" });
 });

@@ -1,14 +1,34 @@
 import type { SseEvent } from "./sseEncoder";
 
+/** A line or an event of a stream that is longer than its reader allows: the stream cannot be read safely. */
+export class SseLimitExceeded extends Error {
+  constructor(
+    readonly what: "line" | "event",
+    readonly maxChars: number,
+  ) {
+    super(`an SSE ${what} is longer than ${maxChars} characters`);
+    this.name = "SseLimitExceeded";
+  }
+}
+
 /**
  * Turns byte chunks into lines. Handles `\n`, `\r\n` and a lone `\r`, a CRLF split across two chunks,
- * and UTF-8 sequences split across chunks.
+ * and UTF-8 sequences split across chunks. A line longer than `maxChars` throws SseLimitExceeded as soon as that
+ * much of it has arrived, so a sender that never ends its line cannot make the reader hold it all.
  */
 export class LineDecoder {
   /** Made on the first byte chunk: a caller that decodes its own bytes (and passes strings) never pays for one. */
   private text: InstanceType<typeof TextDecoder> | undefined;
   private buffer = "";
   private pendingCR = false;
+
+  constructor(private readonly maxChars = Number.POSITIVE_INFINITY) {}
+
+  private checked(lines: string[]): string[] {
+    if (this.buffer.length > this.maxChars) throw new SseLimitExceeded("line", this.maxChars);
+    for (const line of lines) if (line.length > this.maxChars) throw new SseLimitExceeded("line", this.maxChars);
+    return lines;
+  }
 
   decode(chunk: Uint8Array | string): string[] {
     let input =
@@ -22,6 +42,7 @@ export class LineDecoder {
     const hasCR = input.includes("\r");
     if (!hasCR && !input.includes("\n")) {
       this.buffer += input;
+      if (this.buffer.length > this.maxChars) throw new SseLimitExceeded("line", this.maxChars);
       return [];
     }
     const text = this.buffer + input;
@@ -30,7 +51,7 @@ export class LineDecoder {
     if (!hasCR) {
       const lines = text.split("\n");
       this.buffer = lines.pop() ?? "";
-      return lines;
+      return text.length > this.maxChars ? this.checked(lines) : lines;
     }
     const lines: string[] = [];
     let start = 0;
@@ -45,7 +66,7 @@ export class LineDecoder {
       start = i + 1;
     }
     this.buffer = text.slice(start);
-    return lines;
+    return text.length > this.maxChars ? this.checked(lines) : lines;
   }
 
   flush(): string[] {
@@ -55,11 +76,17 @@ export class LineDecoder {
   }
 }
 
-/** Turns lines into events: joins multi-line `data:`, ignores `:` comments and unknown fields. */
+/**
+ * Turns lines into events: joins multi-line `data:`, ignores `:` comments and unknown fields. An event whose data
+ * lines add up to more than `maxChars` throws SseLimitExceeded.
+ */
 export class SseDecoder {
   private data: string[] = [];
+  private dataChars = 0;
   private event: string | undefined;
   private id: string | undefined;
+
+  constructor(private readonly maxChars = Number.POSITIVE_INFINITY) {}
 
   /** Returns a complete event when `line` is the blank line that ends one. */
   decode(line: string): SseEvent | undefined {
@@ -73,6 +100,7 @@ export class SseDecoder {
       if (this.event !== undefined) message.event = this.event;
       if (this.id !== undefined) message.id = this.id;
       this.data = [];
+      this.dataChars = 0;
       this.event = undefined;
       return message;
     }
@@ -81,8 +109,11 @@ export class SseDecoder {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") this.data.push(value);
-    else if (field === "event") this.event = value;
+    if (field === "data") {
+      this.dataChars += value.length + 1;
+      if (this.dataChars > this.maxChars) throw new SseLimitExceeded("event", this.maxChars);
+      this.data.push(value);
+    } else if (field === "event") this.event = value;
     else if (field === "id") this.id = value;
     return undefined;
   }

@@ -1,11 +1,13 @@
 import { StringDecoder } from "node:string_decoder";
-import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent } from "@tab-relay/shared";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent, SseLimitExceeded } from "@tab-relay/shared";
 import type { Logger } from "../../logger";
 import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
 import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
 import { field } from "./json";
+import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimitName, type UpstreamLimits } from "./limits";
 import type { Hint, UpstreamMode } from "./modes/mode";
 
 export interface UpstreamProviderOptions {
@@ -20,6 +22,10 @@ export interface UpstreamProviderOptions {
   logger?: Logger;
   /** Called for each request whose client text held model control tokens, neutralised before templating. */
   onNeutralised?: () => void;
+  /** The answer's limits in time and size; DEFAULT_UPSTREAM_LIMITS when not given. */
+  limits?: Readonly<UpstreamLimits>;
+  /** Called once for each answer a limit stopped. */
+  onLimit?: (limit: UpstreamLimitName) => void;
 }
 
 const EXCERPT_MAX_CHARS = 200;
@@ -44,118 +50,147 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
   };
   let noticed = mode.notice === undefined;
 
-  async function complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
-    signal.throwIfAborted();
-    const ms = options.timeoutMs;
-    // Every failure goes through here so an abort stays an abort and a silence becomes a timeout.
-    const classify = (error: unknown): unknown => {
-      if (signal.aborted) return signal.reason;
-      if (error instanceof UpstreamSilence) {
-        const message =
-          error.phase === "headers"
-            ? `Upstream sent no response within ${ms} ms`
-            : error.sawBody
-              ? `Upstream went silent for ${ms} ms mid-stream`
-              : `Upstream sent no data within ${ms} ms of its headers`;
-        return new RelayError("UPSTREAM_TIMEOUT", message);
-      }
-      if (error instanceof RelayError) return error;
-      return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, {
-        cause: error,
-      });
-    };
-    /** The text of a parsed event or answer; looks once for a sign that the server is the wrong kind. */
-    const textOfJson = (json: unknown): string => {
-      if (!noticed) {
-        const hint = mode.notice?.(json);
-        if (hint) {
-          noticed = true;
-          logHint(hint, {});
-        }
-      }
-      return mode.text(json) ?? "";
-    };
+  const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS;
 
-    let response: UpstreamResponse;
+  async function complete(input: CompletionInput, outer: AbortSignal, onText: TextSink): Promise<void> {
+    outer.throwIfAborted();
+    const ms = options.timeoutMs;
+    /** Aborted by a limit (the deadline, a stream that makes no progress) with the error that names it. */
+    const limiter = new AbortController();
+    const signal = AbortSignal.any([outer, limiter.signal]);
+    const limitError = (limit: UpstreamLimitName): RelayError => {
+      options.onLimit?.(limit);
+      return new RelayError("UPSTREAM_ERROR", limitMessage(limit, limits, ms));
+    };
+    const deadline = setTimeout(() => limiter.abort(limitError("deadline")), limits.deadlineMs);
+    let progress: ReturnType<typeof setTimeout> | undefined;
     try {
-      // A repository's text is not trusted: a control token in it would rewrite the prompt's structure.
-      const { context, changed } = neutraliseContext(input.context);
-      if (changed) options.onNeutralised?.();
-      const body = mode.body(changed ? { ...input, context } : input);
-      response = await options.post(mode.url, { headers, body, signal, idleTimeoutMs: ms });
-    } catch (error) {
-      throw classify(error);
+      await completeWithin(input, signal, onText);
+    } finally {
+      clearTimeout(deadline);
+      clearTimeout(progress);
     }
-    if (response.status < 200 || response.status > 299) {
-      const excerpt = redact(await readExcerpt(response));
-      if (signal.aborted) throw signal.reason;
-      const hint = hintFor(mode.api, response.status, excerpt, options.model);
-      if (hint) logHint(hint, { status: response.status, upstream_message: excerpt });
-      const said = `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`;
-      throw new RelayError(
-        "UPSTREAM_ERROR",
-        hint ? `${said}${/[.!?]$/.test(said) ? "" : "."} Hint: ${hint.text}` : said,
-      );
-    }
-    try {
-      if (/^application\/json/i.test(response.contentType)) {
-        // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
-        const text = textOfJson(parseJson(await readText(response)));
-        if (text) onText(text);
-        return;
-      }
-      // Node's own UTF-8 decoder costs far less per request than a TextDecoder; it also keeps split sequences.
-      const utf8 = new StringDecoder("utf8");
-      const lines = new LineDecoder();
-      const events = new SseDecoder();
-      let sawData = false;
-      let finished = false;
-      /** The text of one event (none for `[DONE]`, which marks the stream finished); throws on an upstream error. */
-      const textOf = (event: SseEvent): string => {
-        if (event.data === SSE_DONE) {
-          finished = true;
-          return "";
+
+    async function completeWithin(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
+      // Every failure goes through here so an abort stays an abort and a silence becomes a timeout.
+      const classify = (error: unknown): unknown => {
+        if (outer.aborted) return outer.reason;
+        if (limiter.signal.aborted) return limiter.signal.reason;
+        if (error instanceof SseLimitExceeded) return limitError("event");
+        if (error instanceof UpstreamSilence) {
+          const message =
+            error.phase === "headers"
+              ? `Upstream sent no response within ${ms} ms`
+              : error.sawBody
+                ? `Upstream went silent for ${ms} ms mid-stream`
+                : `Upstream sent no data within ${ms} ms of its headers`;
+          return new RelayError("UPSTREAM_TIMEOUT", message);
         }
-        const json = parseJson(event.data);
-        const upstreamError = streamErrorMessage(json);
-        if (event.event === "error" || upstreamError !== undefined) {
-          throw new RelayError(
-            "UPSTREAM_ERROR",
-            `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`,
-          );
-        }
-        sawData = true;
-        if (mode.isLast?.(json)) finished = true;
-        return textOfJson(json);
+        if (error instanceof RelayError) return error;
+        return new RelayError("UPSTREAM_ERROR", `Upstream connection failed: ${describeNetworkError(error)}`, {
+          cause: error,
+        });
       };
-      let stopped = false;
-      await response.read((chunk) => {
-        // Fragments that arrive together leave together: one call, one frame, one write.
+      /** The text of a parsed event or answer; looks once for a sign that the server is the wrong kind. */
+      const textOfJson = (json: unknown): string => {
+        if (!noticed) {
+          const hint = mode.notice?.(json);
+          if (hint) {
+            noticed = true;
+            logHint(hint, {});
+          }
+        }
+        return mode.text(json) ?? "";
+      };
+
+      let response: UpstreamResponse;
+      try {
+        // A repository's text is not trusted: a control token in it would rewrite the prompt's structure.
+        const { context, changed } = neutraliseContext(input.context);
+        if (changed) options.onNeutralised?.();
+        const body = mode.body(changed ? { ...input, context } : input);
+        response = await options.post(mode.url, { headers, body, signal, idleTimeoutMs: ms });
+      } catch (error) {
+        throw classify(error);
+      }
+      if (response.status < 200 || response.status > 299) {
+        const excerpt = redact(await readExcerpt(response));
+        if (signal.aborted) throw signal.reason;
+        const hint = hintFor(mode.api, response.status, excerpt, options.model);
+        if (hint) logHint(hint, { status: response.status, upstream_message: excerpt });
+        const said = `Upstream answered ${response.status}${excerpt ? `: ${excerpt}` : ""}`;
+        throw new RelayError(
+          "UPSTREAM_ERROR",
+          hint ? `${said}${/[.!?]$/.test(said) ? "" : "."} Hint: ${hint.text}` : said,
+        );
+      }
+      try {
+        if (/^application\/json/i.test(response.contentType)) {
+          // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
+          const text = textOfJson(
+            parseJson(await readText(decodedBody(response, limits.maxBodyBytes, () => limitError("body")))),
+          );
+          if (text) onText(text);
+          return;
+        }
+        // Node's own UTF-8 decoder costs far less per request than a TextDecoder; it also keeps split sequences.
+        const utf8 = new StringDecoder("utf8");
+        const lines = new LineDecoder(limits.maxEventChars);
+        const events = new SseDecoder(limits.maxEventChars);
+        // A stream must make progress: empty deltas, or spaces, forever would each reset the idle timer.
+        progress = setTimeout(() => limiter.abort(limitError("progress")), ms);
+        const read = decodedBody(response, limits.maxStreamBytes, () => limitError("stream"));
+        let sawData = false;
+        let finished = false;
+        /** The text of one event (none for `[DONE]`, which marks the stream finished); throws on an upstream error. */
+        const textOf = (event: SseEvent): string => {
+          if (event.data === SSE_DONE) {
+            finished = true;
+            return "";
+          }
+          const json = parseJson(event.data);
+          const upstreamError = streamErrorMessage(json);
+          if (event.event === "error" || upstreamError !== undefined) {
+            throw new RelayError(
+              "UPSTREAM_ERROR",
+              `Upstream reported an error mid-stream: ${redact(excerptOf(upstreamError ?? event.data))}`,
+            );
+          }
+          sawData = true;
+          if (mode.isLast?.(json)) finished = true;
+          return textOfJson(json);
+        };
+        let stopped = false;
+        await read((chunk) => {
+          // Fragments that arrive together leave together: one call, one frame, one write.
+          let text = "";
+          for (const line of lines.decode(utf8.write(chunk))) {
+            const event = events.decode(line);
+            if (event) text += textOf(event);
+            if (finished) break;
+          }
+          if (/\S/.test(text)) progress?.refresh();
+          if (text !== "" && onText(text) === false) {
+            stopped = true;
+            // Nothing more is wanted: drop the request rather than let the upstream keep generating.
+            return finished ? "release" : "drop";
+          }
+          return finished ? "release" : undefined;
+        });
+        if (finished || stopped) return;
+        // A server may end without the blank line after its last event.
         let text = "";
-        for (const line of lines.decode(utf8.write(chunk))) {
+        for (const line of [...lines.decode(utf8.end()), ...lines.flush(), ""]) {
           const event = events.decode(line);
           if (event) text += textOf(event);
-          if (finished) break;
         }
-        if (text !== "" && onText(text) === false) {
-          stopped = true;
-          // Nothing more is wanted: drop the request rather than let the upstream keep generating.
-          return finished ? "release" : "drop";
-        }
-        return finished ? "release" : undefined;
-      });
-      if (finished || stopped) return;
-      // A server may end without the blank line after its last event.
-      let text = "";
-      for (const line of [...lines.decode(utf8.end()), ...lines.flush(), ""]) {
-        const event = events.decode(line);
-        if (event) text += textOf(event);
+        if (text !== "") onText(text);
+        // A clean end after real chunks is a server that omits [DONE]; a bare end is a broken upstream.
+        if (!sawData && !finished)
+          throw new RelayError("UPSTREAM_ERROR", "Upstream stream ended without data or [DONE]");
+      } catch (error) {
+        throw classify(error);
       }
-      if (text !== "") onText(text);
-      // A clean end after real chunks is a server that omits [DONE]; a bare end is a broken upstream.
-      if (!sawData && !finished) throw new RelayError("UPSTREAM_ERROR", "Upstream stream ended without data or [DONE]");
-    } catch (error) {
-      throw classify(error);
     }
   }
 
@@ -229,10 +264,85 @@ async function readExcerpt(response: UpstreamResponse): Promise<string> {
   return excerptOf(message ?? text);
 }
 
-async function readText(response: UpstreamResponse): Promise<string> {
+/** What each limit's error says, naming the setting that raises it. */
+function limitMessage(limit: UpstreamLimitName, limits: Readonly<UpstreamLimits>, idleMs: number): string {
+  switch (limit) {
+    case "deadline":
+      return `Upstream did not finish within ${limits.deadlineMs} ms (the completion deadline, TAB_RELAY_UPSTREAM_DEADLINE_MS)`;
+    case "progress":
+      return `Upstream sent no new text for ${idleMs} ms (TAB_RELAY_UPSTREAM_TIMEOUT_MS): its stream made no progress`;
+    case "body":
+      return `Upstream answer is larger than ${limits.maxBodyBytes} bytes (TAB_RELAY_UPSTREAM_MAX_BODY_BYTES)`;
+    case "event":
+      return `Upstream stream has a line or event longer than ${limits.maxEventChars} characters (TAB_RELAY_UPSTREAM_MAX_EVENT_CHARS)`;
+    case "stream":
+      return `Upstream stream is larger than ${limits.maxStreamBytes} bytes (TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES)`;
+  }
+}
+
+const DECOMPRESS = {
+  gzip: gunzipSync,
+  "x-gzip": gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync,
+} as const;
+
+/**
+ * The body's reader, held to `maxBytes` of decoded bytes: an answer that grows past it throws `tooLarge()` (the
+ * request is dropped and its connection closed) before more of it is held. A compressed answer (`content-encoding`)
+ * is collected, at most `maxBytes` of it, and decompressed once it has all arrived with its output capped at
+ * `maxBytes` too, so a small gzip bomb stops at the limit rather than filling memory.
+ */
+function decodedBody(
+  response: UpstreamResponse,
+  maxBytes: number,
+  tooLarge: () => RelayError,
+): UpstreamResponse["read"] {
+  const encoding = response.contentEncoding;
+  if (encoding === undefined || encoding === "identity") {
+    return (reader) => {
+      let size = 0;
+      return response.read((chunk) => {
+        size += chunk.byteLength;
+        if (size > maxBytes) throw tooLarge();
+        return reader(chunk);
+      });
+    };
+  }
+  const decompress = (DECOMPRESS as Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer>)[
+    encoding
+  ];
+  if (decompress === undefined) {
+    return () =>
+      Promise.reject(
+        new RelayError("UPSTREAM_ERROR", `Upstream answered with an unknown content-encoding: ${excerptOf(encoding)}`),
+      );
+  }
+  return async (reader) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    await response.read((chunk) => {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw tooLarge();
+      parts.push(chunk);
+    });
+    let plain: Buffer;
+    try {
+      plain = decompress(Buffer.concat(parts), { maxOutputLength: maxBytes });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge();
+      throw new RelayError("UPSTREAM_ERROR", `Upstream sent a ${encoding} answer that does not decompress`, {
+        cause: error,
+      });
+    }
+    reader(plain);
+  };
+}
+
+async function readText(read: UpstreamResponse["read"]): Promise<string> {
   const decoder = new TextDecoder();
   let text = "";
-  await response.read((chunk) => {
+  await read((chunk) => {
     text += decoder.decode(chunk, { stream: true });
   });
   return text + decoder.decode();

@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import type { ChildProcess } from "node:child_process";
+import { after, test } from "node:test";
+import { type UpstreamFault, startMisbehavingUpstream } from "../support/misbehavingUpstream";
+import { WORKSPACE_SLUG, initDataFolder, startRelayProcess } from "./relay";
+
+/**
+ * Issue 19 §2, measured: a relay process (as an operator runs it) behind a model server that misbehaves each way the
+ * issue found. Under each fault, several completions at once while /healthz is asked every 10 ms: no answer is a
+ * 500, the process never restarts, /healthz answers within a second (the goal, a p99 under 50 ms, is measured and
+ * recorded) and the relay's RSS grows by less than 50 MB.
+ * The figures of one run are in docs/testing.md.
+ */
+
+const FAULTS: UpstreamFault[] = [
+  { kind: "endless-line" },
+  { kind: "huge-json", bytes: 64 * 1024 * 1024 },
+  { kind: "deltas-forever", text: "", everyMs: 5 },
+  { kind: "gzip-bomb", bytes: 64 * 1024 * 1024 },
+  { kind: "cut-mid-line" },
+  { kind: "invalid-utf8" },
+];
+const AT_ONCE = 4;
+
+const tracked = new Set<ChildProcess>();
+after(() => {
+  for (const child of tracked) child.kill("SIGKILL");
+});
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+test(
+  "under each upstream fault: no 500, no restart, /healthz p99 < 50 ms, RSS growth < 50 MB",
+  { timeout: 180_000 },
+  async () => {
+    const upstream = await startMisbehavingUpstream(FAULTS[0]!);
+    const folder = initDataFolder();
+    const relay = await startRelayProcess({
+      dataDir: folder.dataDir,
+      rateLimits: "reads=1000000,writes=1000000",
+      tracked,
+      env: {
+        TAB_RELAY_CACHE_ENTRIES: "0",
+        TAB_RELAY_UPSTREAM_URL: upstream.url,
+        TAB_RELAY_UPSTREAM_MODEL: "m",
+        TAB_RELAY_UPSTREAM_API: "chat",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: "1000",
+        TAB_RELAY_UPSTREAM_DEADLINE_MS: "5000",
+      },
+    });
+    const rows: string[] = [];
+    try {
+      // Warm: the first completions load the tokenizer and the upstream transport.
+      upstream.fault = { kind: "cut-mid-line" };
+      for (let i = 0; i < 3; i++) await complete(relay.url, folder.ownerKey, i % 2 === 0);
+      await relay.collectGarbage();
+      const baseKiB = relay.rssKiB() ?? 0;
+      for (const fault of FAULTS) {
+        upstream.fault = fault;
+        const latencies: number[] = [];
+        let probing = true;
+        const probe = (async () => {
+          while (probing) {
+            const started = performance.now();
+            const response = await fetch(`${relay.url}/healthz`);
+            await response.arrayBuffer();
+            latencies.push(performance.now() - started);
+            assert.equal(response.status, 200);
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+        })();
+        let peakKiB = relay.rssKiB() ?? 0;
+        const sampler = setInterval(() => (peakKiB = Math.max(peakKiB, relay.rssKiB() ?? 0)), 20);
+        const statuses = await Promise.all(
+          Array.from({ length: AT_ONCE }, (_, i) => complete(relay.url, folder.ownerKey, i % 2 === 0)),
+        );
+        probing = false;
+        await probe;
+        clearInterval(sampler);
+        const p99 = percentile(latencies, 99);
+        const worst = Math.max(...latencies);
+        const growthMB = (peakKiB - baseKiB) / 1024;
+        rows.push(
+          `| ${fault.kind} | ${statuses.join(", ")} | ${p99.toFixed(1)} | ${worst.toFixed(1)} | ${growthMB.toFixed(1)} |`,
+        );
+        assert.ok(!statuses.includes(500), `${fault.kind}: ${statuses.join(", ")}`);
+        assert.ok(relay.alive(), `${fault.kind}: the relay ended:\n${relay.tail()}`);
+        // The goal is a p99 under 50 ms (the figures in docs/testing.md); the bound asserted leaves room for a loaded CI
+        // machine, where this process (which also serves the faulty model server) is measured too.
+        assert.ok(p99 < 1000, `${fault.kind}: /healthz p99 ${p99.toFixed(1)} ms`);
+        assert.ok(growthMB < 50, `${fault.kind}: RSS grew by ${growthMB.toFixed(1)} MB`);
+      }
+    } finally {
+      console.log(
+        ["| fault | statuses | /healthz p99 ms | worst ms | RSS growth MB |", "|---|---|---|---|---|", ...rows].join(
+          "\n",
+        ),
+      );
+      await relay.stop();
+      folder.remove();
+      await upstream.close();
+    }
+  },
+);
+
+/** One completion, streamed or not; its HTTP status (200 for a stream that ended with an error event). */
+async function complete(url: string, key: string, stream: boolean): Promise<number> {
+  const response = await fetch(`${url}/api/v1/tab/chat/completions`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: JSON.stringify({
+      model: "tab-v1",
+      ...(stream ? { stream: true } : {}),
+      tab_context: {
+        surface: "code",
+        workspace_slug: WORKSPACE_SLUG,
+        entity_id: "a.ts",
+        document_type: "plaintext",
+        active_text_before_cursor: "function add(a, b) {\n  return ",
+      },
+    }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
