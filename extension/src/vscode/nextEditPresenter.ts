@@ -129,7 +129,8 @@ export class NextEditPresenter implements vscode.Disposable {
     editor.setDecorations(this.preview, [
       {
         range: new vscode.Range(lineEnd, lineEnd),
-        renderOptions: { after: { contentText: `→ ${view.preview}   ${nextEditHint(edit, editor.selection.active)}` } },
+        // The hint first, so a narrow editor still shows what Tab will do.
+        renderOptions: { after: { contentText: `${nextEditHint(edit, editor.selection.active)}: ${view.preview}` } },
       },
     ]);
   }
