@@ -317,6 +317,8 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
   http("GET", "root", "/healthz", [], () => ({ credential: "none" })),
   http("GET", "root", "/readyz", [], () => ({ credential: "none" })),
   http("GET", "root", "/metrics", [], () => ({ credential: "none" })),
+  // The VS Code extension's package (relay/src/routes/downloads.ts): public.
+  http("GET", "root", "/downloads/tab-relay.vsix", [], () => ({ credential: "none" })),
 ];
 
 /** The console's pages (relay/src/routes/console.ts), by the source of the pattern they were reviewed against. */
