@@ -19,6 +19,7 @@ import type { ClientAddress } from "./http/clientAddress";
 import { type LimitClass, classify, createRateLimit } from "./http/rateLimit";
 import { createLane } from "./http/lane";
 import { createRequestContext, named } from "./http/requestContext";
+import { createDownloadsRouter } from "./routes/downloads";
 import type { Lifecycle } from "./lifecycle";
 import type { Logger } from "./logger";
 import type { Metrics } from "./metrics";
@@ -73,6 +74,8 @@ export interface AppDeps {
   agentSockets: Pick<AgentSockets, "connected">;
   /** Where the console's built files are; the console is not served when it is missing. */
   consoleDir: string | undefined;
+  /** The VS Code extension's package served at /downloads/tab-relay.vsix (a checkout's build), if any. */
+  extensionVsix?: string | undefined;
   /** Whether the database (and Redis, when used) answer, for `/readyz`. */
   ready(): Promise<{ database: boolean; redis: boolean | undefined }>;
   /** The embedded engine's state, for `/healthz`, `/readyz` and the model list; undefined without one. */
@@ -219,6 +222,7 @@ export function createApp(deps: AppDeps): RequestListener {
       ...(deps.engine ? { engine: deps.engine } : {}),
     }),
   );
+  app.use(createDownloadsRouter(deps.extensionVsix));
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   const errorHandler = createErrorHandler(deps);

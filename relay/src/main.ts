@@ -98,6 +98,13 @@ function consoleDir(): string | undefined {
   return existsSync(join(dir, "index.html")) ? dir : undefined;
 }
 
+/** The extension's package in a checkout (`npm start` builds it), from the bundle or the sources; else undefined. */
+function extensionVsix(): string | undefined {
+  // relay/dist/cli.js and relay/src/main.ts are both two folders below the repository's root.
+  const file = fileURLToPath(new URL("../../extension/dist/tab-relay-vscode.vsix", import.meta.url));
+  return existsSync(join(file, "..")) ? file : undefined;
+}
+
 export interface RunningRelay {
   url: string;
   server: Server;
@@ -497,6 +504,7 @@ function createHttpServer(deps: HttpDeps) {
     agentSockets: realtime.agentSockets,
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
     ...(services.engine ? engineViews(services.engine, clock) : {}),
+    extensionVsix: extensionVsix(),
   });
   const timeouts = { ...HTTP_TIMEOUTS, ...options.httpTimeouts };
   const server = createServer(

@@ -384,6 +384,8 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
     ],
     (f, r) => ({ credential: r.pick(["owner", "tabOnly"]), body: nextEditSample(f, r) }),
   ),
+  // The VS Code extension's package (relay/src/routes/downloads.ts): public.
+  http("GET", "root", "/downloads/tab-relay.vsix", [], () => ({ credential: "none" })),
 ];
 
 /** The console's pages (relay/src/routes/console.ts), by the source of the pattern they were reviewed against. */
