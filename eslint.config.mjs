@@ -1,5 +1,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import heldPromises from "./scripts/eslint/heldPromises.mjs";
 
 const NO_ENV = {
   object: "process",
@@ -47,6 +48,7 @@ export default tseslint.config(
     // expected fail the lint. The programs are the packages' tsconfigs (shared's test config covers its src and tests).
     files: ["relay/**/*.ts", "shared/**/*.ts", "agent/**/*.ts", "extension/**/*.ts"],
     extends: [tseslint.configs.recommendedTypeCheckedOnly],
+    plugins: { "tab-relay": heldPromises },
     languageOptions: {
       parserOptions: {
         project: [
@@ -73,10 +75,17 @@ export default tseslint.config(
           ],
         },
       ],
+      // A promise kept to be awaited later has a handler from the start (scripts/eslint/heldPromises.mjs).
+      "tab-relay/no-held-promise": "error",
       // An async function without await is how a synchronous implementation of an async interface is written here:
       // unlike a plain function returning Promise.resolve(), it turns a throw into a rejection.
       "@typescript-eslint/require-await": "off",
     },
+  },
+  {
+    // A test holds a request or a stop on purpose while it does what it checks, and a rejection there fails the test.
+    files: ["relay/**/*.test.ts", "shared/**/*.test.ts", "agent/**/*.test.ts", "extension/**/*.test.ts"],
+    rules: { "tab-relay/no-held-promise": "off" },
   },
   {
     // Only the composition roots and config read the environment; everything else gets config injected. Nor does
@@ -90,6 +99,8 @@ export default tseslint.config(
       "shared/src/clock.ts",
       "relay/src/main.ts",
       "relay/src/cli.ts",
+      // The embedded engine's child process: an entry point like cli.ts, read its settings and times inference.
+      "relay/src/engine/child/main.ts",
       "**/*.test.ts",
       "extension/src/vscode/extension.ts",
     ],

@@ -11,7 +11,8 @@ import { copyAtomically, writeOutputs } from "./atomicWrite.mjs";
 const here = fileURLToPath(new URL(".", import.meta.url));
 
 const result = await build({
-  entryPoints: { cli: "src/cli.ts" },
+  // The embedded engine's child process is its own bundle: the relay forks it (src/engine/engine.ts).
+  entryPoints: { cli: "src/cli.ts", engineChild: "src/engine/child/main.ts" },
   outdir: "dist",
   bundle: true,
   platform: "node",

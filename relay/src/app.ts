@@ -1,4 +1,10 @@
-import { API_PREFIX, OPENAI_COMPLETIONS_PATH, RelayError, TAB_COMPLETIONS_PATH } from "@tab-relay/shared";
+import {
+  API_PREFIX,
+  OPENAI_COMPLETIONS_PATH,
+  RelayError,
+  TAB_COMPLETIONS_PATH,
+  TAB_NEXT_EDITS_PATH,
+} from "@tab-relay/shared";
 import type { RequestListener } from "node:http";
 import express, { type Request, type RequestHandler, Router } from "express";
 import type { Clock } from "./clock";
@@ -20,9 +26,12 @@ import type { RateLimitStore } from "./rateLimit/types";
 import { createApiKeysRouter } from "./routes/apiKeys";
 import { createAuditRouter } from "./routes/audit";
 import { createAudit } from "./audit/record";
-import { createHealthRouter } from "./routes/health";
+import { type EngineHealth, createHealthRouter } from "./routes/health";
+import type { TabModelServedBy } from "@tab-relay/shared";
 import { createMeRouter } from "./routes/me";
 import { createCompletionHandlers, createTabRouter } from "./routes/tab";
+import { createNextEditsRouter } from "./routes/nextEdits";
+import type { NextEditService } from "./nextEdits/service";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
@@ -42,7 +51,7 @@ import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
 
 export interface AppDeps {
-  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks">;
+  config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks" | "metricsToken">;
   store: Store;
   clock: Clock;
   logger: Logger;
@@ -51,6 +60,7 @@ export interface AppDeps {
   /** Who sent a request, behind whichever proxies are trusted: the subject of per-address limits, and logged. */
   clientAddress: ClientAddress;
   completions: CompletionService;
+  nextEdits: NextEditService;
   tokens: TokenCounter;
   providerName: string;
   lifecycle: Lifecycle;
@@ -65,6 +75,9 @@ export interface AppDeps {
   consoleDir: string | undefined;
   /** Whether the database (and Redis, when used) answer, for `/readyz`. */
   ready(): Promise<{ database: boolean; redis: boolean | undefined }>;
+  /** The embedded engine's state, for `/healthz`, `/readyz` and the model list; undefined without one. */
+  engine?: () => EngineHealth;
+  servedBy?: () => TabModelServedBy | undefined;
 }
 
 /** Builds the HTTP application. It never listens: main.ts (or a test) decides where. */
@@ -114,6 +127,8 @@ export function createApp(deps: AppDeps): RequestListener {
     const path = req.path.toLowerCase().replace(/\/+$/, "");
     return req.method === "POST" && (path === TAB_COMPLETIONS_PATH || path === OPENAI_COMPLETIONS_PATH);
   };
+  const isNextEdit = (req: Request) =>
+    req.method === "POST" && req.path.toLowerCase().replace(/\/+$/, "") === TAB_NEXT_EDITS_PATH;
   const rateLimit = (classOf: (req: Request) => LimitClass, completions: (req: Request) => boolean) =>
     createRateLimit({
       store: deps.rateLimitStore,
@@ -141,7 +156,8 @@ export function createApp(deps: AppDeps): RequestListener {
   const api = Router();
   api.use(
     authenticate,
-    rateLimit((req) => classify(req.method, isCompletion(req)), isCompletion),
+    // A next edit is asked for after each pause, as a completion is: it counts against the same (read) limit.
+    rateLimit((req) => classify(req.method, isCompletion(req) || isNextEdit(req)), isCompletion),
     requireCaller,
     jsonBody,
   );
@@ -149,6 +165,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const completionHandlers = createCompletionHandlers(deps);
   api.use(
     createTabRouter(deps, completionHandlers),
+    createNextEditsRouter(deps),
     createMeRouter(),
     createApiKeysRouter({ ...deps, audit }),
     createUsersRouter({ ...deps, audit, agents }),
@@ -193,7 +210,15 @@ export function createApp(deps: AppDeps): RequestListener {
   // Clients are told both prefixes serve the same API (docs/api.md, "Base paths"); it is mounted before the health routes
   // so API requests pass through as few layers as possible.
   app.use([API_PREFIX, "/v1"], api);
-  app.use(createHealthRouter({ metrics: deps.metrics, provider: deps.providerName, ready: () => deps.ready() }));
+  app.use(
+    createHealthRouter({
+      metrics: deps.metrics,
+      provider: deps.providerName,
+      ready: () => deps.ready(),
+      metricsToken: deps.config.metricsToken,
+      ...(deps.engine ? { engine: deps.engine } : {}),
+    }),
+  );
   if (deps.consoleDir !== undefined) app.use(createConsoleRouter(deps.consoleDir));
   app.use(notFound);
   const errorHandler = createErrorHandler(deps);

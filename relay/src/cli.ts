@@ -36,8 +36,9 @@ Usage:
   tab-relay serve --data DIR [--port N] [--host H] [options]
   tab-relay start [--data DIR] [options]   initialise DIR on first run (printing the owner key once), then serve
   tab-relay migrate (--data DIR | --database URL)   apply pending schema migrations and exit
-  tab-relay keys create (--data DIR | --database URL) (--user ID | --owner) [--workspace SLUG] [--scopes a,b,...]
-                   [--name NAME] [--json]   make an API key from the server alone, printed once (scopes default to
+  tab-relay keys create [--data DIR | --database URL] (--user ID | --owner) [--workspace SLUG] [--scopes a,b,...]
+                   [--name NAME] [--json]   make an API key from the server alone (DIR defaults to ./data, as for
+                   start), printed once (scopes default to
                    all the role allows; --owner: the earliest-added owner; --workspace when the database has several)
   (with --database postgres://… instead of --data, init, serve and migrate use PostgreSQL; --redis redis://… shares
    rate limits between relays)
@@ -46,8 +47,8 @@ Usage:
                    relay's own code, and the environment lines for serve (the API key from TAB_RELAY_UPSTREAM_API_KEY,
                    never printed); exit 0 when the round trip works, 1 when the server answered but it failed, 2 when
                    nothing answered
-  tab-relay doctor (--data DIR | --database URL) [--redis URL] [--host H] [--port N] [--public-url URL] [...]
-                   check a deployment, with the settings serve would read: the data folder's permissions, the database
+  tab-relay doctor [--data DIR | --database URL] [--redis URL] [--host H] [--port N] [--public-url URL] [...]
+                   check a deployment (DIR defaults to ./data, as for start), with the settings serve would read: the data folder's permissions, the database
                    (reachable, migrations current), Redis, the public URL against the listen address, the clock
                    against the database's and Redis's, and the webhook guard; each finding says what to fix. With
                    --upstream-url too, the model server first. Exit codes as above; warnings exit 0
@@ -174,16 +175,37 @@ async function migrate(values: Record<string, unknown>): Promise<void> {
         applied.length > 0 ? `Applied ${applied.join(", ")} to ${where}\n` : `${where} is up to date\n`,
       );
     } else {
-      await (await openStore(config)).close();
-      process.stdout.write(`${resolve(databasePath(config.dataDir))} is up to date\n`);
+      // Opening a missing SQLite file would create an empty database: a mistyped path would look up to date.
+      fail(
+        `migrate: --data: no database at ${resolve(databasePath(config.dataDir))}; check the path (\`tab-relay init\` or \`npm start\` creates one)`,
+      );
     }
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error));
   }
 }
 
+/** The folder `start` (and so `npm start`) serves when none is given. */
+const START_DATA_DIR = "data";
+
+/**
+ * Without --data, --database or their variables, `keys create` and `doctor` work on the folder `start` uses, and say
+ * so on stderr (stdout may be JSON).
+ */
+function defaultToStartFolder(command: string, values: Record<string, unknown>): void {
+  const given = (flag: string, env: string) =>
+    (typeof values[flag] === "string" && values[flag] !== "") || (process.env[env]?.trim() ?? "") !== "";
+  if (given(SETTINGS.dataDir.flag, SETTINGS.dataDir.env) || given(SETTINGS.databaseUrl.flag, SETTINGS.databaseUrl.env))
+    return;
+  values[SETTINGS.dataDir.flag] = START_DATA_DIR;
+  process.stderr.write(
+    `tab-relay ${command}: using the data folder ${resolve(START_DATA_DIR)} (the one npm start uses; --data DIR for another)\n`,
+  );
+}
+
 /** `keys create`: the way back in with nothing but the server, when no one holds a key that can make keys. */
 async function keysCreate(values: Record<string, unknown>): Promise<void> {
+  defaultToStartFolder("keys create", values);
   const config = loadOrExit(overridesFrom(values));
   const user = typeof values["user"] === "string" ? values["user"] : undefined;
   if ((user !== undefined) === (values["owner"] === true))
@@ -292,7 +314,7 @@ async function restore(values: Record<string, unknown>): Promise<void> {
         ? ` \`tab-relay serve\` (or \`tab-relay migrate\`) applies ${result.summary.pending.join(", ")}.`
         : "";
     process.stdout.write(
-      `Restored ${result.path}.${pending} Start the relay with: tab-relay serve --data ${dataDir}\n`,
+      `Restored ${result.path}.${pending} Start the relay with: npx tab-relay serve --data ${shellWord(dataDir)}\n`,
     );
   } catch (error) {
     fail(`restore: ${error instanceof Error ? error.message : String(error)}`);
@@ -304,8 +326,11 @@ async function restore(values: Record<string, unknown>): Promise<void> {
  * or database is (--data, --database or theirs); the exit code says how it went (see USAGE).
  */
 async function doctor(values: Record<string, unknown>): Promise<void> {
+  const upstreamGiven =
+    (overridesFrom(values).upstreamUrl ?? process.env[SETTINGS.upstreamUrl.env] ?? "").trim() !== "";
+  // Alone, doctor checks the deployment `npm start` makes; with --upstream-url alone, just the model server.
+  if (!upstreamGiven) defaultToStartFolder("doctor", values);
   const overrides = overridesFrom(values);
-  const upstreamGiven = (overrides.upstreamUrl ?? process.env[SETTINGS.upstreamUrl.env] ?? "").trim() !== "";
   const problems: string[] = [];
   const collect = <T>(load: () => T): T | undefined => {
     try {
@@ -394,6 +419,22 @@ async function checkPortFree(config: Pick<Config, "host" | "port">): Promise<voi
   await new Promise((resolve) => probe.close(resolve));
 }
 
+/**
+ * Started through npm (`npx tab-relay serve`, `npm start`), the relay is npm's child: a signal to npx's pid ends npx
+ * but is not passed on, and the relay would keep serving with no process a person can find left to stop. So when npm
+ * started it, the relay stops when its parent is gone (it is then re-parented, and process.ppid changes). Started any
+ * other way (a unit, nohup, a container), its parent's life is none of its business.
+ */
+function watchNpmParent(onGone: () => void): NodeJS.Timeout | undefined {
+  if (process.env["npm_command"] === undefined) return undefined;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid !== parent) onGone();
+  }, 500);
+  timer.unref();
+  return timer;
+}
+
 async function serve(values: Record<string, unknown>, run?: StartRun): Promise<void> {
   const config = loadOrExit(overridesFrom(values));
   let relay: Awaited<ReturnType<typeof startRelay>>;
@@ -402,10 +443,15 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
   } catch (error) {
     fail(listenProblem(error, config) ?? (error instanceof Error ? error.message : String(error)));
   }
+  let stopping = false;
   const stop = (signal: string) => {
-    process.stderr.write(
-      `tab-relay: ${signal} received, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`,
-    );
+    // A terminal's Ctrl+C signals the whole process group, and npm passes the signal on to its child too: the relay
+    // gets SIGINT twice. A repeat continues the stop already under way; with process.once it would kill the relay
+    // mid-shutdown, leaving relay.pid and SQLite's -wal/-shm files behind.
+    if (stopping) return;
+    stopping = true;
+    clearInterval(parentWatch);
+    process.stderr.write(`tab-relay: ${signal}, finishing open streams (up to ${config.shutdownGraceMs} ms)\n`);
     relay.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -414,8 +460,9 @@ async function serve(values: Record<string, unknown>, run?: StartRun): Promise<v
       },
     );
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM received"));
+  process.on("SIGINT", () => stop("SIGINT received"));
+  const parentWatch = watchNpmParent(() => stop("the npm process that started the relay ended"));
   // Announced only once the handlers are in place: a supervisor (or a test) that signals as soon as it reads this
   // line must get the graceful stop, not the default exit by signal.
   // The console is served at `/` of the public URL when there is one (behind a proxy), else where the relay listens.
@@ -450,6 +497,10 @@ async function main(): Promise<void> {
       signal: controller.signal,
     });
     process.exit(code);
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(USAGE);
+    return;
   }
   let parsed;
   try {

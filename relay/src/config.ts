@@ -1,7 +1,10 @@
 import { BlockList, isIP } from "node:net";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
 import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/upstream/api";
+import { NEXT_EDIT_FORMATS, type NextEditFormatName } from "./nextEdits/formats/format";
 import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
 import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
 import { DEFAULT_HUB_URL } from "./engine/models/registry";
@@ -40,6 +43,8 @@ export interface UpstreamConfig {
   /** `infill` only: llama.cpp's `t_max_predict_ms`. */
   infillMaxPredictMs: number;
   timeoutMs: number;
+  /** TAB_RELAY_NEXT_EDIT_FORMAT: how next edits are asked of the model; unset, chosen from the model's name. */
+  nextEditFormat?: NextEditFormatName;
 }
 
 export interface Config {
@@ -51,8 +56,10 @@ export interface Config {
   redisUrl: string | undefined;
   host: string;
   port: number;
-  provider: "local" | "openai";
+  provider: "local" | "openai" | "engine";
   upstream: UpstreamConfig | undefined;
+  /** The embedded engine (relay/src/engine/), when a model is configured (`--model`). */
+  engine: Readonly<EngineConfig> | undefined;
   rateLimits: Readonly<RateLimits>;
   rateLimitWindowMs: number;
   maxBodyBytes: number;
@@ -63,6 +70,11 @@ export interface Config {
   publicUrl: string | undefined;
   /** Whose `X-Forwarded-For` entries name the client (for per-address limits and logs). */
   trustProxy: TrustProxy;
+  /**
+   * The bearer token `/metrics` asks for. Unset, `/metrics` answers only a client on this machine that reached the
+   * relay directly (no proxy's `X-Forwarded-For`), since its series name every workspace's usage.
+   */
+  metricsToken: string | undefined;
   webhooks: Readonly<WebhookConfig>;
   /** How many days the audit log keeps a record; older ones are pruned in the background. */
   usageRetentionDays: number;
@@ -81,6 +93,32 @@ export interface ModelsConfig {
    * anyway, since only a download needs them: whatever downloads a model refuses to while this is not empty.
    */
   proxyProblems: readonly string[];
+}
+
+/** The embedded engine's settings; see docs/engine.md. */
+export interface EngineConfig {
+  /** A registry name or a GGUF file's path, as given. */
+  model: string;
+  /** Where node-llama-cpp is installed on first use: TAB_RELAY_ENGINE_DIR, else DATA/engine. */
+  dir: string;
+  /** Completions run at once: context sequences. */
+  sequences: number;
+  /** Completions that may wait for a sequence; more are refused with 429. */
+  queue: number;
+  threads: number;
+  /** Tokens per sequence. */
+  contextSize: number;
+  gpu: "auto" | "off";
+  allowUnverified: boolean;
+}
+
+/**
+ * Inference threads when TAB_RELAY_ENGINE_THREADS is unset: 1 on a machine of up to 4 cores, where a second thread
+ * measured slower whenever anything else ran (shared/notes/embedded-engine.md: 10 tokens/s on 2 threads against
+ * 25–34 on 1), else half the cores.
+ */
+export function defaultEngineThreads(cores: number): number {
+  return cores <= 4 ? 1 : Math.min(8, Math.floor(cores / 2));
 }
 
 export interface WebhookConfig {
@@ -122,6 +160,7 @@ export const SETTINGS = {
   fimTemplate: { env: "TAB_RELAY_FIM_TEMPLATE", flag: "fim-template" },
   infillMaxPredictMs: { env: "TAB_RELAY_INFILL_MAX_PREDICT_MS", flag: "infill-max-predict-ms" },
   upstreamTimeoutMs: { env: "TAB_RELAY_UPSTREAM_TIMEOUT_MS", flag: "upstream-timeout-ms" },
+  nextEditFormat: { env: "TAB_RELAY_NEXT_EDIT_FORMAT", flag: "next-edit-format" },
   rateLimits: { env: "TAB_RELAY_RATE_LIMITS", flag: "rate-limits" },
   maxBodyBytes: { env: "TAB_RELAY_MAX_BODY_BYTES", flag: "max-body-bytes" },
   shutdownGraceMs: { env: "TAB_RELAY_SHUTDOWN_GRACE_MS", flag: "shutdown-grace-ms" },
@@ -129,6 +168,7 @@ export const SETTINGS = {
   cacheEntries: { env: "TAB_RELAY_CACHE_ENTRIES", flag: "cache-entries" },
   publicUrl: { env: "TAB_RELAY_PUBLIC_URL", flag: "public-url" },
   trustProxy: { env: "TAB_RELAY_TRUST_PROXY", flag: "trust-proxy" },
+  metricsToken: { env: "TAB_RELAY_METRICS_TOKEN", flag: "metrics-token" },
   webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
@@ -136,6 +176,14 @@ export const SETTINGS = {
   usageRetentionDays: { env: "TAB_RELAY_USAGE_RETENTION_DAYS", flag: "usage-retention-days" },
   modelHubUrl: { env: "TAB_RELAY_MODEL_HUB_URL", flag: "model-hub-url" },
   modelRegistry: { env: "TAB_RELAY_MODEL_REGISTRY", flag: "model-registry" },
+  model: { env: "TAB_RELAY_MODEL", flag: "model" },
+  engineDir: { env: "TAB_RELAY_ENGINE_DIR", flag: "engine-dir" },
+  engineSequences: { env: "TAB_RELAY_ENGINE_SEQUENCES", flag: "engine-sequences" },
+  engineQueue: { env: "TAB_RELAY_ENGINE_QUEUE", flag: "engine-queue" },
+  engineThreads: { env: "TAB_RELAY_ENGINE_THREADS", flag: "engine-threads" },
+  engineContext: { env: "TAB_RELAY_ENGINE_CONTEXT", flag: "engine-context" },
+  gpu: { env: "TAB_RELAY_GPU", flag: "gpu" },
+  allowUnverified: { env: "TAB_RELAY_ALLOW_UNVERIFIED", flag: "allow-unverified" },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -195,7 +243,7 @@ const RawConfig = z.object({
   redisUrl: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).optional(),
   host: z.string().min(1).default("127.0.0.1"),
   port: integer(0, 65535).default(8787),
-  provider: z.enum(["local", "openai"]).optional(),
+  provider: z.enum(["local", "openai", "engine"]).optional(),
   upstreamUrl: httpUrl.optional(),
   upstreamModel: z.string().min(1).optional(),
   upstreamApiKey: z.string().min(1).optional(),
@@ -209,6 +257,7 @@ const RawConfig = z.object({
     .optional(),
   infillMaxPredictMs: integer(0, 600_000).optional(),
   upstreamTimeoutMs: integer(100, 600_000).default(10_000),
+  nextEditFormat: z.enum(NEXT_EDIT_FORMATS).optional(),
   rateLimits: z.string().optional(),
   maxBodyBytes: integer(1024, 64 * 1024 * 1024).default(512 * 1024),
   shutdownGraceMs: integer(0, 600_000).default(10_000),
@@ -216,6 +265,8 @@ const RawConfig = z.object({
   cacheEntries: integer(0, 1_000_000).default(1000),
   publicUrl: httpUrl.transform((url) => url.replace(/\/+$/, "")).optional(),
   trustProxy: trustProxy.default(false),
+  // Long enough that guessing it is hopeless; Prometheus sends it as `authorization: {credentials: ...}`.
+  metricsToken: z.string().min(32, "must be at least 32 characters (e.g. `openssl rand -hex 32`)").max(512).optional(),
   webhookRetrySchedule: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "must be a comma-separated list of milliseconds, e.g. 5000,300000")
@@ -241,6 +292,17 @@ const RawConfig = z.object({
     .transform((url) => url.replace(/\/+$/, ""))
     .optional(),
   modelRegistry: z.string().min(1).optional(),
+  model: z.string().min(1).max(4096).optional(),
+  engineDir: z.string().min(1).optional(),
+  engineSequences: integer(1, 64).default(2),
+  engineQueue: integer(0, 10_000).optional(),
+  engineThreads: integer(1, 256).optional(),
+  engineContext: integer(256, 131_072).default(2048),
+  gpu: z.enum(["auto", "off"]).default("auto"),
+  allowUnverified: z
+    .enum(["true", "false", "1", "0"], "must be true or false")
+    .transform((v) => v === "true" || v === "1")
+    .default(false),
 });
 
 export class ConfigError extends Error {
@@ -282,7 +344,17 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
   const proxy = proxyFromEnv(env, proxyProblems);
   if (!parsed.success) throw new ConfigError(problems);
   const c = parsed.data;
-  const provider = c.provider ?? (c.upstreamUrl ? "openai" : "local");
+  const provider = c.provider ?? (c.model ? "engine" : c.upstreamUrl ? "openai" : "local");
+  if (provider === "engine" && !c.model) {
+    problems.push(
+      `${label("model")}: is required when the provider is engine (a name from \`tab-relay models list\` or a .gguf file)`,
+    );
+  }
+  if (provider !== "engine" && c.model) {
+    problems.push(
+      `${label("model")}: runs the embedded engine, so it cannot go with the ${provider} provider; leave out one of them`,
+    );
+  }
   if (provider === "openai" && !c.upstreamUrl) {
     problems.push(
       `${SETTINGS.upstreamUrl.env} (--${SETTINGS.upstreamUrl.flag}): is required when the provider is openai`,
@@ -317,6 +389,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
           fimTemplate,
           infillMaxPredictMs: c.infillMaxPredictMs ?? DEFAULT_INFILL_MAX_PREDICT_MS,
           timeoutMs: c.upstreamTimeoutMs,
+          ...(c.nextEditFormat === undefined ? {} : { nextEditFormat: c.nextEditFormat }),
         })
       : undefined;
   return Object.freeze({
@@ -327,6 +400,19 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     port: c.port,
     provider,
     upstream,
+    engine:
+      provider === "engine" && c.model
+        ? Object.freeze({
+            model: c.model,
+            dir: c.engineDir ?? join(c.dataDir ?? ".", "engine"),
+            sequences: c.engineSequences,
+            queue: c.engineQueue ?? c.engineSequences * 4,
+            threads: c.engineThreads ?? defaultEngineThreads(availableParallelism()),
+            contextSize: c.engineContext,
+            gpu: c.gpu,
+            allowUnverified: c.allowUnverified,
+          })
+        : undefined,
     rateLimits: Object.freeze(rateLimits),
     rateLimitWindowMs: 60_000,
     maxBodyBytes: c.maxBodyBytes,
@@ -335,6 +421,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     cacheEntries: c.cacheEntries,
     publicUrl: c.publicUrl,
     trustProxy: c.trustProxy,
+    metricsToken: c.metricsToken,
     webhooks: Object.freeze({
       retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
       allowPrivate: c.webhookAllowPrivate,
@@ -412,6 +499,7 @@ export function parseRateLimits(value: string | undefined, problems: string[]): 
 /** Flags that can carry a secret, and the variable that keeps it out of the process list. */
 const SECRET_FLAGS: readonly { name: SettingName; what: string; secret: (value: string) => boolean }[] = [
   { name: "upstreamApiKey", what: "the upstream API key", secret: () => true },
+  { name: "metricsToken", what: "the metrics token", secret: () => true },
   { name: "databaseUrl", what: "a database password", secret: (value) => urlHasPassword(value) },
   { name: "redisUrl", what: "a Redis password", secret: (value) => urlHasPassword(value) },
 ];

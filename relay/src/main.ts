@@ -3,8 +3,10 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { awaitedLater } from "@tab-relay/shared";
 import { createApp } from "./app";
+import { refusedWebhookWarning, refusedWebhooks } from "./agents/refusedWebhooks";
 import { startAuditRetention } from "./audit/retention";
 import { type UsageRecorder, createUsageRecorder } from "./usage/recorder";
 import { createClientAddress } from "./http/clientAddress";
@@ -14,12 +16,13 @@ import { createCompletionService } from "./completion/service";
 import { createSlicedTokenCounter } from "./completion/tokenCounter";
 import { type Config, plainHttpWarning } from "./config";
 import { createLifecycle } from "./lifecycle";
-import { type Logger, createJsonLogger } from "./logger";
+import { type Logger, createStreamLogger } from "./logger";
 import { type Metrics, createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
 import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
 import type { ModelProvider } from "./providers/types";
+import { createNextEditService } from "./nextEdits/service";
 import { createMemoryRateLimitStore } from "./rateLimit/memoryStore";
 import { type DeliveryWorker, createDeliveryWorker } from "./delivery/worker";
 import { createWebhookClient } from "./delivery/webhookClient";
@@ -37,6 +40,9 @@ import { attachUpgrades } from "./live/upgrade";
 import { type SortableIds, createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
 import { lockDataFolder, looseModeWarnings } from "./dataFolder";
+import { type Engine, EngineLoadError, createEngine, forkEngineChild } from "./engine/engine";
+import { engineInstalled, engineModuleUrl, notInstalledMessage } from "./engine/install";
+import type { EngineConfig } from "./config";
 import type { Store } from "./store/types";
 
 export const DATABASE_FILE = "relay.db";
@@ -59,6 +65,7 @@ export function createProvider(
   config: Pick<Config, "provider" | "upstream">,
   post: HttpPost,
   logger?: Logger,
+  metrics?: Pick<Metrics, "controlTokensNeutralised">,
 ): ModelProvider {
   if (config.provider === "openai" && config.upstream) {
     const { url, model, apiKey, api, apiAlias, fimTemplate, infillMaxPredictMs, timeoutMs } = config.upstream;
@@ -72,6 +79,7 @@ export function createProvider(
       timeoutMs,
       ...(apiKey ? { apiKey } : {}),
       ...(logger ? { logger } : {}),
+      ...(metrics ? { onNeutralised: () => metrics.controlTokensNeutralised.inc({ upstream_api: api }) } : {}),
     });
   }
   return createLocalProvider();
@@ -88,6 +96,8 @@ export interface RunningRelay {
   url: string;
   server: Server;
   store: Store;
+  /** The relay's own counters, as /metrics renders them. */
+  metrics: Pick<Metrics, "render">;
   /** Stops accepting, lets streams finish within the grace period, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -107,19 +117,32 @@ export interface StartOptions {
   liveCheckMs?: number;
   /** How long a request may take to arrive (tests shorten it). Default: HTTP_TIMEOUTS. */
   httpTimeouts?: Partial<HttpTimeouts>;
+  /** The embedded engine's model file, already resolved from `config.engine.model` (the CLI downloads by name). */
+  modelPath?: string;
+  /** A fixed sampling seed for the embedded engine (tests). */
+  engineSeed?: number;
 }
 
 /** The composition root: builds the real dependencies from config and listens, one named step at a time. */
 export async function startRelay(config: Readonly<Config>, options: StartOptions = {}): Promise<RunningRelay> {
   const clock = options.clock ?? systemClock;
   const logger =
-    options.logger ??
-    createJsonLogger({ level: config.logLevel, write: (line) => process.stdout.write(line), now: () => clock.now() });
+    options.logger ?? createStreamLogger({ level: config.logLevel, stream: process.stdout, now: () => clock.now() });
   const store = options.store ?? (await openStore(config, logger));
   await requireWorkspace(config, store);
   const unlockDataFolder = await claimDataFolder(config, store, logger);
   const rateLimits = await connectRateLimits(config, logger);
-  const services = createServices(config, options, logger, clock);
+  const metrics = createMetrics();
+  let engine: Engine | undefined;
+  try {
+    engine = config.engine ? await startEngine(config.engine, options, logger, clock, metrics) : undefined;
+  } catch (error) {
+    await store.close();
+    await rateLimits.redis?.close();
+    unlockDataFolder();
+    throw error;
+  }
+  const services = createServices(config, options, logger, clock, metrics, engine);
   const bus =
     options.bus ?? (config.databaseUrl ? await createPostgresBus(config.databaseUrl, logger) : createLocalBus());
   const realtime = wireRealtime({
@@ -138,6 +161,7 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   observeState(services, realtime, store, clock);
   const url = await listen(http.server, config, async () => {
     // The port is taken or the address is wrong: release what was opened, so the caller can report and exit.
+    await engine?.close();
     await store.close();
     await services.transport.destroy();
     unlockDataFolder();
@@ -163,8 +187,17 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   const exposed = plainHttpWarning(config);
   if (exposed !== undefined) logger.warn(exposed);
+  // Said at start, not only in each failed delivery: a relay restarted without the setting its agents were made under.
+  for (const refused of await refusedWebhooks(store, config.webhooks.allowPrivate))
+    logger.warn(refusedWebhookWarning(refused), { agent_id: refused.agent.id });
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
-  return { url, server: http.server, store, close: (graceMs?: number) => retention.stop().then(() => close(graceMs)) };
+  return {
+    url,
+    server: http.server,
+    store,
+    metrics: services.metrics,
+    close: (graceMs?: number) => retention.stop().then(() => close(graceMs)),
+  };
 }
 
 async function requireWorkspace(config: Readonly<Config>, store: Store): Promise<void> {
@@ -205,16 +238,35 @@ async function connectRateLimits(config: Readonly<Config>, logger: Logger): Prom
 }
 
 /** What requests use and nothing else wires: the model, completions, token counting, ids and links. */
-function createServices(config: Readonly<Config>, options: StartOptions, logger: Logger, clock: Clock) {
-  const metrics = createMetrics();
+function createServices(
+  config: Readonly<Config>,
+  options: StartOptions,
+  logger: Logger,
+  clock: Clock,
+  metrics: Metrics,
+  engine: Engine | undefined,
+) {
   const transport = createHttpPost();
-  const provider = createProvider(config, options.post ?? transport, logger);
+  const provider = engine?.provider ?? createProvider(config, options.post ?? transport, logger, metrics);
   return {
     metrics,
+    engine,
     lifecycle: createLifecycle(),
     transport,
     provider,
     completions: createCompletionService({ provider, metrics, logger, cacheEntries: config.cacheEntries }),
+    nextEdits: createNextEditService({
+      upstream: config.upstream && {
+        url: config.upstream.url,
+        model: config.upstream.model,
+        apiKey: config.upstream.apiKey,
+        timeoutMs: config.upstream.timeoutMs,
+        format: config.upstream.nextEditFormat,
+      },
+      post: options.post ?? transport,
+      metrics,
+      logger,
+    }),
     tokens: createSlicedTokenCounter({ now: () => performance.now() }),
     ids: createSortableIds(clock),
     links: createLinks(config.publicUrl),
@@ -380,6 +432,14 @@ function observeState(services: Services, realtime: Realtime, store: Store, cloc
       return { pending: count, oldestCreatedAt };
     },
     now: () => clock.now(),
+    ...(services.engine
+      ? {
+          engine: () => {
+            const status = services.engine!.status();
+            return { queued: status.queued, running: status.running, loadMs: status.info?.loadMs };
+          },
+        }
+      : {}),
   });
 }
 
@@ -420,6 +480,7 @@ function createHttpServer(deps: HttpDeps) {
       return { database, redis: rateLimits.redis ? redis : undefined };
     },
     completions: services.completions,
+    nextEdits: services.nextEdits,
     tokens: services.tokens,
     providerName: services.provider.name,
     lifecycle: services.lifecycle,
@@ -429,6 +490,7 @@ function createHttpServer(deps: HttpDeps) {
     bus: deps.bus,
     agentSockets: realtime.agentSockets,
     consoleDir: options.consoleDir === null ? undefined : (options.consoleDir ?? consoleDir()),
+    ...(services.engine ? engineViews(services.engine, clock) : {}),
   });
   const timeouts = { ...HTTP_TIMEOUTS, ...options.httpTimeouts };
   const server = createServer(
@@ -495,7 +557,7 @@ function closer(deps: {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Stopped before the sockets close, so the envelopes they cut short are not recorded as the agents' failures.
-      const deliveriesStopped = realtime.deliveries.stop(graceMs);
+      const deliveriesStopped = awaitedLater(realtime.deliveries.stop(graceMs));
       await realtime.close();
       await deps.bus.close();
       upgrades.close();
@@ -507,9 +569,89 @@ function closer(deps: {
       await deps.store.close();
       await deps.rateLimits.redis?.close();
       await services.transport.destroy();
+      await services.engine?.close();
       deps.unlockDataFolder();
       deps.logger.info("relay stopped", { streams_finished: finished, streams_aborted: aborted });
     })();
     return closing;
+  };
+}
+
+/**
+ * Starts the embedded engine's child and waits for its model to load: a file that cannot be served fails the start
+ * with the child's own message (not a GGUF file, damaged, no FIM tokens) rather than a relay that answers 503 forever.
+ */
+async function startEngine(
+  settings: Readonly<EngineConfig>,
+  options: StartOptions,
+  logger: Logger,
+  clock: Clock,
+  metrics: Metrics,
+): Promise<Engine> {
+  if (!(await engineInstalled(settings.dir)))
+    throw new EngineLoadError("not_installed", notInstalledMessage(settings.dir));
+  const engine = createEngine({
+    settings: {
+      modelPath: options.modelPath ?? resolve(settings.model),
+      moduleUrl: engineModuleUrl(settings.dir),
+      sequences: settings.sequences,
+      queue: settings.queue,
+      threads: settings.threads,
+      contextSize: settings.contextSize,
+      gpu: settings.gpu,
+    },
+    logger,
+    clock,
+    fork: forkEngineChild(process.env),
+    observer: {
+      completed(stats) {
+        if (stats.firstTokenMs !== undefined) metrics.engineFirstToken.observe({}, stats.firstTokenMs / 1000);
+        const decodeMs = stats.generationMs - (stats.firstTokenMs ?? 0);
+        if (stats.generatedTokens > 1 && decodeMs > 0)
+          metrics.engineTokensPerSecond.observe({}, (stats.generatedTokens - 1) / (decodeMs / 1000));
+        metrics.engineTokens.inc({ kind: "prompt" }, stats.promptTokens);
+        metrics.engineTokens.inc({ kind: "evaluated" }, stats.evaluatedTokens);
+        metrics.engineTokens.inc({ kind: "reused" }, stats.reusedTokens);
+        metrics.engineTokens.inc({ kind: "generated" }, stats.generatedTokens);
+      },
+      restarted() {
+        metrics.engineRestarts.inc();
+      },
+    },
+    ...(options.engineSeed === undefined ? {} : { seed: options.engineSeed }),
+  });
+  try {
+    await engine.started;
+  } catch (error) {
+    await engine.close();
+    throw error;
+  }
+  return engine;
+}
+
+/** The engine as /healthz, /readyz and the model list show it. */
+function engineViews(engine: Engine, clock: Clock) {
+  return {
+    engine: () => {
+      const status = engine.status();
+      return {
+        state: status.state,
+        model: status.info?.model,
+        restarts: status.restarts,
+        problem: status.state === "ready" ? undefined : status.lastProblem,
+        retry_after:
+          status.restartAt === undefined ? undefined : Math.max(1, Math.ceil((status.restartAt - clock.now()) / 1000)),
+      };
+    },
+    servedBy: () => {
+      const status = engine.status();
+      return {
+        provider: "engine",
+        state: status.state,
+        ...(status.info
+          ? { model: status.info.model, engine: status.info.binary, context_size: status.info.contextSize }
+          : {}),
+      };
+    },
   };
 }

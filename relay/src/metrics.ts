@@ -100,6 +100,8 @@ export interface RelayState {
   /** Pending outbox events, and when the oldest of them was created; one cheap query. */
   outbox(): Promise<{ pending: number; oldestCreatedAt: string | undefined }>;
   now(): number;
+  /** The embedded engine, when one runs: completions waiting and running, and how long its model took to load. */
+  engine?(): { queued: number; running: number; loadMs: number | undefined };
 }
 
 let runtime: Registry | undefined;
@@ -165,6 +167,27 @@ function stateRegistry(getState: () => RelayState | undefined): Registry {
       this.set(Number.isNaN(oldest) ? 0 : Math.max(0, (state.now() - oldest) / 1000));
     },
   });
+  new Gauge({
+    name: "tab_relay_engine_queue_depth",
+    help: "Embedded engine completions by state: waiting for a sequence (queued) and running.",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      const engine = getState()?.engine?.();
+      if (engine === undefined) return;
+      this.set({ state: "queued" }, engine.queued);
+      this.set({ state: "running" }, engine.running);
+    },
+  });
+  new Gauge({
+    name: "tab_relay_engine_load_seconds",
+    help: "How long the embedded engine's current child took to load its model.",
+    registers: [registry],
+    collect() {
+      const loadMs = getState()?.engine?.().loadMs;
+      if (loadMs !== undefined) this.set(loadMs / 1000);
+    },
+  });
   return registry;
 }
 
@@ -201,6 +224,16 @@ export function createMetrics() {
       "histogram",
       LATENCY_BUCKETS,
     ),
+    signInsRefused: new Metric(
+      "tab_relay_sign_ins_refused_total",
+      "Console sign-ins refused, by reason (unknown_key, revoked_key, removed_user, no_console_scope).",
+      "counter",
+    ),
+    controlTokensNeutralised: new Metric(
+      "tab_relay_control_tokens_neutralised_total",
+      "Completion requests whose client text held model control tokens, neutralised before the prompt was written.",
+      "counter",
+    ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),
     cache: new Metric(
       "tab_relay_completion_cache_total",
@@ -220,6 +253,33 @@ export function createMetrics() {
     tabCharactersAccepted: new Metric(
       "tab_relay_tab_accepted_characters_total",
       "Characters of suggestions reported accepted, by language.",
+      "counter",
+    ),
+    engineFirstToken: new Metric(
+      "tab_relay_engine_time_to_first_token_seconds",
+      "Embedded engine: from a completion reaching the engine to its first token.",
+      "histogram",
+      LATENCY_BUCKETS,
+    ),
+    engineTokensPerSecond: new Metric(
+      "tab_relay_engine_tokens_per_second",
+      "Embedded engine: decoding speed of each completion after its first token.",
+      "histogram",
+      [1, 2, 5, 10, 20, 50, 100, 200, 500],
+    ),
+    engineTokens: new Metric(
+      "tab_relay_engine_tokens_total",
+      "Embedded engine tokens by kind: prompt, evaluated (prompt tokens computed), reused (held from the last request), generated.",
+      "counter",
+    ),
+    engineRestarts: new Metric(
+      "tab_relay_engine_restarts_total",
+      "Times the embedded engine's process stopped and was started again.",
+      "counter",
+    ),
+    nextEdits: new Metric(
+      "tab_relay_next_edits_total",
+      "Next-edit answers by source (local, or the model format) and outcome: edits, or why there are none (no_change, ambiguous, and the model replies dropped: unparseable, outside_region, too_destructive).",
       "counter",
     ),
     deliveries: new Metric(

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   AGENT_PAUSED: { status: 403 },
   NOT_IN_CONVERSATION: { status: 403 },
   NOT_FOUND: { status: 404 },
+  METHOD_NOT_ALLOWED: { status: 405 },
   CONFLICT: { status: 409 },
   PAYLOAD_TOO_LARGE: { status: 413 },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },

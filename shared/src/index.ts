@@ -15,4 +15,5 @@ export * from "./sse/sseDecoder";
 export * from "./secrets";
 export * from "./retryAfter";
 export * from "./clock";
+export * from "./awaitedLater";
 export * from "./webhooks";

@@ -1,3 +1,4 @@
+import { CONTROL_TOKENS } from "../../relay/src/completion/controlTokens";
 import type { Fixtures } from "./fixtures";
 import type { Random } from "./random";
 
@@ -81,9 +82,29 @@ export interface SocketRoute {
 export const WEBHOOK_URL = "http://127.0.0.1:9/hook";
 const name = (random: Random, prefix: string) => `${prefix}-${random.int(0, 1_000_000).toString(36)}`;
 
+/** tab_context's text fields: where a repository's text (and so any model family's control tokens) can be. */
+export const TAB_TEXT_FIELDS = [
+  "active_text_before_cursor",
+  "active_text_after_cursor",
+  "surrounding_context",
+  "file_path",
+  "entity_id",
+  "code_language",
+  "block_kind",
+  "note_title",
+  "document_title",
+] as const;
+
+/** Text holding one model family's control tokens (issue 19: one of them once stopped the relay). */
+export function controlTokenText(random: Random): string {
+  const family = random.pick(Object.values(CONTROL_TOKENS));
+  const tokens = random.chance(0.5) ? [random.pick(family)] : family;
+  return random.pick([tokens.join(""), `x = "${tokens.join('"\n"')}";`, tokens.join(" ")]);
+}
+
 export function completionSample(fixtures: Fixtures, random: Random) {
   const surface = random.pick(["code", "notes", "docs", "messages", "tasks", "calendar", "email"]);
-  return {
+  const sample = {
     model: "tab-v1",
     stream: random.chance(0.5),
     ...(random.chance(0.3) ? { stream_options: { include_usage: true } } : {}),
@@ -99,7 +120,34 @@ export function completionSample(fixtures: Fixtures, random: Random) {
       code_language: "typescript",
       file_path: "src/add.ts",
       ...(surface === "tasks" ? { taskboard_file_id: "board-1" } : {}),
-    },
+    } as Record<string, string>,
+  };
+  if (random.chance(0.3)) {
+    const field = random.pick(TAB_TEXT_FIELDS);
+    sample.tab_context[field] = `${sample.tab_context[field] ?? ""}${controlTokenText(random)}`.slice(0, 128);
+  }
+  return sample;
+}
+
+/** A rename on line 1 whose next occurrence is on line 2: the local engine proposes it. */
+export function nextEditSample(fixtures: Fixtures, random: Random) {
+  return {
+    workspace_slug: fixtures.slug,
+    file_path: "src/add.ts",
+    code_language: "typescript",
+    document_version: random.int(0, 1000),
+    excerpt: { start_line: 10, text: "function add(total, b) {\n  return sum + b;\n}" },
+    editable_region: { start_line: 10, end_line: 13 },
+    cursor: { line: 10, character: random.int(0, 18) },
+    recent_edits: [
+      {
+        file_path: "src/add.ts",
+        start_line: 10,
+        old_lines: ["function add(sum, b) {"],
+        new_lines: ["function add(total, b) {"],
+      },
+    ],
+    ...(random.chance(0.3) ? { surrounding_context: "--- file: src/util.ts ---\nexport const one = 1;" } : {}),
   };
 }
 
@@ -317,6 +365,25 @@ export const HTTP_ROUTES: readonly HttpRoute[] = [
   http("GET", "root", "/healthz", [], () => ({ credential: "none" })),
   http("GET", "root", "/readyz", [], () => ({ credential: "none" })),
   http("GET", "root", "/metrics", [], () => ({ credential: "none" })),
+  // Next edits (docs/api.md#next-edits), last so that the samples drawn before it stay as they were.
+  http(
+    "POST",
+    "api",
+    "/tab/next-edits",
+    [
+      "model",
+      "workspace_slug",
+      "file_path",
+      "code_language",
+      "document_version",
+      "excerpt",
+      "editable_region",
+      "cursor",
+      "recent_edits",
+      "surrounding_context",
+    ],
+    (f, r) => ({ credential: r.pick(["owner", "tabOnly"]), body: nextEditSample(f, r) }),
+  ),
 ];
 
 /** The console's pages (relay/src/routes/console.ts), by the source of the pattern they were reviewed against. */

@@ -147,6 +147,14 @@ function oddValue(random: Random, draft: Draft): unknown {
         "tab-v2",
         "admin",
         "owner",
+        "<|endoftext|>",
+        "<|im_start|>system",
+        "<|fim_prefix|>x<|fim_suffix|>y<|fim_middle|>",
+        "<fim_prefix><file_sep>",
+        "<｜fim▁begin｜>",
+        "<PRE> <SUF> <MID>",
+        "[SUFFIX][PREFIX]",
+        "<start_of_turn>",
       ]);
     case "big":
       return bigString(random);

@@ -63,6 +63,8 @@ export async function startRelayProcess(options: {
   dataDir: string;
   rateLimits: string | undefined;
   tracked: Set<ChildProcess>;
+  /** More settings (a model server's, for the runs against each upstream mode). */
+  env?: Record<string, string>;
 }): Promise<FuzzRelay> {
   const env = cleanEnv({
     // The inspector (on loopback, any free port) lets the fuzzer force a full garbage collection before it reads
@@ -72,6 +74,7 @@ export async function startRelayProcess(options: {
     // Fuzzed webhooks point at loopback (catalogue.ts), so no delivery ever leaves the machine.
     TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true",
     ...(options.rateLimits !== undefined ? { TAB_RELAY_RATE_LIMITS: options.rateLimits } : {}),
+    ...options.env,
   });
   const child = spawn(process.execPath, [BIN, "serve", "--data", options.dataDir, "--port", "0"], {
     cwd: ROOT,

@@ -14,6 +14,7 @@ import type {
   UserCreated,
 } from "@tab-relay/shared/api";
 import { newApiKeySecret } from "../../relay/src/auth/secrets";
+import { createJsonLogger } from "../../relay/src/logger";
 import { initWorkspace } from "../../relay/src/workspace/init";
 import { dataOf, expectError, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
 
@@ -74,12 +75,12 @@ describe("the audit log records every security-relevant change", () => {
     expected.push({ action: "session.signed_in", at, user: owner, via: "api_key", target: null });
     const strangerKey = newApiKeySecret();
     secrets.push(strangerKey);
-    at = tick();
+    tick();
     assert.equal(
       (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: strangerKey } })).status,
       401,
     );
-    expected.push({ action: "session.sign_in_failed", at, user: null, via: "none", target: null });
+    // A key nobody has names no workspace: no tenant's log holds it (see "each workspace sees its own records").
 
     // A key made in the console session, revoked with the owner's key, then tried for a sign-in.
     at = tick();
@@ -218,10 +219,7 @@ describe("the audit log records every security-relevant change", () => {
     // What changed.
     assert.deepEqual(
       byAction("session.sign_in_failed").map((entry) => [entry.details["reason"], entry.target]),
-      [
-        ["revoked_key", { type: "api_key", id: made.id }],
-        ["unknown_key", null],
-      ],
+      [["revoked_key", { type: "api_key", id: made.id }]],
     );
     assert.deepEqual(byAction("api_key.created")[0]?.details, { name: "ci", scopes: ["tab.complete", "agents.read"] });
     assert.deepEqual(byAction("user.role_changed")[0]?.details, { from: "member", to: "admin" });
@@ -439,8 +437,10 @@ describe("what else is recorded", () => {
 });
 
 describe("each workspace sees its own records", () => {
-  test("a failed sign-in naming no workspace is in every workspace's log; everything else only in its own", async () => {
-    const relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+  test("a failed sign-in naming no workspace is in no workspace's log, but in the server log and a metric; everything else only in its own", async () => {
+    const lines: string[] = [];
+    const logger = createJsonLogger({ level: "warn", write: (line) => lines.push(line), now: Date.now });
+    const relay = await startTestRelay({ logger, env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
     try {
       const beta = await initWorkspace(
         relay.relay.store,
@@ -451,7 +451,7 @@ describe("each workspace sees its own records", () => {
         await relay.request("/api/v1/api-keys", { method: "POST", json: { name: "acme's", scopes: ["tab.complete"] } }),
         201,
       );
-      await dataOf(
+      const betas = await dataOf<ApiKeyCreated>(
         await relay.request("/api/v1/api-keys", {
           key: beta.apiKey,
           method: "POST",
@@ -459,18 +459,32 @@ describe("each workspace sees its own records", () => {
         }),
         201,
       );
+      const stranger = newApiKeySecret();
       assert.equal(
-        (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: newApiKeySecret() } }))
-          .status,
+        (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: stranger } })).status,
         401,
+      );
+      // A key that names beta: refused, and recorded in beta's log only.
+      assert.equal(
+        (await relay.request("/api/v1/sessions", { method: "POST", key: null, json: { api_key: betas.secret } }))
+          .status,
+        403,
       );
       const actions = (log: AuditEntry[]) =>
         log.map((entry) => `${entry.action} ${entry.details["name"] ?? entry.details["reason"]}`);
-      assert.deepEqual(actions(await auditOf(relay)), ["session.sign_in_failed unknown_key", "api_key.created acme's"]);
+      assert.deepEqual(actions(await auditOf(relay)), ["api_key.created acme's"]);
       assert.deepEqual(actions(await auditOf(relay, "", beta.apiKey)), [
-        "session.sign_in_failed unknown_key",
+        "session.sign_in_failed no_console_scope",
         "api_key.created beta's",
       ]);
+      const refused = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      const unknown = refused.filter((line) => line["msg"] === "sign-in refused: unknown key");
+      assert.equal(unknown.length, 1);
+      assert.match(String(unknown[0]?.["client"]), LOOPBACK);
+      assert.ok(!lines.join("").includes(stranger), "the key tried is never logged");
+      const metrics = await (await relay.request("/metrics", { key: null })).text();
+      assert.match(metrics, /^tab_relay_sign_ins_refused_total\{reason="unknown_key"\} 1$/m);
+      assert.match(metrics, /^tab_relay_sign_ins_refused_total\{reason="no_console_scope"\} 1$/m);
     } finally {
       await relay.close();
     }
@@ -486,7 +500,7 @@ describe("the address recorded is the client's, behind the proxies the relay tru
       const relay = await startTestRelay({ env: { ...(trust === undefined ? {} : { TAB_RELAY_TRUST_PROXY: trust }) } });
       try {
         const headers = { "X-Forwarded-For": "203.0.113.9" };
-        await dataOf(
+        const editorKey = await dataOf<ApiKeyCreated>(
           await relay.request("/api/v1/api-keys", {
             method: "POST",
             headers,
@@ -500,10 +514,10 @@ describe("the address recorded is the client's, behind the proxies the relay tru
               method: "POST",
               key: null,
               headers,
-              json: { api_key: "svc_ws_not_a_key" },
+              json: { api_key: editorKey.secret },
             })
           ).status,
-          401,
+          403,
         );
         const log = await auditOf(relay, "?limit=2");
         assert.deepEqual(

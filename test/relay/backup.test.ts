@@ -284,7 +284,7 @@ describe("tab-relay backup and restore", () => {
     assert.match(
       restore.stdout,
       new RegExp(
-        `^Restored ${join(restoredData, "relay.db")}\\. Start the relay with: tab-relay serve --data ${restoredData}$`,
+        `^Restored ${join(restoredData, "relay.db")}\\. Start the relay with: npx tab-relay serve --data ${restoredData}$`,
         "m",
       ),
     );

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { type CommandRun as Run, runCommand } from "../support/relayProcess";
@@ -314,12 +317,19 @@ describe("tab-relay doctor", () => {
   });
 
   test("usage errors exit 2 and say what is wrong", async () => {
-    const none = await doctor([]);
-    assert.equal(none.status, 2);
-    assert.match(
-      none.stderr,
-      /TAB_RELAY_UPSTREAM_URL \(--upstream-url\): is required: the model server to check\n {2}- or TAB_RELAY_DATA \(--data\) or TAB_RELAY_DATABASE_URL \(--database\): the deployment to check/,
-    );
+    // Alone, doctor checks the folder npm start uses (./data), and says which.
+    const cwd = mkdtempSync(join(tmpdir(), "tab-relay-doctor-cwd-"));
+    try {
+      const none = await runCommand(process.execPath, [BIN, "doctor"], { cwd, env: cleanEnv, killAfterMs: 30_000 });
+      assert.equal(none.status, 1, none.stdout);
+      assert.equal(
+        none.stderr,
+        `tab-relay doctor: using the data folder ${join(cwd, "data")} (the one npm start uses; --data DIR for another)\n`,
+      );
+      assert.match(none.stdout, new RegExp(`^Data folder +failed +no folder at ${join(cwd, "data")}$`, "m"));
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
     const unknown = await doctor(["--upstream-url", "http://127.0.0.1:1", "--workspace", "x"]);
     assert.equal(unknown.status, 2);
     assert.match(unknown.stderr, /Unknown option '--workspace'/);

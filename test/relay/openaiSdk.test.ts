@@ -53,7 +53,7 @@ describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", (
       ["POST", "/v1/chat/completions", `No route for POST /v1/chat/completions${where}`],
       ["POST", "/api/v1/chat/completions?stream=true", `No route for POST /api/v1/chat/completions${where}`],
       ["POST", "/api/v1/tab/completions", `No route for POST /api/v1/tab/completions${where}`],
-      ["GET", "/api/v1/tab/chat/completions", `No route for GET /api/v1/tab/chat/completions${where}`],
+      ["POST", "/api/v1/tab/chat/completion", `No route for POST /api/v1/tab/chat/completion${where}`],
       ["GET", "/api/v1/nothing-here", "No route for GET /api/v1/nothing-here"],
       ["GET", "/v1/tab/nothing-here", "No route for GET /v1/tab/nothing-here"],
       ["GET", "/nothing-here", "No route for GET /nothing-here"],
@@ -62,6 +62,21 @@ describe("the openai SDK at the relay's OpenAI base URL (/api/v1/tab/openai)", (
       const response = await relay.request(path, { method, ...(method === "POST" ? { json: {} } : {}) });
       assert.equal(response.status, 404, path);
       assert.deepEqual(await response.json(), { error: { code: "NOT_FOUND", message } });
+    }
+  });
+
+  test("another method on a completion route answers 405 with Allow: POST", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/v1/tab/chat/completions"],
+      ["GET", "/v1/tab/chat/completions/"],
+      ["PUT", "/api/v1/tab/openai/chat/completions"],
+    ] as const) {
+      const response = await relay.request(path, { method });
+      assert.equal(response.status, 405, `${method} ${path}`);
+      assert.equal(response.headers.get("allow"), "POST");
+      assert.deepEqual(await response.json(), {
+        error: { code: "METHOD_NOT_ALLOWED", message: `${method} ${path}: completions are asked for with POST` },
+      });
     }
   });
 

@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { type ServerResponse, createServer as createHttpServer } from "node:http";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -120,6 +121,99 @@ describe("npm start", () => {
       `the relay logs its clean stop:\n${npm.stdout()}`,
     );
     assert.equal(await listening(port), false, "nothing serves the port once npm has exited");
+  });
+
+  test("Ctrl+C in a terminal (SIGINT to the whole process group, then again while it stops) stops the relay cleanly: it logs its stop and leaves no relay.pid, -wal or -shm", async () => {
+    const data = mkdtempSync(join(tmpdir(), "tab-relay-start-"));
+    dirs.push(data);
+    // A model server that holds its answer: the relay's shutdown then waits on an open stream (up to its grace).
+    const held = new Set<ServerResponse>();
+    const model = createHttpServer((req, res) => {
+      if (req.method === "POST") held.add(res);
+      else res.writeHead(404).end();
+    }).listen(0, "127.0.0.1");
+    await once(model, "listening");
+    try {
+      const upstream = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+      const npm = await spawnServing(
+        "npm",
+        ["start", "--", "--data", data, "--port", "0"],
+        { TAB_RELAY_UPSTREAM_URL: upstream, TAB_RELAY_UPSTREAM_MODEL: "m", TAB_RELAY_SHUTDOWN_GRACE_MS: "1500" },
+        groups,
+      );
+      assert.ok(existsSync(join(data, "relay.pid")), "the running relay holds the folder");
+      const key = /svc_ws_[0-9A-Za-z]{36}/.exec(npm.stdout())?.[0] ?? "";
+      const streaming = fetch(`${npm.url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          stream: true,
+          tab_context: {
+            surface: "code",
+            workspace_slug: "default",
+            entity_id: "a.js",
+            document_type: "plaintext",
+            active_text_before_cursor: "const a = ",
+          },
+        }),
+      }).then(
+        (response) => response.text(),
+        () => "",
+      );
+      while (held.size === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      // A terminal signals the foreground process group: npm and the relay each get it, and npm passes it on again.
+      process.kill(-(npm.child.pid as number), "SIGINT");
+      while (!npm.stderr().includes("SIGINT received")) await new Promise((resolve) => setTimeout(resolve, 10));
+      process.kill(-(npm.child.pid as number), "SIGINT");
+      await npm.exited;
+      await streaming;
+      // npm may exit before its child has finished; the relay's own line says when it has.
+      const deadline = Date.now() + 15_000;
+      while (!jsonLines(npm.stdout()).some((line) => line["msg"] === "relay stopped") && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.ok(
+        jsonLines(npm.stdout()).some((line) => line["msg"] === "relay stopped"),
+        `the relay logs its clean stop:\n${npm.stdout()}\n${npm.stderr()}`,
+      );
+      for (const left of ["relay.pid", "relay.db-wal", "relay.db-shm"])
+        assert.equal(existsSync(join(data, left)), false, `${left} is removed by the clean stop`);
+    } finally {
+      for (const res of held) res.destroy();
+      model.closeAllConnections();
+      await new Promise((resolve) => model.close(resolve));
+    }
+  });
+});
+
+describe("npx tab-relay serve", () => {
+  const dirs: string[] = [];
+  const groups = new Set<number>();
+  after(() => {
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // The group is gone: everything in it stopped by itself.
+      }
+    }
+    dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+  });
+
+  test("SIGTERM to the npx process (as `kill $!` after `npx tab-relay serve &`) stops the relay too, cleanly", async () => {
+    const data = join(mkdtempSync(join(tmpdir(), "tab-relay-npx-")), "data");
+    dirs.push(dirname(data));
+    const init = spawnSync(process.execPath, [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Ada"], {
+      env: cleanEnv,
+    });
+    assert.equal(init.status, 0);
+    const port = await freePort();
+    const npx = await spawnServing("npx", ["tab-relay", "serve", "--data", data, "--port", String(port)], {}, groups);
+    npx.child.kill("SIGTERM");
+    await npx.exited;
+    const deadline = Date.now() + 15_000;
+    while ((await listening(port)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(await listening(port), false, `the relay no longer serves:\n${npx.stderr()}`);
+    assert.equal(existsSync(join(data, "relay.pid")), false, "the relay stopped cleanly and released the folder");
   });
 });
 

@@ -9,6 +9,7 @@ import {
   startTestRelay,
   type TestRelay,
 } from "../support/relayHarness";
+import { initWorkspace } from "../../relay/src/workspace/init";
 import { startUpstreamStandIn, type UpstreamStandIn } from "../support/upstreamStandIn";
 
 const START = Date.UTC(2026, 10, 24, 9, 0, 0);
@@ -294,5 +295,42 @@ describe("Tab usage of a document without a code language", () => {
       byLanguage.rows.map((row) => [row.key, row.requests, row.suggestions_shown]),
       [["markdown", 1, 1]],
     );
+  });
+});
+
+describe("Tab usage languages of two workspaces on one relay", () => {
+  test("one workspace's 300 made-up languages leave another's python and typescript their own rows", async () => {
+    const relay = await startTestRelay({
+      clock: fakeClock(START),
+      env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" },
+    });
+    try {
+      const beta = await initWorkspace(relay.relay.store, fakeClock(START), { slug: "beta", ownerName: "Bea" });
+      const madeUp = Array.from({ length: 300 }, (_, i) => event(`made-up-${i}`, { language: `lang${i}` }));
+      for (let i = 0; i < madeUp.length; i += 100) {
+        assert.equal(await report(relay, beta.apiKey, madeUp.slice(i, i + 100)), 100);
+      }
+      assert.equal(
+        await report(relay, relay.apiKey, [
+          event("mine-1", { language: "python" }),
+          event("mine-2", { language: "typescript" }),
+        ]),
+        2,
+      );
+      const ours = await usageOf(relay, "?group_by=language");
+      assert.deepEqual(
+        ours.rows.map((row) => [row.key, row.suggestions_shown]),
+        [
+          ["python", 1],
+          ["typescript", 1],
+        ],
+      );
+      // Beta's own cap still holds: its first 200 names, then `other`.
+      const theirs = await usageOf(relay, "?group_by=language", beta.apiKey);
+      assert.equal(theirs.rows.length, 201);
+      assert.equal(theirs.rows.find((row) => row.key === "other")?.suggestions_shown, 100);
+    } finally {
+      await relay.close();
+    }
   });
 });

@@ -161,6 +161,24 @@ export function describeBehindProxy(kind: ProxyKind, recipe: string, label: stri
       assert.equal(plain.headers["x-request-id"], undefined, "the proxy answered, not the relay");
     });
 
+    test("/metrics is not served through the proxy, however its path is spelled", async () => {
+      for (const path of [
+        "/metrics",
+        "/METRICS",
+        "/metrics/",
+        "/Metrics?x=1",
+        "/%6detrics",
+        "//metrics",
+        "/./metrics",
+      ]) {
+        const answer = await owner.request(path);
+        assert.notEqual(answer.status, 200, `${path} answered 200`);
+        assert.doesNotMatch(answer.body, /tab_relay_/, `${path} carried metrics`);
+      }
+      // The relay itself still answers a scrape on this machine.
+      assert.equal((await fetch(`${stack.relay.url}/metrics`)).status, 200);
+    });
+
     test("a streamed completion's chunks arrive as the model server sends them, not when the stream ends (HTTP/1.1 and HTTP/2)", async () => {
       const body = completionBody({}, { stream: true });
       // The first completion of a process loads and compiles its path; that time is not the proxy's.

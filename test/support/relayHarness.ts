@@ -40,7 +40,7 @@ export async function startTestRelay(
     slug?: string;
     reuse?: Pick<TestRelay, "dataDir" | keyof InitializedWorkspace>;
     /** Timings a test shortens rather than waits out. */
-    timings?: Pick<StartOptions, "liveCheckMs">;
+    timings?: Pick<StartOptions, "liveCheckMs" | "engineSeed">;
   } = {},
 ): Promise<TestRelay> {
   const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));

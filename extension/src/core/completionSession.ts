@@ -32,6 +32,11 @@ export interface SessionDeps {
   readonly usage?: UsageTracker;
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
+  /**
+   * Told when a pause has outlasted the debounce, with the pause's signal (aborted when typing goes on): the
+   * next-edit session asks in the same pause, under the same cancellation.
+   */
+  readonly onPause?: (input: CompletionInput, signal: AbortSignal) => void;
 }
 
 export type SessionEvent =
@@ -135,6 +140,7 @@ export class CompletionSession {
       this.counters.debounceCancelled++;
       return undefined;
     }
+    this.deps.onPause?.(input, signal);
     const apiKey = await this.deps.getApiKey();
     if (apiKey === undefined || apiKey === "" || signal.aborted) return this.skip();
 

@@ -1,5 +1,5 @@
 import { TAB_LIMITS, formatSnippets, snippetCost, type ContextSnippet, type TabContext } from "@tab-relay/shared";
-import { WINDOW_LINES } from "./recentFiles";
+import { WINDOW_LINES } from "./windows";
 import type { RelatedContextSource } from "./relatedContext";
 import { DEFAULT_SURFACES, type Settings } from "./settings";
 import type { CompletionInput } from "./types";

@@ -1,14 +1,18 @@
-import { snippetCost } from "@tab-relay/shared";
-import { PathMatcher } from "./globs";
+import { type RecentEdit, snippetCost } from "@tab-relay/shared";
+import { EditedRanges } from "./editedRanges";
+import { EditHistory, type EditHistoryLimits } from "./editHistory";
+import { type ExcludeSettings, Exclusions, type Rejection } from "./exclusions";
 import { languageFamily } from "./languageFamily";
-import { DEFAULT_EXCLUDE_GLOBS } from "./settings";
-import {
-  type RelatedContext,
-  type RelatedContextRequest,
-  type RelatedContextSource,
-  selectRelatedContext,
-} from "./relatedContext";
-import { EMPTY_TOKENS, type TokenSet, lineTokens, tokenSetOfLines } from "./tokens";
+import type { RelatedContext, RelatedContextRequest, RelatedContextSource } from "./relatedContext";
+import { selectRelatedContext } from "./relatedContext";
+import { EMPTY_TOKENS, lineTokens } from "./tokens";
+import type { FileDescriptor, Position, TextChange, Window } from "./trackedFile";
+import { type HeldWindow, type WindowedFile, WindowIndex, forgetWindows, moveWindows, refreshWindows } from "./windows";
+
+// Callers import these from here, as before the files, windows and edits had their own modules.
+export type { ExcludeSettings, Rejection } from "./exclusions";
+export type { EditedRange, FileDescriptor, Position, TextChange, TrackedFile, Window } from "./trackedFile";
+export { WINDOW_LINES, WINDOW_STEP } from "./windows";
 
 /**
  * The files the user worked in (open tabs, recently focused, recently edited), each held as lines with the
@@ -42,143 +46,7 @@ export const DEFAULT_RECENT_FILES_LIMITS: RecentFilesLimits = {
   maxEdits: 16,
 };
 
-/**
- * Windows of WINDOW_LINES lines start every WINDOW_STEP lines, so every run of up to 21 lines lies whole inside
- * one window. Forty lines hold a typical function with its neighbourhood (Copilot uses 60, which leaves room for
- * fewer distinct snippets in the same budget); a step of half a window makes 20 times fewer windows to score than
- * Copilot's step of one line (getBasicWindowDelineations in microsoft/vscode-copilot-chat, src/extension/
- * completions-core/vscode-node/prompt/src/snippetInclusion/windowDelineations.ts), at the cost of coarser edges.
- */
-export const WINDOW_LINES = 40;
-export const WINDOW_STEP = 20;
-
-export interface FileDescriptor {
-  /** Identity: the document's URI. */
-  readonly uri: string;
-  /** Workspace-relative path, shown in the snippet header; undefined for a file outside every workspace folder. */
-  readonly path: string | undefined;
-  /** URI scheme; an `untitled` buffer is never held. */
-  readonly scheme: string;
-  /** Key of the workspace folder, for its own `files.exclude`. */
-  readonly folder?: string | undefined;
-}
-
-/** Why a file is not held, for the log and tests. */
-export type Rejection =
-  "untitled" | "outside the workspace" | "tabRelay.excludeGlobs" | "files.exclude" | "over 1 MB" | "binary";
-
-export interface Position {
-  readonly line: number;
-  readonly character: number;
-}
-
-/** One change as VS Code reports it: the range it replaced, in the document as it was before this change. */
-export interface TextChange {
-  readonly range: { readonly start: Position; readonly end: Position };
-  readonly text: string;
-}
-
-export interface ExcludeSettings {
-  /** `tabRelay.excludeGlobs`: never sent, matched against the path and every name in it. */
-  readonly excludeGlobs: readonly string[];
-  /** `files.exclude` per workspace folder key: a pattern set to `true`, or to a `when` condition, hides files. */
-  readonly filesExclude?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-}
-
-export interface Window {
-  readonly start: number;
-  readonly end: number;
-  readonly tokens: TokenSet;
-  /** Blank lines at its start and at its end, which are not sent. */
-  readonly lead: number;
-  readonly trail: number;
-  /** Characters of its text without those blank lines (0 when it is all blank). */
-  readonly chars: number;
-}
-
-interface HeldWindow extends Window {
-  start: number;
-  end: number;
-  tokens: TokenSet;
-  readonly file: HeldFile;
-  /** Its lines changed since its tokens were computed. */
-  dirty: boolean;
-  /** Tokens shared with the query of request `stamp`, counted by WindowIndex.forEachSharing. */
-  shared: number;
-  stamp: number;
-}
-
-/**
- * Which windows hold which token. A request then counts, for each of its tokens, the windows holding it, and
- * touches only windows that share something with it: about 1,500 postings for a query of 80 tokens over 240
- * windows of this repository, where comparing every window token by token makes 19,000 probes.
- */
-class WindowIndex {
-  private readonly postings = new Map<number, Set<HeldWindow>>();
-  private stamp = 0;
-
-  add(window: HeldWindow): void {
-    for (const token of window.tokens) {
-      let holders = this.postings.get(token);
-      if (holders === undefined) {
-        holders = new Set();
-        this.postings.set(token, holders);
-      }
-      holders.add(window);
-    }
-  }
-
-  remove(window: HeldWindow): void {
-    for (const token of window.tokens) {
-      const holders = this.postings.get(token);
-      if (holders === undefined) continue;
-      holders.delete(window);
-      if (holders.size === 0) this.postings.delete(token);
-    }
-  }
-
-  /** Calls `visit` once for every window sharing at least one token with `query`, with how many it shares. */
-  forEachSharing(query: TokenSet, visit: (file: TrackedFile, window: Window, shared: number) => void): void {
-    const stamp = ++this.stamp;
-    const touched: HeldWindow[] = [];
-    for (const token of query) {
-      const holders = this.postings.get(token);
-      if (holders === undefined) continue;
-      for (const window of holders) {
-        if (window.stamp !== stamp) {
-          window.stamp = stamp;
-          window.shared = 0;
-          touched.push(window);
-        }
-        window.shared++;
-      }
-    }
-    for (const window of touched) visit(window.file, window, window.shared);
-  }
-}
-
-export interface EditedRange {
-  readonly file: TrackedFile;
-  start: number;
-  end: number;
-  at: number;
-}
-
-/** What the selection reads from a held file. */
-export interface TrackedFile {
-  readonly uri: string;
-  readonly path: string;
-  readonly family: string;
-  /** What the snippet header line costs, from snippetCost. */
-  readonly headerChars: number;
-  /** Larger is more recent. */
-  readonly recency: number;
-  readonly lines: readonly string[];
-  readonly lineTokens: readonly (readonly number[])[];
-  readonly windows: readonly Window[];
-}
-
-class HeldFile implements TrackedFile {
+class HeldFile implements WindowedFile {
   family: string;
   headerChars: number;
   recency = 0;
@@ -211,30 +79,27 @@ const LINE_BREAK = /\r\n|\r|\n/;
 export class RecentFiles implements RelatedContextSource {
   /** Insertion order is recency order: a used file is deleted and set again, so the first entry is the oldest. */
   private readonly files = new Map<string, HeldFile>();
-  private edits: EditedRange[] = [];
+  private readonly edits: EditedRanges;
+  private readonly history: EditHistory;
   private tick = 0;
   private chars = 0;
   private readonly limits: RecentFilesLimits;
   private readonly index = new WindowIndex();
-  private excludeGlobs = new PathMatcher(DEFAULT_EXCLUDE_GLOBS, { matchNames: true });
-  private filesExclude = new Map<string, PathMatcher>();
+  private readonly exclusions = new Exclusions();
 
   constructor(
     private readonly clock: { now(): number },
     limits: Partial<RecentFilesLimits> = {},
+    historyLimits: Partial<EditHistoryLimits> = {},
   ) {
     this.limits = { ...DEFAULT_RECENT_FILES_LIMITS, ...limits };
+    this.edits = new EditedRanges(this.limits.maxEdits);
+    this.history = new EditHistory(historyLimits);
   }
 
   /** Replaces the exclusion rules and drops every held file they now exclude. */
   setExcludes(settings: ExcludeSettings): void {
-    this.excludeGlobs = new PathMatcher(settings.excludeGlobs, { matchNames: true });
-    this.filesExclude = new Map(
-      Object.entries(settings.filesExclude ?? {}).map(([folder, patterns]) => [
-        folder,
-        new PathMatcher(hidingPatterns(patterns), { matchNames: false }),
-      ]),
-    );
+    this.exclusions.set(settings);
     for (const file of [...this.files.values()]) {
       if (this.excludedBy(file.path, file.folder) !== undefined) this.remove(file.uri);
     }
@@ -321,8 +186,10 @@ export class RecentFiles implements RelatedContextSource {
         break;
       }
       const inserted = `${first.slice(0, start.character)}${change.text}${last.slice(end.character)}`.split(LINE_BREAK);
+      const replaced = held.lines.slice(start.line, end.line + 1);
       this.replaceLines(held, start.line, end.line + 1, inserted);
-      this.recordEdit(held, start.line, start.line + inserted.length - 1);
+      this.history.record(held, start.line, replaced, inserted, this.clock.now());
+      this.edits.record(held, start.line, start.line + inserted.length - 1, this.clock.now());
     }
     this.use(held);
     this.evict();
@@ -346,8 +213,9 @@ export class RecentFiles implements RelatedContextSource {
     if (held === undefined) return;
     this.files.delete(uri);
     this.chars -= held.chars;
-    for (const window of held.windows) this.index.remove(window);
-    this.edits = this.edits.filter((edit) => edit.file !== held);
+    forgetWindows(held, this.index);
+    this.edits.forget(held);
+    this.history.forget(held);
   }
 
   /** Forgets every held file inside a folder that was deleted or moved away. */
@@ -369,6 +237,19 @@ export class RecentFiles implements RelatedContextSource {
     held.setPath(file.path as string, file.folder);
     this.files.set(file.uri, held);
     this.use(held);
+  }
+
+  /**
+   * The recent edits as small diffs, oldest first, for a next-edit request: only from held files, so never from
+   * an excluded one.
+   */
+  recentEdits(): RecentEdit[] {
+    return this.history.recent(this.clock.now());
+  }
+
+  /** When the newest recorded edit was made, and in which file; undefined before any. */
+  lastEdit(): { readonly path: string; readonly at: number } | undefined {
+    return this.history.newest();
   }
 
   holds(uri: string): boolean {
@@ -408,7 +289,7 @@ export class RecentFiles implements RelatedContextSource {
     return selectRelatedContext(
       {
         files: [...this.files.values()],
-        edits: [...this.edits].reverse(),
+        edits: this.edits.newestFirst(),
         active: this.files.get(request.uri),
         now,
         forEachSharing: (query, visit) => this.index.forEachSharing(query, visit),
@@ -418,9 +299,7 @@ export class RecentFiles implements RelatedContextSource {
   }
 
   private excludedBy(path: string, folder: string | undefined): Rejection | undefined {
-    if (this.excludeGlobs.match(path) !== undefined) return "tabRelay.excludeGlobs";
-    if (this.filesExclude.get(folder ?? "")?.match(path) !== undefined) return "files.exclude";
-    return undefined;
+    return this.exclusions.excludedBy(path, folder);
   }
 
   private use(file: HeldFile): void {
@@ -471,159 +350,9 @@ export class RecentFiles implements RelatedContextSource {
       file.lineTokens = file.lineTokens.slice(0, from).concat(tokens, file.lineTokens.slice(to));
     }
     moveWindows(file, from, to, inserted.length);
-    this.shiftEdits(file, from, to, inserted.length);
-  }
-
-  /** Keeps remembered edits on the lines they were made on when lines above them come or go. */
-  private shiftEdits(file: HeldFile, from: number, to: number, count: number): void {
-    const delta = count - (to - from);
-    const lastLine = Math.max(0, file.lines.length - 1);
-    for (const edit of this.edits) {
-      if (edit.file !== file) continue;
-      if (edit.end < from) continue;
-      if (edit.start >= to) {
-        edit.start += delta;
-        edit.end += delta;
-      } else {
-        edit.start = Math.min(edit.start, from);
-        edit.end = Math.max(edit.end + delta, from + count - 1);
-      }
-      edit.start = Math.min(Math.max(0, edit.start), lastLine);
-      edit.end = Math.min(Math.max(edit.start, edit.end), lastLine);
-    }
-  }
-
-  /**
-   * Remembers lines `[start, end]` as edited now. Typing on, next to the last edit of the same file, grows that
-   * edit rather than starting a new one, so one function being written is one edit.
-   */
-  private recordEdit(file: HeldFile, start: number, end: number): void {
-    const at = this.clock.now();
-    const last = this.edits[this.edits.length - 1];
-    if (last && last.file === file && start <= last.end + EDIT_MERGE_LINES && end >= last.start - EDIT_MERGE_LINES) {
-      last.start = Math.min(last.start, start);
-      last.end = Math.max(last.end, end);
-      last.at = at;
-      return;
-    }
-    const same = this.edits.findIndex(
-      (edit) => edit.file === file && start <= edit.end + EDIT_MERGE_LINES && end >= edit.start - EDIT_MERGE_LINES,
-    );
-    if (same !== -1) {
-      const [edit] = this.edits.splice(same, 1);
-      if (edit) {
-        edit.start = Math.min(edit.start, start);
-        edit.end = Math.max(edit.end, end);
-        edit.at = at;
-        this.edits.push(edit);
-        return;
-      }
-    }
-    this.edits.push({ file, start, end, at });
-    if (this.edits.length > this.limits.maxEdits) this.edits.shift();
+    this.edits.shift(file, from, to, inserted.length, file.lines.length);
   }
 }
-
-/** Edits this close together (in lines) are one edit. */
-const EDIT_MERGE_LINES = 3;
-
-/**
- * The patterns of one `files.exclude` object that hide files. A pattern with a `when` condition (hide `x.js` when
- * `x.ts` exists) counts as hiding whatever the condition says: checking it would take a file system call per file,
- * and leaving such a file out costs only context.
- */
-function hidingPatterns(patterns: Readonly<Record<string, unknown>>): string[] {
-  return Object.entries(patterns)
-    .filter(
-      ([, value]) =>
-        value === true ||
-        (typeof value === "object" && value !== null && typeof (value as { when?: unknown }).when === "string"),
-    )
-    .map(([pattern]) => pattern);
-}
-
-/**
- * Lines `[from, to)` were replaced by `count` lines: windows below move with their lines, windows over the
- * replaced lines stretch or shrink around the new ones and are marked dirty.
- */
-function moveWindows(file: HeldFile, from: number, to: number, count: number): void {
-  const delta = count - (to - from);
-  // Lines inserted between two lines (from a resync) touch the windows on both sides, so that at the top or
-  // the end of the file some window still covers them.
-  const insertion = from === to;
-  for (const window of file.windows) {
-    if (insertion ? window.end < from : window.end <= from) continue;
-    if (insertion ? window.start > from : window.start >= to) {
-      window.start += delta;
-      window.end += delta;
-      continue;
-    }
-    window.start = Math.min(window.start, from);
-    window.end = window.end > to ? window.end + delta : from + count;
-    window.dirty = true;
-    file.stale = true;
-  }
-  if (file.windows.length === 0) file.stale = true;
-}
-
-/**
- * Brings the windows up to date: each run of dirty windows is cut again into windows of WINDOW_LINES lines every
- * WINDOW_STEP lines over the lines it spans, and tokenised; clean windows are kept as they are.
- */
-function refreshWindows(file: HeldFile, index: WindowIndex): void {
-  if (!file.stale) return;
-  const windows: HeldWindow[] = [];
-  if (file.windows.length === 0) cutWindows(file, 0, file.lines.length, windows, index);
-  for (let i = 0; i < file.windows.length;) {
-    const window = file.windows[i] as HeldWindow;
-    if (!window.dirty) {
-      windows.push(window);
-      i++;
-      continue;
-    }
-    let start = window.start;
-    let end = window.end;
-    for (; i < file.windows.length && file.windows[i]?.dirty; i++) {
-      const dirty = file.windows[i] as HeldWindow;
-      start = Math.min(start, dirty.start);
-      end = Math.max(end, dirty.end);
-      index.remove(dirty);
-    }
-    cutWindows(file, start, Math.min(end, file.lines.length), windows, index);
-  }
-  file.windows = windows;
-  file.stale = false;
-}
-
-function cutWindows(file: HeldFile, from: number, to: number, out: HeldWindow[], index: WindowIndex): void {
-  if (to <= from) return;
-  for (let start = from; ; start += WINDOW_STEP) {
-    const end = Math.min(to, start + WINDOW_LINES);
-    let first = start;
-    let last = end;
-    while (first < last && BLANK.test(file.lines[first] ?? "")) first++;
-    while (last > first && BLANK.test(file.lines[last - 1] ?? "")) last--;
-    let chars = Math.max(0, last - first - 1);
-    for (let i = first; i < last; i++) chars += (file.lines[i] ?? "").length;
-    const window: HeldWindow = {
-      start,
-      end,
-      tokens: tokenSetOfLines(file.lineTokens, start, end),
-      lead: first - start,
-      trail: end - last,
-      chars,
-      file,
-      dirty: false,
-      shared: 0,
-      stamp: 0,
-    };
-    index.add(window);
-    out.push(window);
-    if (end >= to) return;
-  }
-}
-
-const BLANK = /^\s*$/;
 
 /** Where `offset` falls in `text`, as a line and a character in it. */
 export function positionAt(text: string, offset: number): Position {

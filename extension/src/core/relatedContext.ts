@@ -1,6 +1,6 @@
 import { type ContextSnippet, formatSnippets } from "@tab-relay/shared";
 import { languageFamily } from "./languageFamily";
-import type { EditedRange, TrackedFile, Window } from "./recentFiles";
+import type { EditedRange, TrackedFile, Window } from "./trackedFile";
 import { type TokenSet, TokenLookup, jaccard, tokenSetOfLines, tokenSetOfText } from "./tokens";
 
 /** One request's question: where the cursor is, what is already sent around it, and how much room there is. */

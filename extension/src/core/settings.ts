@@ -27,6 +27,8 @@ export interface Settings {
   readonly surfaces: Readonly<Record<string, string>>;
   /** Report what became of shown suggestions (sizes and times, no code) to the relay. */
   readonly reportUsage: boolean;
+  /** `tabRelay.nextEdits.enabled`: after a pause that follows an edit, ask for the next edit near the cursor. */
+  readonly "nextEdits.enabled": boolean;
 }
 
 /** Markdown is prose for docs, plain text is notes, the commit box is a message; everything else is code. */
@@ -73,6 +75,7 @@ export const DEFAULT_SETTINGS: Settings = {
   disabledLanguages: [],
   surfaces: {},
   reportUsage: true,
+  "nextEdits.enabled": true,
 };
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -100,6 +103,7 @@ const FIELDS = {
   disabledLanguages: z.array(z.string().min(1)),
   surfaces: z.record(z.string().min(1), z.string().trim().min(1).max(64)),
   reportUsage: z.boolean(),
+  "nextEdits.enabled": z.boolean(),
 } satisfies { [K in keyof Settings]: z.ZodType<Settings[K], unknown> };
 
 export interface ParsedSettings {

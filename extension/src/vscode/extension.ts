@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import {
   checkConnection,
   CompletionSession,
+  NextEditSession,
   RecentFiles,
   StatusController,
   TypingRhythm,
@@ -17,6 +18,7 @@ import {
 import { ApiKeyStore } from "./apiKeySecret";
 import { describeKeySource, registerCommands } from "./commands";
 import { createInlineCompletionProvider, trackEditTimes } from "./inlineCompletionProvider";
+import { NextEditPresenter } from "./nextEditPresenter";
 import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
 import { COMMANDS, StatusBar, showNotice } from "./statusBar";
@@ -74,6 +76,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     usage.flush();
     await reporter.flush();
   };
+  const nextEdits = new NextEditPresenter(
+    new NextEditSession({
+      clock: systemClock,
+      fetch: (url, init) => fetch(url, init),
+      logger: log,
+      getSettings: () => settings,
+      getApiKey: () => apiKeys.get(),
+      files: recentFiles,
+    }),
+    log,
+  );
   const session = new CompletionSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
@@ -84,6 +97,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     rhythm,
     relatedContext: recentFiles,
     usage,
+    onPause: (input, signal) => nextEdits.onPause(input, signal),
   });
 
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
@@ -121,9 +135,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log,
     statusBar,
     recentFilesFeed,
+    nextEdits,
     vscode.languages.registerInlineCompletionItemProvider(
       [{ pattern: "**" }, { scheme: "untitled" }, { scheme: "vscode-scm" }],
-      createInlineCompletionProvider(session, usage, editTimes),
+      createInlineCompletionProvider(session, usage, editTimes, nextEdits),
     ),
     editTimes,
     ...registerCommands({ clock: systemClock, status, apiKeys, log, statusBar, getSettings: () => settings }),

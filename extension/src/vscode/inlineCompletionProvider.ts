@@ -17,9 +17,14 @@ export function createInlineCompletionProvider(
   session: CompletionSession,
   usage?: UsageTracker,
   edits?: EditTimes,
+  nextEdits?: { ghostAt(uri: string, version: number, line: number, character: number): string | undefined },
 ): vscode.InlineCompletionItemProvider {
   return {
     async provideInlineCompletionItems(document, position, context, token) {
+      // A next edit that inserts after the cursor on its line is shown as ordinary ghost text.
+      const nextEdit = nextEdits?.ghostAt(document.uri.toString(), document.version, position.line, position.character);
+      if (nextEdit !== undefined)
+        return [new vscode.InlineCompletionItem(nextEdit, new vscode.Range(position, position))];
       const controller = new AbortController();
       const subscription = token.onCancellationRequested(() => controller.abort());
       if (token.isCancellationRequested) controller.abort();

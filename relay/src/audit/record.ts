@@ -16,7 +16,11 @@ export interface AuditChange {
 
 /** Who acted, when the request's own authentication does not say (signing in happens before it). */
 export interface AuditActor {
-  /** Null when nothing names the workspace (a sign-in with an unknown key): then each workspace gets the record. */
+  /**
+   * Null when nothing names the workspace (a sign-in with an unknown key): then no workspace's log gets the record,
+   * since writing it to every tenant's log would show each of them the others' callers (and cost a row per
+   * workspace); the caller logs and counts it instead.
+   */
   workspaceId: string | null;
   userId: string | null;
   via: Api.AuditVia;
@@ -48,27 +52,21 @@ function actorOf(req: Request): AuditActor {
 export function createAudit(deps: { clock: Clock; ids: SortableIds; clientAddress: ClientAddress }): Audit {
   return {
     async record(store, req, change, actor = actorOf(req)) {
+      if (actor.workspaceId === null) return;
       const at = new Date(deps.clock.now()).toISOString();
-      const address = deps.clientAddress(req);
-      const workspaces =
-        actor.workspaceId !== null
-          ? [actor.workspaceId]
-          : (await store.workspaces.list()).map((workspace) => workspace.id);
-      for (const workspaceId of workspaces) {
-        await store.audit.create({
-          id: deps.ids("aud"),
-          workspace_id: workspaceId,
-          at,
-          action: change.action,
-          actor_user_id: actor.userId,
-          via: actor.via,
-          via_id: actor.viaId,
-          address,
-          target_type: change.target?.type ?? null,
-          target_id: change.target?.id ?? null,
-          details: JSON.stringify(change.details ?? {}),
-        });
-      }
+      await store.audit.create({
+        id: deps.ids("aud"),
+        workspace_id: actor.workspaceId,
+        at,
+        action: change.action,
+        actor_user_id: actor.userId,
+        via: actor.via,
+        via_id: actor.viaId,
+        address: deps.clientAddress(req),
+        target_type: change.target?.type ?? null,
+        target_id: change.target?.id ?? null,
+        details: JSON.stringify(change.details ?? {}),
+      });
     },
   };
 }

@@ -28,3 +28,19 @@ test("counts 16k characters without spaces in milliseconds, not seconds", () => 
     assert.ok(performance.now() - started < 400, `took ${performance.now() - started} ms`);
   }
 });
+
+test("counts special-token strings as the text they are, never throwing (issue 19)", () => {
+  for (const token of [
+    "<|endoftext|>",
+    "<|endofprompt|>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|im_start|>",
+  ]) {
+    assert.equal(countTokens(token), encode(token, { disallowedSpecial: new Set() }).length, token);
+    assert.ok(countTokens(token) > 1, `${token} is more than one special token's id`);
+    const long = `${"x ".repeat(200)}${token}`.repeat(3);
+    assert.ok(countTokens(long) > 600, "long texts cut in pieces count it too");
+  }
+});

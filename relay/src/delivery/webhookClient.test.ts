@@ -333,11 +333,14 @@ test("a closed client refuses to send", async () => {
   assert.deepEqual({ ok: outcome.ok, error: outcome.error }, { ok: false, error: "webhook client is closed" });
 });
 
-test("without allowPrivate an http URL is refused before connecting", async () => {
+test("without allowPrivate an http URL is refused before connecting, naming the setting that allows it", async () => {
   const before = connections;
   const outcome = await withClient({ allowPrivate: false }, (client) => send(client, "/ok"));
   assert.equal(outcome.ok, false);
-  assert.match(outcome.error ?? "", /https is required/);
+  assert.equal(
+    outcome.error,
+    "refused http: URL (https is required unless the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true)",
+  );
   assert.equal(connections, before);
 });
 
@@ -346,11 +349,11 @@ test("without allowPrivate literal loopback addresses are refused before connect
   await withClient({ allowPrivate: false }, async (client) => {
     assert.equal(
       (await send(client, "", `https://127.0.0.1:${port}/ok`)).error,
-      "blocked address 127.0.0.1 (private/loopback/link-local)",
+      "blocked address 127.0.0.1 (private/loopback/link-local; allowed only when the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true)",
     );
     assert.equal(
       (await send(client, "", `https://[::1]:${port}/ok`)).error,
-      "blocked address ::1 (private/loopback/link-local)",
+      "blocked address ::1 (private/loopback/link-local; allowed only when the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true)",
     );
     assert.match(
       (await send(client, "", `https://[::ffff:127.0.0.1]:${port}/ok`)).error ?? "",
@@ -371,7 +374,10 @@ test("without allowPrivate a host name resolving to loopback is refused at looku
   );
   assert.equal(outcome.ok, false);
   assert.equal(outcome.status, undefined);
-  assert.match(outcome.error ?? "", /^blocked address .*(127\.0\.0\.1|::1).* \(private\/loopback\/link-local\)$/);
+  assert.match(
+    outcome.error ?? "",
+    /^blocked address .*(127\.0\.0\.1|::1).* \(private\/loopback\/link-local; allowed only when the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true\)$/,
+  );
   assert.equal(connections, before);
 });
 
@@ -407,7 +413,10 @@ test("the guarded lookup hands out only allowed addresses", async () => {
 
 test("the guarded lookup fails with every blocked address when none is allowed", async () => {
   const result = await runLookup(createGuardedLookup(false, fakeResolver(["10.0.0.5", "::ffff:192.168.0.1"])), true);
-  assert.equal(result.error?.message, "blocked address 10.0.0.5, ::ffff:192.168.0.1 (private/loopback/link-local)");
+  assert.equal(
+    result.error?.message,
+    "blocked address 10.0.0.5, ::ffff:192.168.0.1 (private/loopback/link-local; allowed only when the relay runs with TAB_RELAY_WEBHOOK_ALLOW_PRIVATE=true)",
+  );
 });
 
 test("the guarded lookup passes everything through when private targets are allowed", async () => {

@@ -4,7 +4,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { performance } from "node:perf_hooks";
 import { parseRetryAfterMs } from "@tab-relay/shared";
-import { isBlockedAddress } from "./addresses";
+import { ALLOW_PRIVATE_VARIABLE, isBlockedAddress } from "./addresses";
 
 export interface WebhookRequest {
   url: string;
@@ -59,7 +59,9 @@ const IDLE_SOCKET_MS = 4_000;
 export class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
   constructor(addresses: readonly string[]) {
-    super(`blocked address ${addresses.join(", ")} (private/loopback/link-local)`);
+    super(
+      `blocked address ${addresses.join(", ")} (private/loopback/link-local; allowed only when the relay runs with ${ALLOW_PRIVATE_VARIABLE}=true)`,
+    );
     this.name = "BlockedAddressError";
   }
 }
@@ -152,7 +154,10 @@ export function createWebhookClient(options: WebhookClientOptions): WebhookClien
     const secure = target.protocol === "https:";
     if (!secure && target.protocol !== "http:")
       return Promise.resolve(failure(`unsupported URL scheme ${target.protocol}`));
-    if (!secure && !allowPrivate) return Promise.resolve(failure("refused http: URL (https is required)"));
+    if (!secure && !allowPrivate)
+      return Promise.resolve(
+        failure(`refused http: URL (https is required unless the relay runs with ${ALLOW_PRIVATE_VARIABLE}=true)`),
+      );
     const hostname = target.hostname.replace(/^\[(.*)\]$/, "$1");
     // Sockets skip `lookup` for IP literals, so those are checked here.
     if (!allowPrivate && isIP(hostname) !== 0 && isBlockedAddress(hostname)) {

@@ -1,4 +1,11 @@
-import { API_PREFIX, OPENAI_BASE_PATH, RelayError, TAB_COMPLETIONS_PATH, toRelayError } from "@tab-relay/shared";
+import {
+  API_PREFIX,
+  OPENAI_BASE_PATH,
+  OPENAI_COMPLETIONS_PATH,
+  RelayError,
+  TAB_COMPLETIONS_PATH,
+  toRelayError,
+} from "@tab-relay/shared";
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "../logger";
@@ -37,7 +44,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 /** How much of an unknown path the answer repeats. */
 const ECHOED_PATH_CHARS = 200;
 /** A path that was meant for the completion route: OpenAI's `/v1/chat/completions`, a missing `/tab`, and so on. */
-const LOOKS_LIKE_COMPLETIONS = /\/(?:chat\/)?completions\/?$/i;
+const LOOKS_LIKE_COMPLETIONS = /\/(?:chat\/)?completions?\/?$/i;
+/** The completion routes (as the API router sees them, below its mount point), which answer POST only. */
+const COMPLETION_PATHS = new Set([TAB_COMPLETIONS_PATH, OPENAI_COMPLETIONS_PATH]);
 
 /** The path as the client sent it (a router mounted at a prefix sees only the rest of it), without the query. */
 function pathAsSent(req: Parameters<RequestHandler>[0]): string {
@@ -47,6 +56,13 @@ function pathAsSent(req: Parameters<RequestHandler>[0]): string {
 
 export const notFound: RequestHandler = function notFound(req, _res, next) {
   const path = pathAsSent(req);
+  // Express matches routes ignoring case and a trailing slash; so does this.
+  if (COMPLETION_PATHS.has(req.path.toLowerCase().replace(/\/+$/, "")) && req.method !== "POST")
+    return next(
+      new RelayError("METHOD_NOT_ALLOWED", `${req.method} ${path}: completions are asked for with POST`, {
+        headers: { Allow: "POST" },
+      }),
+    );
   const hint = LOOKS_LIKE_COMPLETIONS.test(path)
     ? `; completions are at POST ${API_PREFIX}${TAB_COMPLETIONS_PATH} (for the openai SDK, the base URL ${API_PREFIX}${OPENAI_BASE_PATH})`
     : "";

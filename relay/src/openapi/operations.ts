@@ -8,10 +8,12 @@
  */
 import {
   CompletionRequest,
+  NextEditRequest,
   OPENAI_BASE_PATH,
   OPENAI_COMPLETIONS_PATH,
   type Scope,
   TAB_COMPLETIONS_PATH,
+  TAB_NEXT_EDITS_PATH,
   TabUsageBatch,
 } from "@tab-relay/shared";
 import type { z } from "zod";
@@ -123,6 +125,22 @@ export const OPERATIONS: readonly Operation[] = [
     body: CompletionRequest,
     bodyName: "CompletionRequest",
     answers: completionAnswers,
+    refusals: [502, 504],
+  },
+  {
+    method: "post",
+    mount: "api",
+    path: TAB_NEXT_EDITS_PATH,
+    operationId: "createNextEdit",
+    tag: "Tab",
+    summary: "The edit likely to come next, after an edit",
+    description:
+      "docs/api.md#next-edits. Edits are ranges of the excerpt sent and their new text; an empty list comes with `reason`.",
+    auth: "keyOrSession",
+    scope: "tab.complete",
+    body: NextEditRequest,
+    bodyName: "NextEditRequest",
+    answers: [{ status: 200, description: "The proposed edits, or none and why", body: "NextEditResponse" }],
     refusals: [502, 504],
   },
   {
@@ -326,6 +344,8 @@ export const OPERATIONS: readonly Operation[] = [
     body: SignInBody,
     bodyName: "SignInRequest",
     answers: [{ status: 201, description: "The session", data: "Session" }],
+    // A key for the editor alone (tab.complete) cannot sign in to the console.
+    refusals: [403],
   },
   {
     method: "get",
@@ -688,9 +708,12 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "metrics",
     tag: "Operations",
     summary: "Prometheus metrics",
+    description:
+      "With `TAB_RELAY_METRICS_TOKEN` set, only with `Authorization: Bearer <that token>` (else 401); without it, only to a client on the relay's machine that no proxy forwarded (else 403).",
     auth: "none",
     rateLimited: false,
     answers: [{ status: 200, description: "Prometheus text format 0.0.4", text: "text/plain" }],
+    refusals: [401, 403],
   },
 ];
 

@@ -19,6 +19,8 @@ import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
 import type { Links } from "../links";
 import type { Logger } from "../logger";
+import type { Metrics } from "../metrics";
+import type { ClientAddress } from "../http/clientAddress";
 import type { SortableIds } from "../store/sortableIds";
 import type { KeyOwner, Store } from "../store/types";
 
@@ -54,6 +56,8 @@ export function createSignInHandler(deps: {
   ids: SortableIds;
   logger: Logger;
   audit: Audit;
+  metrics: Metrics;
+  clientAddress: ClientAddress;
 }): RequestHandler {
   const actorOf = (owner: KeyOwner | undefined): AuditActor =>
     owner
@@ -66,7 +70,13 @@ export function createSignInHandler(deps: {
     reason: string,
     error: RelayError,
   ): Promise<never> {
-    const target = owner ? { type: "api_key" as const, id: owner.key.id } : null;
+    deps.metrics.signInsRefused.inc({ reason });
+    if (!owner) {
+      // No workspace is named, so no tenant's log is the place for it: the operator's log and metric are.
+      deps.logger.warn("sign-in refused: unknown key", { reason, client: deps.clientAddress(req) });
+      throw error;
+    }
+    const target = { type: "api_key" as const, id: owner.key.id };
     await deps.audit
       .record(deps.store, req, { action: "session.sign_in_failed", target, details: { reason } }, actorOf(owner))
       .catch((failure: unknown) =>

@@ -14,6 +14,8 @@ import {
   SSE_DONE,
   TAB_COMPLETIONS_PATH,
   TAB_DEFAULTS,
+  type AwaitedLater,
+  awaitedLater,
   encodeSseEvent,
   toRelayError,
 } from "@tab-relay/shared";
@@ -28,6 +30,7 @@ import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
+import type { TabModelServedBy } from "@tab-relay/shared";
 import type { UsageRecorder } from "../usage/recorder";
 
 type TabDeps = {
@@ -36,6 +39,8 @@ type TabDeps = {
   clock: Clock;
   lifecycle: Lifecycle;
   usage: Pick<UsageRecorder, "completion">;
+  /** What answers the models listed (the embedded engine's model, its context and build), when a provider says. */
+  servedBy?: () => TabModelServedBy | undefined;
 };
 
 /** A model as OpenAI's `GET /models` lists it: what the `openai` SDK's `models.list()` reads. */
@@ -56,7 +61,10 @@ export function createTabRouter(
   const router = Router();
 
   router.get("/tab/models", named("/tab/models"), (_req, res) => {
-    res.json({ data: { models: TAB_MODELS } });
+    const servedBy = deps.servedBy?.();
+    res.json({
+      data: { models: servedBy ? TAB_MODELS.map((model) => ({ ...model, served_by: servedBy })) : TAB_MODELS },
+    });
   });
 
   router.post(TAB_COMPLETIONS_PATH, named(TAB_COMPLETIONS_PATH), ...completionHandlers);
@@ -119,10 +127,11 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
     res.on("close", onClose);
     // The client may have gone while the request was authenticated and read; then `close` has already fired.
     if (res.destroyed) onClose();
-    // The prompt's size is known now; counting it alongside generation keeps it off the response's critical path.
+    // The prompt's size is known now; counting it alongside generation keeps it off the response's critical path. It
+    // is awaited once the model has answered, so it has a handler until then (a rejection would end the process).
     const promptTokens =
       request.stream !== true || request.stream_options?.include_usage
-        ? deps.tokens.countPrompt(request.tab_context)
+        ? awaitedLater(deps.tokens.countPrompt(request.tab_context))
         : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     // Counted in memory once the request is over (usage/recorder.ts): nothing here waits for the database.
@@ -135,7 +144,14 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
       if (request.stream === true)
         outcome.failed = !(await streamCompletion(res, completions, request, meta, controller.signal, promptTokens));
       else
-        await answerCompletion(res, completions, request, meta, controller.signal, promptTokens ?? Promise.resolve(0));
+        await answerCompletion(
+          res,
+          completions,
+          request,
+          meta,
+          controller.signal,
+          promptTokens ?? awaitedLater(Promise.resolve(0)),
+        );
     } catch (error) {
       // A client that went away is not the relay's error.
       outcome.failed = !controller.signal.aborted || !res.destroyed;
@@ -203,7 +219,7 @@ async function streamCompletion(
   meta: Meta,
   signal: AbortSignal,
   /** Present when the client asked for a usage chunk. */
-  promptTokens: Promise<number> | undefined,
+  promptTokens: AwaitedLater<number> | undefined,
 ): Promise<boolean> {
   const frames = framer(meta);
   let completion = "";
@@ -261,7 +277,7 @@ async function answerCompletion(
   request: CompletionRequest,
   meta: Meta,
   signal: AbortSignal,
-  promptTokens: Promise<number>,
+  promptTokens: AwaitedLater<number>,
 ): Promise<void> {
   let content = "";
   const finishReason = await completions.run(request, signal, {

@@ -14,8 +14,16 @@ export const USAGE_FLUSH_EVERY_MS = 10_000;
  * busy people, a few megabytes at most.
  */
 export const REMEMBERED_COMPLETIONS = 50_000;
-/** Distinct languages counted before the rest count as `other`: clients name them, so their number is capped. */
+/**
+ * Distinct languages a workspace's counts name before the rest count as `other`: clients name them, so their number
+ * is capped, per workspace so that one workspace's made-up names never turn another's `python` into `other`.
+ */
 export const MAX_LANGUAGES = 200;
+/**
+ * Distinct `language` labels of the process-wide Prometheus series. They are the operator's, not a workspace's
+ * insights: Prometheus needs one bound for the process, whatever the number of workspaces.
+ */
+export const MAX_METRIC_LANGUAGES = 200;
 export const UNKNOWN = "unknown";
 
 /** Who a count belongs to: the authenticated caller. */
@@ -63,19 +71,29 @@ export function createUsageRecorder(deps: {
   const everyMs = deps.everyMs ?? USAGE_FLUSH_EVERY_MS;
   let pending = new Map<string, UsageRow>();
   const remembered = new LRUCache<string, Remembered>({ max: REMEMBERED_COMPLETIONS });
-  const languages = new Set<string>();
+  /** Each workspace's languages so far (at most MAX_LANGUAGES each), and the metrics' own (at most MAX_METRIC_LANGUAGES). */
+  const languages = new Map<string, Set<string>>();
+  const metricLanguages = new Set<string>();
   let today = { start: Number.NEGATIVE_INFINITY, day: "" };
   let stopped = false;
   let timer: unknown;
   let running: Promise<void> = Promise.resolve();
 
-  const languageOf = (raw: string | undefined): string => {
+  const languageOf = (workspaceId: string, raw: string | undefined): string => {
     if (raw === undefined) return UNKNOWN;
     const language = raw.trim().toLowerCase();
     if (!LANGUAGE.test(language)) return "other";
-    if (languages.has(language)) return language;
-    if (languages.size >= MAX_LANGUAGES) return "other";
-    languages.add(language);
+    let known = languages.get(workspaceId);
+    if (known === undefined) languages.set(workspaceId, (known = new Set()));
+    if (known.has(language)) return language;
+    if (known.size >= MAX_LANGUAGES) return "other";
+    known.add(language);
+    return language;
+  };
+  const metricLanguageOf = (language: string): string => {
+    if (metricLanguages.has(language)) return language;
+    if (metricLanguages.size >= MAX_METRIC_LANGUAGES) return "other";
+    metricLanguages.add(language);
     return language;
   };
 
@@ -121,7 +139,7 @@ export function createUsageRecorder(deps: {
 
   return {
     completion(subject, request) {
-      const language = languageOf(request.language);
+      const language = languageOf(subject.workspaceId, request.language);
       remembered.set(request.id, { ...subject, language, model: request.model });
       const row = rowOf(subject, language, request.model);
       row.requests++;
@@ -143,7 +161,8 @@ export function createUsageRecorder(deps: {
           completion.userId === subject.userId
             ? completion
             : undefined;
-        const language = event.language !== undefined ? languageOf(event.language) : (own?.language ?? UNKNOWN);
+        const language =
+          event.language !== undefined ? languageOf(subject.workspaceId, event.language) : (own?.language ?? UNKNOWN);
         const row = rowOf(subject, language, own?.model ?? UNKNOWN);
         row.shown++;
         row.shown_chars += event.shown_chars;
@@ -154,7 +173,7 @@ export function createUsageRecorder(deps: {
           row.accepted_lines += event.accepted_lines;
         }
         row[ghostColumn(Math.min(event.time_to_ghost_ms, TAB_USAGE_LIMITS.maxTimeToGhostMs))]++;
-        const labels = { language };
+        const labels = { language: metricLanguageOf(language) };
         deps.metrics.tabSuggestionsShown.inc(labels);
         if (event.outcome === "accepted" || event.outcome === "accepted_partial") {
           deps.metrics.tabSuggestionsAccepted.inc(labels);

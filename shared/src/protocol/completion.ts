@@ -109,8 +109,22 @@ export const TabModel = z.object({
   owned_by: z.string(),
   pricing: z.object({ inputPerMillionUsd: z.number(), outputPerMillionUsd: z.number() }),
   capabilities: z.object({ streaming: z.boolean(), surfaces: z.array(z.string()) }),
+  /**
+   * What answers for this model on this relay: the provider, and for the embedded engine the GGUF model, its context
+   * size (tokens per sequence), the llama.cpp build (CPU, CUDA, Vulkan or Metal) and whether it is ready.
+   */
+  served_by: z
+    .object({
+      provider: z.string(),
+      model: z.string().optional(),
+      engine: z.enum(["CPU", "CUDA", "Vulkan", "Metal"]).optional(),
+      context_size: z.number().int().optional(),
+      state: z.enum(["starting", "ready", "restarting", "stopped"]).optional(),
+    })
+    .optional(),
 });
 export type TabModel = z.infer<typeof TabModel>;
+export type TabModelServedBy = NonNullable<TabModel["served_by"]>;
 
 export const ModelsResponse = z.object({ data: z.object({ models: z.array(TabModel) }) });
 export type ModelsResponse = z.infer<typeof ModelsResponse>;

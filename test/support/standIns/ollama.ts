@@ -32,6 +32,10 @@ import {
  *   `capabilities` holds `completion` (a GGUF model without pooling_type) and `insert` when the template uses
  *   .Suffix (server/images.go ggufCapabilities, goTemplateCapabilities). Errors are the native API's
  *   `{"error":"…"}`: 400 "missing request body" or "model is required", 404 "model 'x' not found".
+ * - `POST /api/chat` (docs/api.md "Generate a chat completion"; api/types.go ChatRequest, ChatResponse), the native
+ *   route Continue's Ollama class uses: `model` and `messages` (`role`, `content`), `stream` (default true:
+ *   `application/x-ndjson` lines, the last with `done: true` and `done_reason`), `options` an object; native errors
+ *   `{"error":"…"}`: 400 "model is required", 404 "model 'x' not found", 400 with Go's decode error for a wrong type.
  * Each request records what the model would read (`rendered`), so tests can check the FIM prompt Ollama builds.
  */
 export interface OllamaModel {
@@ -79,6 +83,20 @@ const GO_FIELD_TYPES: Record<string, string> = {
   frequency_penalty: "float32",
   presence_penalty: "float32",
   stream_options: "openai.StreamOptions",
+};
+
+const CHAT_FIELDS: Record<string, readonly JsonType[]> = {
+  model: ["string", "null"],
+  messages: ["array", "null"],
+  stream: ["boolean", "null"],
+  format: ["string", "object", "null"],
+  keep_alive: ["string", "number", "null"],
+  options: ["object", "null"],
+};
+const CHAT_GO_TYPES: Record<string, string> = {
+  messages: "[]api.Message",
+  stream: "bool",
+  options: "map[string]interface {}",
 };
 
 /** Qwen2.5-Coder's FIM template in Ollama's library (UNVERIFIED: library templates are not in ollama/ollama). */
@@ -225,8 +243,62 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
     res.end("data: [DONE]\n\n");
   }
 
+  function chat(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
+    if (request.raw === "") return sendJson(res, 400, { error: "missing request body" });
+    if (!isRecord(request.body))
+      return sendJson(res, 400, { error: "invalid character looking for beginning of value" });
+    const body = request.body;
+    const wrong = typeProblem(body, CHAT_FIELDS);
+    if (wrong)
+      return sendJson(res, 400, {
+        error: `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field ChatRequest.${wrong.field} of type ${CHAT_GO_TYPES[wrong.field] ?? "string"}`,
+      });
+    const messages = (body["messages"] ?? []) as unknown[];
+    const bad = messages.find((m) => !isRecord(m) || typeof m["role"] !== "string" || typeof m["content"] !== "string");
+    if (bad !== undefined)
+      return sendJson(res, 400, {
+        error: "json: cannot unmarshal into Go struct field ChatRequest.messages of type api.Message",
+      });
+    const name = typeof body["model"] === "string" ? body["model"] : "";
+    if (name === "") return sendJson(res, 400, { error: "model is required" });
+    if (!(models[name] ?? models[`${name}:latest`])) return sendJson(res, 404, { error: `model '${name}' not found` });
+    if (options.record !== false)
+      rendered.push(
+        messages
+          .map(
+            (m) =>
+              `${String((m as Record<string, unknown>)["role"])}: ${String((m as Record<string, unknown>)["content"])}`,
+          )
+          .join("\n"),
+      );
+    const drawn = generation.next();
+    const at = new Date(created * 1000).toISOString();
+    const done = (content: string) => ({
+      model: name,
+      created_at: at,
+      message: { role: "assistant", content },
+      done_reason: "stop",
+      done: true,
+      total_duration: 1_000_000,
+      load_duration: 100_000,
+      prompt_eval_count: 10,
+      prompt_eval_duration: 100_000,
+      eval_count: roughTokens(drawn.pieces.join("")),
+      eval_duration: 100_000,
+    });
+    if (body["stream"] === false || drawn.json) return sendJson(res, 200, done(drawn.pieces.join("")));
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    for (const piece of drawn.pieces)
+      res.write(
+        `${JSON.stringify({ model: name, created_at: at, message: { role: "assistant", content: piece }, done: false })}\n`,
+      );
+    res.end(`${JSON.stringify(done(""))}\n`);
+  }
+
   const standIn = await startStandInServer(options, (request, res, generation) => {
     switch (`${request.method} ${request.path}`) {
+      case "POST /api/chat":
+        return chat(request, res, generation);
       case "GET /api/version":
       case "HEAD /api/version":
         return sendJson(

@@ -57,8 +57,16 @@ export function dataFolderCheck(dataDir: string, databaseFile: string, deps: Dat
       const details = { path: folder, mode: mode(folder), database_mode: databaseMode, served_by: served.pid ?? null };
       const summary = `${folder} (mode ${mode(folder)}), ${databaseFile} (mode ${databaseMode}); ${served.text}`;
       const warnings = looseModeWarnings(folder, databaseFile);
-      if (warnings.length > 0) return operatorResult(name, label, { status: "warn", summary, todo: warnings, details });
-      return operatorResult(name, label, { status: "ok", summary, details });
+      // Doctor reads its own flags and environment; the serving relay was started with its own, which may differ.
+      const notes =
+        served.pid === undefined
+          ? []
+          : [
+              `the checks below use doctor's own settings (its flags and environment); the relay serving this folder may run with others (port, public URL, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE): give doctor the same ones`,
+            ];
+      if (warnings.length > 0)
+        return operatorResult(name, label, { status: "warn", summary, notes, todo: warnings, details });
+      return operatorResult(name, label, { status: "ok", summary, notes, details });
     },
   };
 }

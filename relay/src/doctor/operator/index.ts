@@ -78,7 +78,7 @@ export async function operatorChecks(config: Readonly<OperatorConfig>, deps: Ope
     ...(config.redisUrl === undefined ? [] : [redisCheck(config.redisUrl, () => probes.redis(), deps.clock)]),
     publicUrlCheck(config),
     clockCheck(references, deps.clock),
-    webhookGuardCheck(config),
+    webhookGuardCheck(config, async () => (await probes.database()).webhooks()),
   ];
   return {
     checks,

@@ -111,10 +111,14 @@ describe("doctor: the data folder", () => {
     assert.equal(result.summary, `${folder} (mode 700), relay.db (mode 600); no relay serves it now`);
     assert.match(result.lines[0] ?? "", /^Data folder {2}ok {5}\//);
 
+    assert.deepEqual(result.details["notes"], []);
     writeFileSync(join(folder, LOCK_FILE), "4242\n");
+    const served = await run(dataFolderCheck(folder, "relay.db", { alive: (pid) => pid === 4242 }));
+    assert.match(served.summary, /; served by process 4242$/);
     assert.match(
-      (await run(dataFolderCheck(folder, "relay.db", { alive: (pid) => pid === 4242 }))).summary,
-      /; served by process 4242$/,
+      served.lines[1] ?? "",
+      /the relay serving this folder may run with others \(port, public URL, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE\): give doctor the same ones$/,
+      "doctor says its settings may not be the serving relay's",
     );
     assert.match(
       (await run(dataFolderCheck(folder, "relay.db", { alive: () => false }))).summary,
@@ -481,6 +485,7 @@ describe("doctor: the operator checks together", () => {
       where: "x",
       migrations: async () => [],
       workspaces: async () => [],
+      webhooks: async () => [],
       serverNow: async () => Date.now(),
       close: async () => undefined,
     };

@@ -12,6 +12,16 @@ const loadRedis = lazyRequire<{ Redis: typeof Redis }>("ioredis");
 export const PROBE_TIMEOUT_MS = 5_000;
 
 /** The relay's database, read-only, as the checks need it. */
+export interface AgentWebhook {
+  workspace: string;
+  id: string;
+  name: string;
+  url: string;
+}
+
+const WEBHOOKS_SQL =
+  "select w.slug as workspace, a.id, a.name, a.webhook_url as url from agents a join workspaces w on w.id = a.workspace_id where a.removed_at is null and a.webhook_url is not null order by a.created_at";
+
 export interface DatabaseProbe {
   engine: "sqlite" | "postgres";
   /** The file, or the URL without its password. */
@@ -20,6 +30,8 @@ export interface DatabaseProbe {
   migrations(): Promise<string[] | undefined>;
   /** The workspaces' slugs; undefined when there is no workspaces table. */
   workspaces(): Promise<string[] | undefined>;
+  /** The webhook URLs of agents not removed; undefined when there is no agents table. */
+  webhooks(): Promise<AgentWebhook[] | undefined>;
   /** The database server's clock, in ms since the epoch (PostgreSQL only: SQLite has no server). */
   serverNow?(): Promise<number>;
   close(): Promise<void>;
@@ -60,6 +72,10 @@ export async function openSqliteProbe(path: string): Promise<DatabaseProbe> {
         (row) => row.slug,
       );
     },
+    async webhooks() {
+      if (!hasTable("agents")) return undefined;
+      return db.prepare(WEBHOOKS_SQL).all() as AgentWebhook[];
+    },
     async close() {
       db.close();
     },
@@ -98,6 +114,10 @@ export async function openPostgresProbe(url: string): Promise<DatabaseProbe> {
       return (await client.query<{ slug: string }>("select slug from public.workspaces order by slug")).rows.map(
         (row) => row.slug,
       );
+    },
+    async webhooks() {
+      if (!(await hasTable("agents"))) return undefined;
+      return (await client.query<AgentWebhook>(WEBHOOKS_SQL)).rows;
     },
     async serverNow() {
       // clock_timestamp(), not now(): now() is when the transaction began.

@@ -1,5 +1,7 @@
 import { type OperatorConfig, isLoopbackHost } from "../../config";
+import { ALLOW_PRIVATE_VARIABLE, webhookUrlProblem } from "../../delivery/addresses";
 import type { DoctorCheck } from "../checks";
+import type { AgentWebhook } from "./probes";
 import { operatorResult } from "./result";
 
 /** Whether only this machine reaches the relay: it listens on loopback and no public URL says otherwise. */
@@ -16,6 +18,7 @@ function localOnly(config: Pick<OperatorConfig, "host" | "publicUrl">): boolean 
  */
 export function webhookGuardCheck(
   config: Pick<OperatorConfig, "host" | "publicUrl" | "webhookAllowPrivate">,
+  webhooks: () => Promise<AgentWebhook[] | undefined> = async () => undefined,
 ): DoctorCheck {
   const name = "webhook guard";
   const label = "Webhooks";
@@ -24,6 +27,24 @@ export function webhookGuardCheck(
     async run() {
       const details = { allow_private: config.webhookAllowPrivate };
       if (!config.webhookAllowPrivate) {
+        // An agent made while the guard was lifted gets every delivery refused once the relay runs without it.
+        const listed = await webhooks().catch(() => undefined);
+        const refused = (listed ?? []).flatMap((agent) => {
+          const problem = webhookUrlProblem(agent.url, false);
+          return problem === undefined ? [] : [{ ...agent, problem }];
+        });
+        if (refused.length > 0)
+          return operatorResult(name, label, {
+            status: "warn",
+            summary: `${refused.length} agent${refused.length === 1 ? "'s" : "s'"} webhook URL will be refused, so every delivery to ${refused.length === 1 ? "it" : "them"} fails`,
+            notes: refused.map(
+              (agent) => `${agent.name} (${agent.id}, workspace ${agent.workspace}): ${agent.problem}`,
+            ),
+            todo: [
+              `for an agent on this machine or a private network, run the relay with ${ALLOW_PRIVATE_VARIABLE}=true; otherwise give the agent an https URL on a public address, or connect it through Socket Mode`,
+            ],
+            details: { ...details, refused: refused.map(({ id, url }) => ({ id, url })) },
+          });
         return operatorResult(name, label, {
           status: "ok",
           summary:

@@ -2,6 +2,7 @@ import { StringDecoder } from "node:string_decoder";
 import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent } from "@tab-relay/shared";
 import type { Logger } from "../../logger";
 import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
+import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
 import { field } from "./json";
@@ -17,6 +18,8 @@ export interface UpstreamProviderOptions {
   timeoutMs: number;
   /** Where hints about the configuration go, each once. */
   logger?: Logger;
+  /** Called for each request whose client text held model control tokens, neutralised before templating. */
+  onNeutralised?: () => void;
 }
 
 const EXCERPT_MAX_CHARS = 200;
@@ -75,7 +78,11 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
 
     let response: UpstreamResponse;
     try {
-      response = await options.post(mode.url, { headers, body: mode.body(input), signal, idleTimeoutMs: ms });
+      // A repository's text is not trusted: a control token in it would rewrite the prompt's structure.
+      const { context, changed } = neutraliseContext(input.context);
+      if (changed) options.onNeutralised?.();
+      const body = mode.body(changed ? { ...input, context } : input);
+      response = await options.post(mode.url, { headers, body, signal, idleTimeoutMs: ms });
     } catch (error) {
       throw classify(error);
     }

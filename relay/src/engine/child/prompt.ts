@@ -1,0 +1,66 @@
+import type { PromptInput } from "../protocol";
+
+/**
+ * The infill prompt as tokens, in the model's own FIM tokens.
+ *
+ * With no other files it is exactly what node-llama-cpp's `generateInfillCompletion` builds
+ * (`<|fim_prefix|>` prefix `<|fim_suffix|>` suffix `<|fim_middle|>`, LlamaCompletion.js in 3.21.1). With other
+ * files and a model that has a file separator, it is Qwen2.5-Coder's repository-level format (its README,
+ * "repository level code completion"): `<|repo_name|>name`, then `<|file_sep|>path\ntext` per file, then the current
+ * file's `<|file_sep|>path` and the FIM part. node-llama-cpp's infill puts nothing before `<|fim_prefix|>`, so this
+ * builds the tokens itself and hands them to `generateCompletion`.
+ *
+ * The user's text is tokenised with special-token parsing off (`tokenize(text, false)`, as node-llama-cpp's infill
+ * does), so `<|fim_prefix|>` typed in code stays text and cannot steer the model.
+ */
+export interface PromptTokens {
+  prefix: number;
+  suffix: number;
+  middle: number;
+  fileSeparator: number | undefined;
+  repoName: number | undefined;
+}
+
+/** Text to tokens with special-token parsing off. */
+export type Tokenize = (text: string) => number[];
+
+export interface PromptBudget {
+  /** Tokens the prompt may take in all. */
+  maxTokens: number;
+}
+
+/** Share of the budget the suffix may take; the rest goes to the prefix first, then to other files. */
+const SUFFIX_SHARE = 0.25;
+
+export function buildInfillTokens(
+  input: PromptInput,
+  tokens: PromptTokens,
+  tokenize: Tokenize,
+  budget: PromptBudget,
+): number[] {
+  const specials = 3;
+  let left = Math.max(0, budget.maxTokens - specials);
+  const suffixAll = tokenize(input.suffix);
+  const suffix = suffixAll.slice(0, Math.min(suffixAll.length, Math.floor(left * SUFFIX_SHARE)));
+  left -= suffix.length;
+  const prefixAll = tokenize(input.prefix);
+  const prefix = prefixAll.slice(Math.max(0, prefixAll.length - left));
+  left -= prefix.length;
+  const fim = [tokens.prefix, ...prefix, tokens.suffix, ...suffix, tokens.middle];
+  if (tokens.fileSeparator === undefined || input.files.length === 0) return fim;
+
+  const head: number[] = [];
+  if (tokens.repoName !== undefined) head.push(tokens.repoName, ...tokenize(`${input.repoName}\n`));
+  const current = [tokens.fileSeparator, ...tokenize(`${input.path ?? "untitled"}\n`)];
+  left -= head.length + current.length;
+  if (left <= 0) return fim;
+  const files: number[] = [];
+  for (const file of input.files) {
+    const part = [tokens.fileSeparator, ...tokenize(`${file.path}\n${file.text}\n`)];
+    if (part.length > left) break;
+    files.push(...part);
+    left -= part.length;
+  }
+  if (files.length === 0) return fim;
+  return [...head, ...files, ...current, ...fim];
+}

@@ -1,0 +1,171 @@
+import {
+  type NextEdit,
+  type NextEditRequest,
+  type NoNextEditReason,
+  type RecentEdit,
+  RelayError,
+} from "@tab-relay/shared";
+import type { Logger } from "../logger";
+import type { Metrics } from "../metrics";
+import { type HttpPost, UpstreamSilence } from "../providers/httpPost";
+import { type NextEditDocument, documentOf, mapLines } from "./document";
+import { type FormatInput, type NextEditFormatName, nextEditFormat } from "./formats";
+import { type Judgement, isNoChangeMarker, judgeRewrite } from "./guards";
+import { proposeLocalNextEdit } from "./localEngine";
+import { neutraliseControlTokens } from "./neutralise";
+
+export interface NextEditAnswer {
+  edits: NextEdit[];
+  reason?: NoNextEditReason;
+}
+
+export interface NextEditService {
+  /** The source that answers: `local`, or the format spoken to the team's model. */
+  readonly source: string;
+  /** The model named in answers: the upstream model, or `local`. */
+  readonly model: string;
+  /** Rejects with a RelayError (UPSTREAM_ERROR, UPSTREAM_TIMEOUT) or the abort reason. */
+  run(request: NextEditRequest, signal: AbortSignal): Promise<NextEditAnswer>;
+}
+
+export interface NextEditUpstream {
+  url: string;
+  model: string;
+  apiKey?: string | undefined;
+  timeoutMs: number;
+  /** TAB_RELAY_NEXT_EDIT_FORMAT; otherwise chosen from the model's name. */
+  format?: NextEditFormatName | undefined;
+}
+
+/** A model's answer is read whole; more than this is not a rewritten region. */
+const MAX_ANSWER_BYTES = 1_048_576;
+
+export function createNextEditService(deps: {
+  upstream?: NextEditUpstream | undefined;
+  post: HttpPost;
+  metrics: Pick<Metrics, "nextEdits">;
+  logger: Logger;
+}): NextEditService {
+  const { upstream, metrics } = deps;
+  if (!upstream) {
+    return {
+      source: "local",
+      model: "local",
+      async run(request) {
+        const judgement = proposeLocalNextEdit(documentOf(request), request.recent_edits).judgement;
+        return answer("local", judgement);
+      },
+    };
+  }
+  const format = nextEditFormat(upstream.model, upstream.format);
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+  if (upstream.apiKey) headers["authorization"] = `Bearer ${upstream.apiKey}`;
+
+  function answer(source: string, judgement: Judgement): NextEditAnswer {
+    const outcome = "edits" in judgement ? "edits" : judgement.reason;
+    metrics.nextEdits.inc({ source, outcome });
+    return "edits" in judgement ? { edits: judgement.edits } : { edits: [], reason: judgement.reason };
+  }
+
+  return {
+    source: format.name,
+    model: upstream.model,
+    async run(request, signal) {
+      signal.throwIfAborted();
+      const doc = documentOf(request);
+      // The person's text goes to the model with its control tokens broken, so it cannot end a region early.
+      const neutral = (text: string) => neutraliseControlTokens(text).text;
+      const shown = mapLines(doc, neutral);
+      const changedLines = new Set<number>();
+      shown.lines.forEach((line, i) => {
+        if (line !== doc.lines[i]) changedLines.add(doc.firstLine + i);
+      });
+      const input: FormatInput = {
+        doc: shown,
+        recentEdits: request.recent_edits.map((edit) => neutralEdit(edit, neutral)),
+        context: request.surrounding_context === undefined ? undefined : neutral(request.surrounding_context),
+        model: upstream.model,
+        maxTokens: maxTokensFor(shown),
+      };
+      const { url, body } = format.request(input, upstream.url);
+      const reply = format.text(await postJson(deps.post, url, headers, body, signal, upstream.timeoutMs));
+      if (reply === undefined)
+        throw new RelayError("UPSTREAM_ERROR", "Upstream answer holds no text where the format expects it");
+      // A reply that is only a "no edit" marker, in any model's spelling, is an empty answer whatever the format.
+      const parsed = isNoChangeMarker(reply) ? ({ kind: "no_change" } as const) : format.parse(reply);
+      if (parsed.kind === "no_change") return answer(format.name, { reason: "no_change" });
+      if (parsed.kind === "unparseable") {
+        deps.logger.debug("next edit: unparseable model reply", { format: format.name, why: parsed.why });
+        return answer(format.name, { reason: "unparseable" });
+      }
+      const judgement = judgeRewrite(shown, parsed.text);
+      // An edit on a line whose control tokens were broken would write the broken form back into the file.
+      if ("edits" in judgement && judgement.edits.some((edit) => touches(edit, changedLines)))
+        return answer(format.name, { reason: "ambiguous" });
+      return answer(format.name, judgement);
+    },
+  };
+}
+
+function neutralEdit(edit: RecentEdit, neutral: (text: string) => string): RecentEdit {
+  return { ...edit, old_lines: edit.old_lines.map(neutral), new_lines: edit.new_lines.map(neutral) };
+}
+
+function touches(edit: NextEdit, lines: ReadonlySet<number>): boolean {
+  for (let line = edit.range.start.line; line <= edit.range.end.line; line++) if (lines.has(line)) return true;
+  return false;
+}
+
+/** Room for the region rewritten with some growth, at about 3 characters a token; never more than 2,048. */
+function maxTokensFor(doc: NextEditDocument): number {
+  let chars = 0;
+  for (let line = doc.regionStart; line < doc.regionEnd; line++)
+    chars += (doc.lines[line - doc.firstLine]?.length ?? 0) + 1;
+  return Math.min(2_048, Math.ceil(chars / 2) + 256);
+}
+
+async function postJson(
+  post: HttpPost,
+  url: string,
+  headers: Record<string, string>,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<unknown> {
+  const classify = (error: unknown): unknown => {
+    if (signal.aborted) return signal.reason;
+    if (error instanceof RelayError) return error;
+    if (error instanceof UpstreamSilence)
+      return new RelayError("UPSTREAM_TIMEOUT", `Upstream was silent for ${timeoutMs} ms`);
+    return new RelayError("UPSTREAM_ERROR", "Upstream connection failed", { cause: error });
+  };
+  try {
+    const response = await post(url, { headers, body: JSON.stringify(body), signal, idleTimeoutMs: timeoutMs });
+    const decoder = new TextDecoder();
+    let text = "";
+    let bytes = 0;
+    let tooLong = false;
+    await response.read((chunk) => {
+      bytes += chunk.byteLength;
+      if (bytes > MAX_ANSWER_BYTES) {
+        tooLong = true;
+        return "drop";
+      }
+      text += decoder.decode(chunk, { stream: true });
+      return undefined;
+    });
+    text += decoder.decode();
+    if (tooLong) throw new RelayError("UPSTREAM_ERROR", `Upstream answer is over ${MAX_ANSWER_BYTES} bytes`);
+    if (response.status < 200 || response.status > 299) {
+      const said = text.replace(/\s+/g, " ").trim().slice(0, 200);
+      throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${said ? `: ${said}` : ""}`);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new RelayError("UPSTREAM_ERROR", `Upstream sent malformed JSON: ${text.slice(0, 200)}`);
+    }
+  } catch (error) {
+    throw classify(error);
+  }
+}
