@@ -116,8 +116,8 @@ export interface CodeServerOptions {
   outDir: string;
 }
 
-// Nothing but the inline completion may compete for Tab, and nothing may change what is typed (auto-closed
-// brackets and quotes would put text after the cursor that the fixture does not expect).
+// Nothing but the inline completion may compete for Tab. Auto-closing brackets and quotes stay at VS Code's defaults,
+// as people have them: typing `{` leaves `{|}`, and the ghost text has to come inside the pair.
 const QUIET_SETTINGS: Record<string, unknown> = {
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
@@ -135,9 +135,6 @@ const QUIET_SETTINGS: Record<string, unknown> = {
   "editor.suggestOnTriggerCharacters": false,
   "editor.wordBasedSuggestions": "off",
   "editor.parameterHints.enabled": false,
-  "editor.autoClosingBrackets": "never",
-  "editor.autoClosingQuotes": "never",
-  "editor.autoSurround": "never",
   "editor.formatOnType": false,
   "editor.acceptSuggestionOnEnter": "off",
 };
@@ -497,4 +494,31 @@ export async function typeAndWaitForGhostText(
     }
     await sleep(250);
   }
+}
+
+/**
+ * Times, in the page, each keystroke to the first ghost text shown after it (the element VS Code draws: same-line
+ * decoration or the lines below). Call once per page; `lastKeyToGhostMs` then reads the figure for the last key.
+ */
+export async function watchKeyToGhost(page: Page): Promise<void> {
+  // A string, run in the page: the test's TypeScript has no DOM types.
+  await page.evaluate(`(() => {
+    const selector = ${JSON.stringify(`${GHOST_SAME_LINE}, ${GHOST_LINES_BELOW}`)};
+    const state = { lastKey: 0, ghostAfterLastKey: -1 };
+    window.__keyToGhost = state;
+    document.addEventListener("keydown", () => {
+      state.lastKey = performance.now();
+      state.ghostAfterLastKey = -1;
+    }, true);
+    new MutationObserver(() => {
+      if (state.ghostAfterLastKey < 0 && state.lastKey > 0 && document.querySelector(selector) !== null)
+        state.ghostAfterLastKey = performance.now() - state.lastKey;
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  })()`);
+}
+
+/** Milliseconds from the last keydown to the first ghost text after it, or undefined when none showed. */
+export async function lastKeyToGhostMs(page: Page): Promise<number | undefined> {
+  const ms = (await page.evaluate("window.__keyToGhost?.ghostAfterLastKey")) as number | undefined;
+  return ms === undefined || ms < 0 ? undefined : Math.round(ms);
 }

@@ -1,5 +1,5 @@
 // Starts the relay for the end-to-end test the way a user would: through its CLI, in a throwaway data dir.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,9 @@ export interface RelayUnderTest {
   apiKey: string;
   /** Revokes `apiKey` through the relay's API, as its owner would. */
   revokeKey(): Promise<void>;
+  /** Stops the relay process but keeps its data; `start()` serves it again on the same port. */
+  halt(): Promise<void>;
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -33,38 +36,55 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
   if (init.status !== 0) throw new Error(`tab-relay init failed:\n${init.stdout}\n${init.stderr}`);
   const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
 
-  const server = spawn(process.execPath, [cli, "serve", "--data", data, "--port", "0", "--host", "127.0.0.1"], {
-    env: relayEnv,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
   const log = createWriteStream(logFile);
-  server.stdout.pipe(log);
-  server.stderr.pipe(log);
-  let exited = false;
-  server.on("exit", () => (exited = true));
-  const stop = async () => {
-    if (!exited) {
-      server.kill("SIGTERM");
-      await waitUntil("the relay to exit", 5_000, () => exited || undefined).catch(() => server.kill("SIGKILL"));
+  let server: ChildProcess | undefined;
+  let exited = true;
+  const serve = (port: string) => {
+    const child = spawn(process.execPath, [cli, "serve", "--data", data, "--port", port, "--host", "127.0.0.1"], {
+      env: relayEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
+    exited = false;
+    child.on("exit", () => (exited = true));
+    server = child;
+    return child;
+  };
+  const halt = async () => {
+    if (!exited && server) {
+      const child = server;
+      child.kill("SIGTERM");
+      await waitUntil("the relay to exit", 5_000, () => exited || undefined).catch(() => child.kill("SIGKILL"));
     }
+  };
+  const stop = async () => {
+    await halt();
     rmSync(data, { recursive: true, force: true });
   };
-  let url: string;
-  try {
-    url = await waitForOutput(server, /serving on (http:\/\/\S+)/, 30_000, "tab-relay serve to listen");
+  const listening = async (child: ChildProcess) => {
+    const at = await waitForOutput(child, /serving on (http:\/\/\S+)/, 30_000, "tab-relay serve to listen");
     await waitUntil(
       "relay /healthz",
       10_000,
       async () =>
-        (await fetch(`${url}/healthz`)
+        (await fetch(`${at}/healthz`)
           .then((response) => response.ok)
           .catch(() => false)) || undefined,
     );
+    return at;
+  };
+  let url: string;
+  try {
+    url = await listening(serve("0"));
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url, workspaceSlug, apiKey, revokeKey: () => revokeOwnKey(url, apiKey), stop };
+  const start = async () => {
+    await listening(serve(new URL(url).port));
+  };
+  return { url, workspaceSlug, apiKey, revokeKey: () => revokeOwnKey(url, apiKey), halt, start, stop };
 }
 
 async function revokeOwnKey(url: string, apiKey: string): Promise<void> {

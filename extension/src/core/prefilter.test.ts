@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { prefilter } from "./prefilter";
+import { contextLanguageAllowed, prefilter } from "./prefilter";
 import { DEFAULT_SETTINGS } from "./settings";
 import { inputAt } from "./testing";
 
@@ -69,4 +69,20 @@ test("skips a document that tabRelay.excludeGlobs covers, by workspace path or, 
     ),
     undefined,
   );
+});
+
+test("text of a switched-off language never goes out as context, by VS Code's language or by the file's name", () => {
+  const settings = { ...DEFAULT_SETTINGS, disabledLanguages: ["markdown"] };
+  const languages = [
+    { id: "markdown", extensions: [".md", ".markdown"] },
+    { id: "typescript", extensions: [".ts"] },
+    { id: "dockerfile", filenames: ["Dockerfile"] },
+  ];
+  assert.equal(contextLanguageAllowed("docs/notes.txt", "markdown", settings, languages), false);
+  assert.equal(contextLanguageAllowed("docs/README.MD", undefined, settings, languages), false);
+  assert.equal(contextLanguageAllowed("src/app.ts", undefined, settings, languages), true);
+  assert.equal(contextLanguageAllowed("src/app.ts", "typescript", settings, languages), true);
+  const onlyTs = { ...DEFAULT_SETTINGS, enabledLanguages: ["typescript"] };
+  assert.equal(contextLanguageAllowed("Dockerfile", undefined, onlyTs, languages), false);
+  assert.equal(contextLanguageAllowed("unknown.xyz", undefined, onlyTs, languages), true);
 });

@@ -89,3 +89,32 @@ export function activeEditorInfo(
       : undefined;
   return { languageName: languageName(file.languageId), off, fileName: file.title };
 }
+
+/** A language as extensions contribute it: the file name endings and exact names that select it. */
+export interface LanguageContribution {
+  readonly id: string;
+  readonly extensions?: readonly string[];
+  readonly filenames?: readonly string[];
+}
+
+/**
+ * Whether a file's text may go out as context for another file: never when `tabRelay.excludeGlobs` covers it (the
+ * RecentFiles rules), nor when its language is switched off. `languageId` is VS Code's for a loaded document; for a
+ * tab read from disk it is unknown, and then every language the extensions associate with its name counts, so a
+ * `.md` file is held back while Markdown is off even before VS Code has opened it.
+ */
+export function contextLanguageAllowed(
+  path: string,
+  languageId: string | undefined,
+  settings: Settings,
+  languages: readonly LanguageContribution[],
+): boolean {
+  if (languageId !== undefined) return isLanguageEnabled(settings, languageId);
+  const name = path.slice(path.lastIndexOf("/") + 1).toLowerCase();
+  const candidates = languages.filter(
+    (language) =>
+      language.filenames?.some((filename) => filename.toLowerCase() === name) === true ||
+      language.extensions?.some((extension) => name.endsWith(extension.toLowerCase())) === true,
+  );
+  return candidates.every((language) => isLanguageEnabled(settings, language.id));
+}

@@ -107,6 +107,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const previous = settings;
     settings = parsed.settings;
     if (previous.excludeGlobs.join("\n") !== settings.excludeGlobs.join("\n")) recentFilesFeed.excludesChanged();
+    const languages = (x: Settings) => `${x.enabledLanguages.join(",")} ${x.disabledLanguages.join(",")}`;
+    if (languages(previous) !== languages(settings)) recentFilesFeed.languagesChanged();
     const hasKey = (await apiKeys.get()) !== undefined;
     status.dispatch({ type: "configured", enabled: settings.enabled, missing: missingConfiguration(settings, hasKey) });
     const target = (s: Settings) => `${s.relayUrl} ${s.workspaceSlug} ${s.model}`;

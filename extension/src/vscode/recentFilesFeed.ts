@@ -1,9 +1,26 @@
 import * as vscode from "vscode";
-import type { FileDescriptor, RecentFiles, Settings } from "../core";
+import {
+  contextLanguageAllowed,
+  type FileDescriptor,
+  type LanguageContribution,
+  type RecentFiles,
+  type Settings,
+} from "../core";
 
 export interface RecentFilesFeed extends vscode.Disposable {
   /** Re-reads `tabRelay.excludeGlobs` (from the settings just parsed) and every folder's `files.exclude`. */
   excludesChanged(): void;
+  /** Lets go of every held file whose language the settings just parsed switch off. */
+  languagesChanged(): void;
+}
+
+/** Every language the installed extensions contribute, with the file names that select it. */
+function contributedLanguages(): LanguageContribution[] {
+  return vscode.extensions.all.flatMap((extension) =>
+    (
+      (extension.packageJSON as { contributes?: { languages?: LanguageContribution[] } }).contributes?.languages ?? []
+    ).filter((language) => typeof language.id === "string"),
+  );
 }
 
 /**
@@ -36,13 +53,24 @@ export function feedRecentFiles(
   };
   const loaded = (uri: vscode.Uri) =>
     vscode.workspace.textDocuments.find((document) => document.uri.toString() === uri.toString());
+  const languages = contributedLanguages();
+  /** The language VS Code gave each held document, when it was loaded; a tab read from disk has none. */
+  const languageOf = new Map<string, string | undefined>();
+  /** Text of a switched-off language is never held, so it never goes out as context. */
+  const allowed = (file: FileDescriptor, languageId: string | undefined) => {
+    languageOf.set(file.uri, languageId);
+    if (contextLanguageAllowed(file.path ?? file.uri, languageId, getSettings(), languages)) return true;
+    files.remove(file.uri);
+    log.debug(`recent files: not holding ${file.path ?? file.uri} (language switched off)`);
+    return false;
+  };
   const report = (file: FileDescriptor, rejection: string | undefined) => {
     if (rejection !== undefined) log.debug(`recent files: not holding ${file.path ?? file.uri} (${rejection})`);
   };
 
   const openDocument = (document: vscode.TextDocument) => {
     const file = describe(document.uri);
-    report(file, files.open(file, document.getText()));
+    if (allowed(file, document.languageId)) report(file, files.open(file, document.getText()));
   };
 
   /** A tab whose document VS Code has not loaded yet is read from disk, unless its name or size rules it out. */
@@ -50,6 +78,7 @@ export function feedRecentFiles(
     const document = loaded(uri);
     if (document) return openDocument(document);
     const file = describe(uri);
+    if (!allowed(file, undefined)) return;
     const named = files.check(file);
     if (named !== undefined) return report(file, named);
     const { size } = await vscode.workspace.fs.stat(uri);
@@ -101,8 +130,9 @@ export function feedRecentFiles(
     }),
     vscode.workspace.onDidChangeTextDocument((event) => {
       // VS Code's ranges and positions have the shape core expects; an event without changes is a dirty-flag update.
-      if (event.contentChanges.length > 0)
-        files.edit(event.document.uri.toString(), event.contentChanges, () => event.document.getText());
+      if (event.contentChanges.length === 0) return;
+      if (!allowed(describe(event.document.uri), event.document.languageId)) return;
+      files.edit(event.document.uri.toString(), event.contentChanges, () => event.document.getText());
     }),
     vscode.workspace.onDidRenameFiles((event) => {
       for (const { oldUri, newUri } of event.files) {
@@ -121,8 +151,15 @@ export function feedRecentFiles(
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => excludesChanged()),
   ];
+  const languagesChanged = () => {
+    for (const [uri, languageId] of languageOf) {
+      const path = vscode.workspace.asRelativePath(vscode.Uri.parse(uri), false);
+      if (!contextLanguageAllowed(path, languageId, getSettings(), languages)) files.remove(uri);
+    }
+  };
   return {
     excludesChanged,
+    languagesChanged,
     dispose: () => {
       for (const subscription of subscriptions) subscription.dispose();
     },
