@@ -436,6 +436,52 @@ describe("what else is recorded", () => {
   });
 });
 
+describe("webhook URLs in the audit log", () => {
+  // Slack's and Discord's path layouts, on a local address (nothing here reaches the internet).
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({
+      env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" },
+    });
+  });
+  after(() => relay.close());
+
+  test("a webhook URL with a secret in its path (Slack's, Discord's) is kept with those segments masked", async () => {
+    const slackToken = "abcDEF123ghiJKL456mnoPQR";
+    const discordToken = "abcDEF-123_ghiJKL456mnoPQR789stuVWX012yzaBCD345efgHIJ678klmNOP901q";
+    const agent = await dataOf<AgentCreated>(
+      await relay.request("/api/v1/agents", {
+        method: "POST",
+        json: { name: "Notifier", webhook_url: `http://127.0.0.1:9/services/T0ABCDEF1/B0ABCDEF2/${slackToken}` },
+      }),
+      201,
+    );
+    await dataOf(
+      await relay.request(`/api/v1/agents/${agent.agent.id}`, {
+        method: "PATCH",
+        json: { webhook_url: `http://127.0.0.1:9/api/webhooks/123456789012345678/${discordToken}` },
+      }),
+      200,
+    );
+    const log = await auditOf(relay, `?limit=2`);
+    assert.deepEqual(
+      log.map((entry) => [entry.action, entry.details]),
+      [
+        [
+          "agent.webhook_url_changed",
+          {
+            from: "http://127.0.0.1:9/services/T0ABCDEF1/B0ABCDEF2/***",
+            to: "http://127.0.0.1:9/api/webhooks/***/***",
+          },
+        ],
+        ["agent.created", { name: "Notifier", webhook_url: "http://127.0.0.1:9/services/T0ABCDEF1/B0ABCDEF2/***" }],
+      ],
+    );
+    const stored = JSON.stringify(storedRows(relay));
+    assert.ok(!stored.includes(slackToken) && !stored.includes(discordToken), "no token in any stored row");
+  });
+});
+
 describe("each workspace sees its own records", () => {
   test("a failed sign-in naming no workspace is in no workspace's log, but in the server log and a metric; everything else only in its own", async () => {
     const lines: string[] = [];

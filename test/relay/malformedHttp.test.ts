@@ -448,6 +448,19 @@ describe("malformed HTTP against a relay", () => {
     await assertServing("a request without Host");
   });
 
+  test("a request with two Host headers: 400 naming Host, on HTTP and on a WebSocket handshake", async () => {
+    const result = await exchange(url, [
+      "GET /healthz HTTP/1.1\r\nHost: relay.test\r\nHost: other.test\r\nConnection: close\r\n\r\n",
+    ]);
+    assertEnvelope(result.answers[0], 400, "VALIDATION_ERROR", "Host: sent more than once");
+    const handshake = await exchange(url, [
+      "GET /api/v1/live HTTP/1.1\r\nHost: relay.test\r\nHost: other.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    ]);
+    assertEnvelope(handshake.answers[0], 400, "VALIDATION_ERROR", "Host: sent more than once");
+    await assertServing("a request with two Host headers");
+  });
+
   test("an HTTP/1.0 request without Host is served (Host is HTTP/1.1's)", async () => {
     const result = await exchange(url, ["GET /healthz HTTP/1.0\r\n\r\n"]);
     assert.equal(result.answers[0]?.status, 200, result.answers[0]?.head);

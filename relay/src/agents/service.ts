@@ -115,17 +115,23 @@ export function createAgentService(deps: AgentServiceDeps) {
   async function removeUser(
     user: User,
     audit?: (tx: Store, paused: Agent[]) => Promise<void>,
+    /** Who removes them, when a person does: only an owner removes an owner, as the roles stand in the transaction. */
+    removerId?: string,
   ): Promise<{ removed: boolean; paused: Agent[] }> {
     const result = await deps.store.transaction(async (tx) => {
       const at = iso();
       const paused: Agent[] = [];
-      // Read again in the transaction: the role may have changed since the caller looked.
+      // Counted first: on PostgreSQL this holds the workspace's row, so a role change under way (which counts first
+      // too) finishes before the roles below are read, or waits for this removal to end.
+      const owners = await tx.users.countOwners(user.workspace_id);
+      // Read again in the transaction: the roles may have changed since the caller looked.
       const current = await tx.users.get(user.workspace_id, user.id);
-      if (
-        current?.role === "owner" &&
-        current.removed_at === null &&
-        (await tx.users.countOwners(user.workspace_id)) <= 1
-      ) {
+      if (current?.role === "owner" && current.removed_at === null && removerId !== undefined) {
+        const remover = await tx.users.get(user.workspace_id, removerId);
+        if (remover?.role !== "owner" || remover.removed_at !== null)
+          throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
+      }
+      if (current?.role === "owner" && current.removed_at === null && owners <= 1) {
         throw new RelayError(
           "CONFLICT",
           `path.id: ${user.id} is the workspace's last owner and cannot be removed; make someone else an owner first`,

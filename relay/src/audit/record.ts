@@ -71,16 +71,42 @@ export function createAudit(deps: { clock: Clock; ids: SortableIds; clientAddres
   };
 }
 
+/** What stands in the log for a path segment that may be a secret. */
+export const MASKED_SEGMENT = "***";
+
 /**
- * A webhook URL as the log keeps it: scheme, host and path. Its query, fragment and any user:password are left out,
- * since some receivers take a token there.
+ * Whether a path segment may be a secret: Slack's incoming webhooks carry a 24-character token as the last segment
+ * (`/services/T…/B…/<token>`), Discord's a 68-character one (`/api/webhooks/<id>/<token>`), and other receivers
+ * do the same. Words people choose for paths (`/hooks/tab-relay`) are short or have no digits; a token is long and
+ * mixes them, or is very long.
+ */
+function secretLike(segment: string): boolean {
+  return (segment.length >= 16 && /\d/.test(segment)) || segment.length >= 32;
+}
+
+/**
+ * A webhook URL as the log keeps it (the log outlives a rotated secret by the whole retention period): scheme, host
+ * and path, with each path segment that may be a secret masked. Its query, fragment and any user:password are left
+ * out, since some receivers take a token there.
  */
 export function auditedUrl(url: string | null): string | null {
   if (url === null) return null;
   try {
     const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    const path = parsed.pathname
+      .split("/")
+      .map((segment) => (secretLike(decodeSegment(segment)) ? MASKED_SEGMENT : segment))
+      .join("/");
+    return `${parsed.protocol}//${parsed.host}${path}`;
   } catch {
     return null;
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }

@@ -44,6 +44,13 @@ export function createRequestContext(deps: {
     if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
       return next(new RelayError("VALIDATION_ERROR", "Host: required in an HTTP/1.1 request (RFC 9112 §3.2)"));
     }
+    // RFC 9112 §3.2: a server MUST answer 400 to a request with more than one Host field. Node keeps the first and
+    // drops the rest (lib/_http_incoming.js, matchKnownFields), so a proxy that read the other one would disagree.
+    if (hostFields(req.rawHeaders) > 1) {
+      return next(
+        new RelayError("VALIDATION_ERROR", "Host: sent more than once; send one Host header (RFC 9112 §3.2)"),
+      );
+    }
     next();
   };
 }
@@ -59,4 +66,11 @@ export function named(pattern: string): RequestHandler {
     req.routeName = req.baseUrl.toLowerCase() + pattern;
     next();
   };
+}
+
+/** How many Host fields a request carries (rawHeaders alternates names and values). */
+export function hostFields(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === "host") count++;
+  return count;
 }

@@ -4,6 +4,7 @@ import { API_PREFIX, RelayError } from "@tab-relay/shared";
 import { type ServerOptions, type WebSocket, WebSocketServer } from "ws";
 import { effectiveScopes } from "../auth/apiKeys";
 import { endWithError } from "../http/clientErrors";
+import { hostFields } from "../http/requestContext";
 import { resolveAgentToken } from "../http/authenticateAgent";
 import { type RatePolicy, countRequest, rateLimitHeaders } from "../http/rateLimit";
 import { readCookie, resolveSession, sessionBucket, sessionCookieName } from "../auth/sessions";
@@ -125,6 +126,8 @@ function handshakeProblem(req: IncomingMessage): RelayError | undefined {
   // Node checks Host only for requests it hands to the app, not for upgrades (lib/_http_server.js parserOnIncoming).
   if (req.headers.host === undefined)
     return new RelayError("VALIDATION_ERROR", "Host: required in a WebSocket handshake (RFC 6455 §4.1)");
+  if (hostFields(req.rawHeaders) > 1)
+    return new RelayError("VALIDATION_ERROR", "Host: sent more than once; send one Host header (RFC 9112 §3.2)");
   if (req.headers.upgrade?.toLowerCase() !== "websocket")
     return new RelayError("VALIDATION_ERROR", "Upgrade: must be `websocket`");
   const key = req.headers["sec-websocket-key"];

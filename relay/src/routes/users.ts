@@ -111,22 +111,28 @@ export function createUsersRouter(deps: {
     if (!user || user.removed_at !== null)
       throw new RelayError("NOT_FOUND", `path.id: no user ${id} in this workspace`);
     if (user.id === caller.user.id) throw new RelayError("VALIDATION_ERROR", "path.id: you cannot remove yourself");
+    // Checked here for a quick answer, and again inside the removal's transaction, where it counts: the person may be
+    // made an owner (or the caller unmade one) in between.
     if (user.role === "owner" && caller.user.role !== "owner")
       throw new RelayError("FORBIDDEN", "Only an owner can remove an owner");
-    const { paused } = await deps.agents.removeUser(user, async (tx, agents) => {
-      await deps.audit.record(tx, req, {
-        action: "user.removed",
-        target: { type: "user", id },
-        details: { role: user.role, paused_agent_ids: agents.map((agent) => agent.id) },
-      });
-      // Each pause is recorded as such too, so filtering by agent.paused finds it.
-      for (const agent of agents)
+    const { paused } = await deps.agents.removeUser(
+      user,
+      async (tx, agents) => {
         await deps.audit.record(tx, req, {
-          action: "agent.paused",
-          target: { type: "agent", id: agent.id },
-          details: { owner_removed: id },
+          action: "user.removed",
+          target: { type: "user", id },
+          details: { role: user.role, paused_agent_ids: agents.map((agent) => agent.id) },
         });
-    });
+        // Each pause is recorded as such too, so filtering by agent.paused finds it.
+        for (const agent of agents)
+          await deps.audit.record(tx, req, {
+            action: "agent.paused",
+            target: { type: "agent", id: agent.id },
+            details: { owner_removed: id },
+          });
+      },
+      caller.user.id,
+    );
     const answer: Api.UserRemoved = { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) };
     res.json({ data: answer });
   });
