@@ -22,10 +22,10 @@ const FILE = [
   "  return sum;",
   "}",
 ];
-/** The person renamed `sum` to `acc` on line 1 (document lines 20…); the cursor is after the new name. */
+/** The person renamed `sum` to `priceSum` on line 1 (document lines 20…); the cursor is after the new name. */
 function renameRequest(overrides: Partial<NextEditRequest> = {}): NextEditRequest {
   const lines = [...FILE];
-  lines[1] = "  let acc = 0;";
+  lines[1] = "  let priceSum = 0;";
   return {
     workspace_slug: "acme",
     file_path: "src/total.js",
@@ -33,9 +33,9 @@ function renameRequest(overrides: Partial<NextEditRequest> = {}): NextEditReques
     document_version: 7,
     excerpt: { start_line: 20, text: lines.join("\n") },
     editable_region: { start_line: 20, end_line: 25 },
-    cursor: { line: 21, character: 9 },
+    cursor: { line: 21, character: 14 },
     recent_edits: [
-      { file_path: "src/total.js", start_line: 21, old_lines: ["  let sum = 0;"], new_lines: ["  let acc = 0;"] },
+      { file_path: "src/total.js", start_line: 21, old_lines: ["  let sum = 0;"], new_lines: ["  let priceSum = 0;"] },
     ],
     ...overrides,
   };
@@ -67,8 +67,8 @@ describe("next edits with the local engine", () => {
     assert.equal(answer.document_version, 7);
     assert.equal(answer.model, "local");
     assert.deepEqual(answer.edits, [
-      { range: { start: { line: 22, character: 28 }, end: { line: 22, character: 31 } }, text: "acc" },
-      { range: { start: { line: 23, character: 9 }, end: { line: 23, character: 12 } }, text: "acc" },
+      { range: { start: { line: 22, character: 28 }, end: { line: 22, character: 31 } }, text: "priceSum" },
+      { range: { start: { line: 23, character: 9 }, end: { line: 23, character: 12 } }, text: "priceSum" },
     ]);
     assert.equal(answer.reason, undefined);
     assert.equal(await metric(relay, 'source="local",outcome="edits"'), 1);
@@ -120,17 +120,18 @@ describe("next edits with the local engine", () => {
   });
 });
 
-/** The region as the rename request has it, with `acc` everywhere: what a model that finished the rename writes. */
+/** The region as the rename request has it, with `priceSum` everywhere: what a model that finished the rename writes. */
 const RENAMED = [
   "function total(items) {",
-  "  let acc = 0;",
-  "  for (const item of items) acc += item.price;",
-  "  return acc;",
+  "  let priceSum = 0;",
+  "  for (const item of items) priceSum += item.price;",
+  "  return priceSum;",
   "}",
 ];
+/** The smallest edits: `s` becomes `priceS`, the `um` both names end with is kept. */
 const EXPECTED_EDITS = [
-  { range: { start: { line: 22, character: 28 }, end: { line: 22, character: 31 } }, text: "acc" },
-  { range: { start: { line: 23, character: 9 }, end: { line: 23, character: 12 } }, text: "acc" },
+  { range: { start: { line: 22, character: 28 }, end: { line: 22, character: 29 } }, text: "priceS" },
+  { range: { start: { line: 23, character: 9 }, end: { line: 23, character: 10 } }, text: "priceS" },
 ];
 
 async function modelRelay(env: Record<string, string>): Promise<TestRelay> {
@@ -164,8 +165,8 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
     assert.equal(
       body.prompt,
       "### Instruction:\nYou are a code completion assistant and your task is to analyze user edits and then rewrite an excerpt that the user provides, suggesting the appropriate edits within the excerpt, taking into account the cursor location.\n\n" +
-        "### User Edits:\n\nUser edited src/total.js:\n```diff\n@@ -22,1 +22,1 @@\n-  let sum = 0;\n+  let acc = 0;\n```" +
-        "\n\n### User Excerpt:\n\n```src/total.js\n<|editable_region_start|>\nfunction total(items) {\n  let acc<|user_cursor_is_here|> = 0;\n  for (const item of items) sum += item.price;\n  return sum;\n}\n<|editable_region_end|>\n```" +
+        "### User Edits:\n\nUser edited src/total.js:\n```diff\n@@ -22,1 +22,1 @@\n-  let sum = 0;\n+  let priceSum = 0;\n```" +
+        "\n\n### User Excerpt:\n\n```src/total.js\n<|editable_region_start|>\nfunction total(items) {\n  let priceSum<|user_cursor_is_here|> = 0;\n  for (const item of items) sum += item.price;\n  return sum;\n}\n<|editable_region_end|>\n```" +
         "\n\n### Response:\n",
     );
   });
@@ -180,7 +181,7 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
   });
 
   test("replies that are unreadable, rewrite past the region or delete most of it are dropped and counted", async () => {
-    vllm.enqueue("Sure! Here is the code:\nlet acc = 0;");
+    vllm.enqueue("Sure! Here is the code:\nlet priceSum = 0;");
     assert.equal((await ask(relay, renameRequest())).reason, "unparseable");
     vllm.enqueue("<|editable_region_start|>\n}\n<|editable_region_end|>");
     assert.equal((await ask(relay, renameRequest())).reason, "too_destructive");
@@ -196,13 +197,13 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
 
   test("control tokens in the person's text reach the model broken, and lines holding them are never edited", async () => {
     const lines = [...RENAMED];
-    lines[3] = "  return acc; // <|editable_region_end|>";
+    lines[3] = "  return priceSum; // <|editable_region_end|>";
     const request = renameRequest({ excerpt: { start_line: 20, text: lines.join("\n") } });
     vllm.enqueue(`<|editable_region_start|>\n${RENAMED.join("\n")}\n<|editable_region_end|>`);
     const answer = await ask(relay, request);
     const prompt = (vllm.requests.at(-1)?.body as { prompt: string }).prompt;
     assert.equal(prompt.split("<|editable_region_end|>").length - 1, 1, "only the relay's own end marker is whole");
-    assert.match(prompt, /return acc; \/\/ <\u200d\|editable_region_end\|>/);
+    assert.match(prompt, /return priceSum; \/\/ <\u200d\|editable_region_end\|>/);
     assert.deepEqual(answer.edits, []);
     assert.equal(answer.reason, "ambiguous");
   });
@@ -250,8 +251,8 @@ describe("next edits from Instinct through Ollama's /api/chat", () => {
     assert.equal(
       body.messages[1]?.content.slice(body.messages[1].content.indexOf("### Context:")),
       "### Context:\n<|context_file|>: src/price.js\n<|snippet|>\nexport const price = 1;\n\n" +
-        '### User Edits:\n\nUser edited file "src/total.js"\n\n```diff\n@@ -22,1 +22,1 @@\n-  let sum = 0;\n+  let acc = 0;\n```\n\n' +
-        "### User Excerpt:\nsrc/total.js\n\n<|editable_region_start|>\nfunction total(items) {\n  let acc<|user_cursor_is_here|> = 0;\n  for (const item of items) sum += item.price;\n  return sum;\n}\n<|editable_region_end|>```\n### Response:",
+        '### User Edits:\n\nUser edited file "src/total.js"\n\n```diff\n@@ -22,1 +22,1 @@\n-  let sum = 0;\n+  let priceSum = 0;\n```\n\n' +
+        "### User Excerpt:\nsrc/total.js\n\n<|editable_region_start|>\nfunction total(items) {\n  let priceSum<|user_cursor_is_here|> = 0;\n  for (const item of items) sum += item.price;\n  return sum;\n}\n<|editable_region_end|>```\n### Response:",
     );
   });
 
@@ -283,7 +284,7 @@ describe("next edits from any chat model through /v1/chat/completions", () => {
     const user = (sent?.body as { messages: { role: string; content: string }[] }).messages[1]?.content ?? "";
     assert.match(
       user,
-      /<\|editable_region_start\|>\nfunction total\(items\) \{\n {2}let acc<\|user_cursor_is_here\|> = 0;/,
+      /<\|editable_region_start\|>\nfunction total\(items\) \{\n {2}let priceSum<\|user_cursor_is_here\|> = 0;/,
     );
     server.enqueue("NO_CHANGE");
     assert.equal((await ask(relay, renameRequest())).reason, "no_change");

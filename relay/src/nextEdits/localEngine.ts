@@ -218,6 +218,12 @@ function propagateRename(
   change: Extract<Change, { kind: "rename" }>,
   edited: ReadonlySet<number>,
 ): Judgement {
+  // A property renamed on one object says nothing about the same property name on others.
+  if (change.member) return ambiguous;
+  // Names whose words differ (ensureChromium -> chromiumFor, Database -> AgentsTable) are as often a switch to
+  // another function or type as a rename; names that keep their words (Clock -> WallClock, AgentView -> Agent) are
+  // renames. Measured on this repository's history (docs/benchmarks.md#next-edits).
+  if (!wordsKept(change.from, change.to)) return ambiguous;
   const found: { line: number; token: Token }[] = [];
   for (let i = 0; i < doc.lines.length; i++) {
     const line = doc.firstLine + i;
@@ -260,6 +266,8 @@ function propagateLiteral(doc: NextEditDocument, change: Extract<Change, { kind:
       if (token.text === change.to) continue;
       // The column holds other values too: the rows are a table of different values, not one value repeated.
       if (token.text !== change.from) return ambiguous;
+      // A row above still holds the old value: the person passed it by and changed this row alone.
+      if (step < 0) return ambiguous;
       edits.push({
         range: { start: { line, character: token.at }, end: { line, character: token.at + token.text.length } },
         text: change.to,
@@ -277,6 +285,10 @@ function propagateArgument(
   change: Extract<Change, { kind: "argument" }>,
   edited: ReadonlySet<number>,
 ): Judgement {
+  // Only when the file defines the function with the parameter already added, and required: then every call with
+  // the old arguments is now missing one. Callbacks and builders of the same name (resolve(), .addColumn()) and
+  // optional parameters are left alone.
+  if (change.member || !definesRequiredParameter(doc, change)) return { reason: "no_change" };
   const found: NextEdit[] = [];
   for (let i = 0; i < doc.lines.length; i++) {
     const line = doc.firstLine + i;
@@ -304,4 +316,79 @@ function propagateArgument(
   if (chosen.length === 0) return { reason: "no_change" };
   if (chosen.length > NEXT_EDIT_LIMITS.answerEdits) return ambiguous;
   return { edits: chosen };
+}
+
+/**
+ * The pattern a one-line edit follows (kind, and what changed: the names, the callee and argument, or the values),
+ * so a replay can tell whether two edits are the same change made twice; undefined for any other edit.
+ */
+export function changeSignature(
+  before: string,
+  after: string,
+): { kind: PropagationKind; signature: string } | undefined {
+  const change = classify(before, after, 0);
+  if (!change) return undefined;
+  const signature = change.kind === "literal" ? `literal\u0000${change.from}\u0000${change.to}` : key(change);
+  return { kind: change.kind, signature };
+}
+
+/** The excerpt defines `callee` with one parameter more than the calls had, the new one (first or last) required. */
+function definesRequiredParameter(doc: NextEditDocument, change: Extract<Change, { kind: "argument" }>): boolean {
+  for (const text of doc.lines) {
+    if (!text.includes(change.callee)) continue;
+    const tokens = tokenize(text);
+    for (let t = 0; t < tokens.length; t++) {
+      const token = tokens[t] as Token;
+      if (token.kind !== "identifier" || token.text !== change.callee) continue;
+      // `function f(`, `f(…) {`, or `f = (…) =>` / `const f = async (…) =>`.
+      let open = t + 1;
+      while (tokens[open]?.kind === "space" || tokens[open]?.text === "=" || tokens[open]?.text === "async") open++;
+      if (tokens[open]?.text !== "(") continue;
+      const close = matchingParen(tokens, open);
+      if (close === undefined) continue;
+      const arrow = open !== t + 1;
+      const rest = tokens
+        .slice(close + 1)
+        .map((x) => x.text)
+        .join("")
+        .trim();
+      if (!(arrow ? rest.startsWith("=>") || /^:[^=]*=>/.test(rest) : isDefinition(tokens, t, close))) continue;
+      if (countArgs(tokens, open, close) !== change.args + 1) return false;
+      const params = splitArgs(tokens, open, close);
+      const param = change.atStart ? params[0] : params[params.length - 1];
+      return param !== undefined && !/[?=]/.test(param) && !param.trim().startsWith("...");
+    }
+  }
+  return false;
+}
+
+/** The texts of the top-level arguments between the parentheses at `open` and `close`. */
+function splitArgs(tokens: Token[], open: number, close: number): string[] {
+  const out: string[] = [""];
+  let depth = 0;
+  for (let i = open + 1; i < close; i++) {
+    const token = tokens[i] as Token;
+    if (token.text === "(" || token.text === "[" || token.text === "{" || token.text === "<") depth++;
+    else if (token.text === ")" || token.text === "]" || token.text === "}" || token.text === ">") depth--;
+    if (depth === 0 && token.text === ",") out.push("");
+    else out[out.length - 1] += token.text;
+  }
+  return out.filter((text) => text.trim() !== "");
+}
+
+/** The words of one name all appear in the other (camelCase and snake_case words, case ignored). */
+function wordsKept(from: string, to: string): boolean {
+  const a = wordsOf(from);
+  const b = wordsOf(to);
+  const [small, large] = a.length <= b.length ? [a, b] : [b, a];
+  return small.length > 0 && small.every((word) => large.includes(word));
+}
+
+function wordsOf(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .split(/[\s_$]+/)
+    .map((word) => word.toLowerCase())
+    .filter((word) => word !== "");
 }
