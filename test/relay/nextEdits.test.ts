@@ -203,7 +203,7 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
     const answer = await ask(relay, request);
     const prompt = (vllm.requests.at(-1)?.body as { prompt: string }).prompt;
     assert.equal(prompt.split("<|editable_region_end|>").length - 1, 1, "only the relay's own end marker is whole");
-    assert.match(prompt, /return priceSum; \/\/ <\u200d\|editable_region_end\|>/);
+    assert.match(prompt, /return priceSum; \/\/ <\u200b\|editable_region_end\|>/);
     assert.deepEqual(answer.edits, []);
     assert.equal(answer.reason, "ambiguous");
   });

@@ -12,7 +12,7 @@ import { type NextEditDocument, documentOf, mapLines } from "./document";
 import { type FormatInput, type NextEditFormatName, nextEditFormat } from "./formats";
 import { type Judgement, isNoChangeMarker, judgeRewrite } from "./guards";
 import { proposeLocalNextEdit } from "./localEngine";
-import { neutraliseControlTokens } from "./neutralise";
+import { neutraliseControlTokens } from "../completion/controlTokens";
 
 export interface NextEditAnswer {
   edits: NextEdit[];
