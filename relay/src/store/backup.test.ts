@@ -9,10 +9,11 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import SqliteDatabase from "better-sqlite3";
 import { LOCK_FILE } from "../dataFolder";
@@ -145,8 +146,28 @@ describe("tab-relay backup", () => {
     assert.match(await refused({ to: dir }), /^--to: .* is a folder; name the file to write/);
     assert.match(
       await refused({ to: database, force: true }),
-      /^--to: .*relay\.db is the live database or one of its files$/,
+      /^--to: .*relay\.db is the live database or one of its files; write the backup to a file of its own$/,
     );
+    for (const [target, owner] of [
+      [LOCK_FILE, /is the lock file \(relay\.pid\) of the relay serving /],
+      ["relay.db-wal", /is the live database or one of its files/],
+      [join("models", "x.gguf"), /is inside the relay's own models folder/],
+      [join("engine", "package.json"), /is inside the relay's own engine folder/],
+    ] as const) {
+      // Whether or not the file is there yet, and with --force: a backup never replaces what the relay runs on.
+      mkdirSync(dirname(join(dir, target)), { recursive: true });
+      assert.match(await refused({ to: join(dir, target), force: true }), owner, target);
+      writeFileSync(join(dir, target), "the relay's\n");
+      assert.match(await refused({ to: join(dir, target), force: true }), owner, target);
+      assert.equal(readFileSync(join(dir, target), "utf8"), "the relay's\n", `${target} was replaced`);
+    }
+    symlinkSync(dir, join(dir, "..", `${basename(dir)}-link`));
+    assert.match(
+      await refused({ to: join(dir, "..", `${basename(dir)}-link`, LOCK_FILE), force: true }),
+      /is the lock file/,
+      "through a symbolic link to the data folder",
+    );
+    rmSync(join(dir, "..", `${basename(dir)}-link`));
     const other = join(dir, "other.db");
     new SqliteDatabase(other).exec("create table notes (text)").close();
     assert.match(

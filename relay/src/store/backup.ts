@@ -10,9 +10,10 @@ import {
   statSync,
   unlinkSync,
 } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import SqliteDatabase from "better-sqlite3";
 import { LOCK_FILE, lockDataFolder, processAlive } from "../dataFolder";
+import { MODELS_FOLDER } from "../engine/models/store";
 import { migrationProvider } from "./migrations";
 
 /** A mistake or a refusal, told in one line that starts with the flag it is about. */
@@ -177,6 +178,33 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
+function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/**
+ * What of the relay's own a backup target would overwrite, if anything: the database and its journal files, the lock
+ * file a serving relay holds (replacing it let a second relay start on the same folder), and the models and engine
+ * folders. Checked by path, whether or not the file exists yet, and through symbolic links. Other files in the data
+ * folder are the operator's to name.
+ */
+function relayOwned(database: string, to: string): string | undefined {
+  const dataDir = realOrResolved(dirname(database));
+  const inside = relative(dataDir, join(realOrResolved(dirname(to)), basename(to)));
+  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return undefined;
+  if (["", "-wal", "-shm", "-journal"].some((suffix) => inside === `${basename(database)}${suffix}`))
+    return "the live database or one of its files";
+  if (inside === LOCK_FILE) return `the lock file (${LOCK_FILE}) of the relay serving ${dataDir}`;
+  const [folder] = inside.split(sep);
+  if (inside !== folder && (folder === MODELS_FOLDER || folder === "engine"))
+    return `inside the relay's own ${folder} folder`;
+  return undefined;
+}
+
 export interface BackupOptions {
   /** The data folder's database file. */
   database: string;
@@ -206,12 +234,16 @@ export async function backupDatabase(options: BackupOptions, deps: BackupDeps): 
       `--data: no database at ${database}: is this the data folder \`tab-relay serve --data\` uses?`,
     );
   if (!existsSync(dirname(to))) throw new BackupError(`--to: the folder ${dirname(to)} does not exist`);
+  const owned = relayOwned(database, to);
+  if (owned !== undefined) throw new BackupError(`--to: ${to} is ${owned}; write the backup to a file of its own`);
   if (existsSync(to)) {
     if (statSync(to).isDirectory())
       throw new BackupError(`--to: ${to} is a folder; name the file to write, e.g. ${join(to, "relay-backup.db")}`);
-    if (["", "-wal", "-shm", "-journal"].some((suffix) => sameFile(to, `${database}${suffix}`))) {
-      throw new BackupError(`--to: ${to} is the live database or one of its files`);
-    }
+    // A link to the live database, by another name, is the live database too.
+    if (["", "-wal", "-shm", "-journal"].some((suffix) => sameFile(to, `${database}${suffix}`)))
+      throw new BackupError(
+        `--to: ${to} is the live database or one of its files; write the backup to a file of its own`,
+      );
     if (!options.force) throw new BackupError(`--to: ${to} exists; pass --force to replace it`);
   }
   const partial = join(dirname(to), `.${basename(to)}.${process.pid}.partial`);
