@@ -15,7 +15,7 @@ import { createAuthenticate, requireCaller } from "./http/authenticate";
 import { createJsonBody } from "./http/body";
 import { rejectUndecodablePath } from "./http/decodablePath";
 import { createErrorHandler, notFound } from "./http/errors";
-import type { ClientAddress } from "./http/clientAddress";
+import { type ClientAddress, rateLimitAddress } from "./http/clientAddress";
 import { type LimitClass, classify, createRateLimit } from "./http/rateLimit";
 import { createLane } from "./http/lane";
 import { createRequestContext, named } from "./http/requestContext";
@@ -152,7 +152,7 @@ export function createApp(deps: AppDeps): RequestListener {
             label,
           };
         }
-        const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${deps.clientAddress(req)}`;
+        const subject = req.caller ? `key:${req.caller.key.id}` : `ip:${rateLimitAddress(deps.clientAddress(req))}`;
         return { bucket: `${subject}:${label}`, limit: label === "read" ? limits.reads : limits.writes, label };
       },
     });
@@ -196,7 +196,11 @@ export function createApp(deps: AppDeps): RequestListener {
       clock: deps.clock,
       metrics: deps.metrics,
       windowMs: deps.config.rateLimitWindowMs,
-      policy: (req) => ({ bucket: `ip:${deps.clientAddress(req)}:sign-in`, limit: limits.writes, label: "sign-in" }),
+      policy: (req) => ({
+        bucket: `ip:${rateLimitAddress(deps.clientAddress(req))}:sign-in`,
+        limit: limits.writes,
+        label: "sign-in",
+      }),
     }),
     jsonBody,
     createSignInHandler({ ...deps, audit }),

@@ -7,6 +7,7 @@ import { endWithError } from "../http/clientErrors";
 import { hostFields } from "../http/requestContext";
 import { resolveAgentToken } from "../http/authenticateAgent";
 import { type RatePolicy, countRequest, rateLimitHeaders } from "../http/rateLimit";
+import { rateLimitAddress } from "../http/clientAddress";
 import { readCookie, resolveSession, sessionBucket, sessionCookieName } from "../auth/sessions";
 import type { Clock } from "../clock";
 import type { RateLimits } from "../config";
@@ -202,7 +203,7 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     // Like an HTTP request: a session's key pays from its session reads, anything unresolved from its address.
     const policy: RatePolicy = resolved
       ? { bucket: sessionBucket(resolved.owner.key.id, "read"), limit: deps.limits.session_reads, label: "read" }
-      : { bucket: `ip:${deps.clientAddress(req)}:read`, limit: deps.limits.reads, label: "read" };
+      : { bucket: `ip:${rateLimitAddress(deps.clientAddress(req))}:read`, limit: deps.limits.reads, label: "read" };
     const decision = await countRequest(rate, policy);
     const headers = rateLimitHeaders(decision);
     if (decision.refused) return refuse(socket, decision.refused, headers);
@@ -250,7 +251,7 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
   async function upgradeAgent(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const { caller: found, error } = await resolveAgentToken(deps.store, req.headers.authorization);
     // The Agent API's read counters (routes/agentApi.ts): the agent's own, or the address's when the token is unknown.
-    const subject = found ? `agent:${found.agent.id}` : `agent-api:ip:${deps.clientAddress(req)}`;
+    const subject = found ? `agent:${found.agent.id}` : `agent-api:ip:${rateLimitAddress(deps.clientAddress(req))}`;
     const decision = await countRequest(rate, {
       bucket: `${subject}:read`,
       limit: deps.limits.agent_reads,

@@ -10,7 +10,7 @@ import { createAuthenticateAgent } from "../http/authenticateAgent";
 import { createJsonBody, parseWith } from "../http/body";
 import type { AgentCaller } from "../http/context";
 import { notFound } from "../http/errors";
-import type { ClientAddress } from "../http/clientAddress";
+import { type ClientAddress, rateLimitAddress } from "../http/clientAddress";
 import { createRateLimit } from "../http/rateLimit";
 import { named } from "../http/requestContext";
 import type { Links } from "../links";
@@ -61,7 +61,7 @@ export function createAgentApiRouter(deps: {
         const label = READ_METHODS.has(req.method) ? "read" : "post";
         const subject = req.agentCaller
           ? `agent:${req.agentCaller.agent.id}`
-          : `agent-api:ip:${deps.clientAddress(req)}`;
+          : `agent-api:ip:${rateLimitAddress(deps.clientAddress(req))}`;
         return {
           bucket: `${subject}:${label}`,
           limit: label === "read" ? deps.limits.agent_reads : deps.limits.agent_posts,
