@@ -10,10 +10,30 @@ import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "../logger";
 
+/** How long a client waits before trying a write again that found the database busy. */
+const BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * SQLite gave up waiting for another connection's write lock (past `busy_timeout`): better-sqlite3 throws a
+ * SqliteError whose `code` is SQLite's result code as a string (its docs/api.md, "class SqliteError"), SQLITE_BUSY or
+ * an extended SQLITE_BUSY_* code. That is a database busy for now, not a failure of the relay.
+ */
+function databaseBusy(error: unknown): RelayError | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !/^SQLITE_BUSY(_|$)/.test(code)) return undefined;
+  return new RelayError(
+    "SERVICE_UNAVAILABLE",
+    `The database is busy with another writer (${code}); nothing was changed. Try again after Retry-After seconds`,
+    { cause: error, headers: { "Retry-After": String(BUSY_RETRY_AFTER_S) } },
+  );
+}
+
 /** The one place errors become responses: `{ error: { code, message } }` with the table's status. */
 export function createErrorHandler(deps: { logger: Logger }): ErrorRequestHandler {
   return function errorHandler(error, req, res, _next) {
-    const relayError = toRelayError(error);
+    const busy = databaseBusy(error);
+    if (busy !== undefined) deps.logger.warn("database busy", { request_id: req.requestId, error });
+    const relayError = busy ?? toRelayError(error);
     // Provider failures (502, 504) are logged where they happen; here only what nobody else has seen.
     if (relayError.code === "INTERNAL_ERROR") {
       deps.logger.error("request failed", {
