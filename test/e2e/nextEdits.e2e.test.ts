@@ -159,11 +159,13 @@ describe("next edits in a real VS Code", { skip }, () => {
         const editor = await session.openFile(FILE);
         await editor.locator(".view-lines").click();
 
-        // Rename `sum` on line 3, then pause: the next occurrence (line 4) is proposed beside its line.
+        // Rename `sum` on line 3, then pause: the next occurrence (line 4) is proposed beside its line. Each rename keeps
+        // the old name's words, as the local engine asks before it proposes one (relay/src/nextEdits/localEngine.ts,
+        // `wordsKept`): sum -> subtotal reads as a switch to another name and gets no proposal.
         await selectWord(page, 3, "sum");
-        await page.keyboard.type("subtotal", { delay: 25 });
+        await page.keyboard.type("priceSum", { delay: 25 });
         const jump = await waitForHint(editor, "Tab to jump");
-        assert.match(jump, /for \(const item of items\) subtotal \+= item\.price;/);
+        assert.match(jump, /for \(const item of items\) priceSum \+= item\.price;/);
         await session.screenshot("1-next-edit");
         const struck = await editor
           .locator(".view-lines span", { hasText: /^sum$/ })
@@ -183,37 +185,37 @@ describe("next edits in a real VS Code", { skip }, () => {
         await waitUntil("the applied next edit to leave the screen", 10_000, async () =>
           (await noHint(editor)) ? true : undefined,
         );
-        const renamed = FIXTURE.replace("let sum", "let subtotal").replace("items) sum +=", "items) subtotal +=");
+        const renamed = FIXTURE.replace("let sum", "let priceSum").replace("items) sum +=", "items) priceSum +=");
         assert.equal(await saved(session, FILE, renamed), renamed);
         await session.screenshot("3-applied");
 
         // Escape dismisses: rename `tally`, wait for the proposal, Escape; the file holds only what was typed.
         await selectWord(page, 9, "tally");
-        await page.keyboard.type("count", { delay: 25 });
+        await page.keyboard.type("tallyCount", { delay: 25 });
         await waitForHint(editor, "Tab to jump");
         await page.keyboard.press("Escape");
         await waitUntil("Escape to take the next edit away", 10_000, async () =>
           (await noHint(editor)) ? true : undefined,
         );
-        const typed = renamed.replace("let tally", "let count");
+        const typed = renamed.replace("let tally", "let tallyCount");
         // Whatever the relay proposes after the save (the rest of the first rename, say) is no part of the file.
         const afterEscape = await saved(session, FILE, typed);
         assert.equal(afterEscape, typed);
 
         // Typing over it: rename `mass`, wait for the proposal, type on; the file is exactly what was typed.
         await selectWord(page, 15, "mass");
-        await page.keyboard.type("grams", { delay: 25 });
+        await page.keyboard.type("massKg", { delay: 25 });
         await waitForHint(editor, "Tab to jump");
         await page.keyboard.type("Total", { delay: 25 });
         await waitUntil("typing to take the next edit away", 10_000, async () =>
           (await noHint(editor)) ? true : undefined,
         );
-        const typedOver = typed.replace("let mass", "let gramsTotal");
+        const typedOver = typed.replace("let mass", "let massKgTotal");
         assert.equal(await saved(session, FILE, typedOver), typedOver);
 
         const requests = nextEditRequests(proxy as RecordingProxy);
         assert.ok(requests.length >= 3, `${requests.length} next-edit requests`);
-        assert.deepEqual(requests[0]?.recent_edits.at(-1)?.new_lines, ["  let subtotal = 0;"]);
+        assert.deepEqual(requests[0]?.recent_edits.at(-1)?.new_lines, ["  let priceSum = 0;"]);
       } catch (error) {
         await session.screenshot("failure").catch(() => undefined);
         throw error;
@@ -227,13 +229,15 @@ describe("next edits in a real VS Code", { skip }, () => {
     const editor = await session.openFile(EXCLUDED);
     await editor.locator(".view-lines").click();
     await selectWord(session.page, 3, "sum");
-    await session.page.keyboard.type("subtotal", { delay: 25 });
+    await session.page.keyboard.type("priceSum", { delay: 25 });
     // Longer than the debounce and the local engine's answer take together, several times over.
     await sleep(4_000);
     assert.ok(await noHint(editor), "no next edit is drawn in an excluded file");
+    // The first test's last pause in prices.js can still be asked about after `before` (seen once): only requests
+    // about the excluded file count here.
     const requests = nextEditRequests(proxy as RecordingProxy).slice(before);
     assert.deepEqual(
-      requests.map((request) => request.file_path),
+      requests.map((request) => request.file_path).filter((path) => path === EXCLUDED),
       [],
     );
     assert.ok(

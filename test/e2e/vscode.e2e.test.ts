@@ -257,12 +257,15 @@ async function runFromPalette(vscode: VsCodeSession, title: string): Promise<voi
   await quickInput.waitFor({ state: "hidden" });
 }
 
-/** The extension's log lines about requests for `path` (one per request that was sent), in the current window. */
+/**
+ * The extension's log lines about completion requests for `path` (one per request that was sent), in the current
+ * window. A next edit's line (`next edit <path>: …`) is another request, counted by the next-edit tests.
+ */
 function requestLogLines(vscode: VsCodeSession, path: string): string[] {
   return vscode
     .outputChannelLog(EXTENSION_ID, "Tab")
     .split("\n")
-    .filter((line) => line.includes(` ${path}: `));
+    .filter((line) => line.includes(` ${path}: `) && !line.includes(`] next edit ${path}: `));
 }
 
 // Each step (packaging, a case, starting a shared stage) takes 10 to 80 s, depending on how busy the machine is. The
@@ -379,13 +382,14 @@ describe("the extension in a real VS Code", { skip }, () => {
         chars_accepted: row.chars_accepted,
       }));
       // VS Code may ask again after Tab or after the line is typed once more, and a suggestion still showing when
-      // the window reloads is reported dismissed (seen in CI: 3 shown, 2 dismissed): the accepted one is exact, the
-      // Escape one is at least there, and every suggestion shown has exactly one outcome.
+      // the window reloads is reported dismissed (seen in CI: 3 shown, 2 dismissed); one that came while the line was
+      // typed again, before it was whole, was typed over (seen in CI on a loaded machine: 3 shown, 1 typed over). The
+      // accepted one is exact, the Escape one is at least there, and every suggestion shown has exactly one outcome.
       assert.equal(figures.length, 1, JSON.stringify(figures));
       const [today] = figures;
       assert.deepEqual(
-        [today?.day, today?.acceptances, today?.chars_accepted, today?.typed_over],
-        ["today", 1, accepted.length, 0],
+        [today?.day, today?.acceptances, today?.chars_accepted],
+        ["today", 1, accepted.length],
         JSON.stringify(figures),
       );
       assert.ok((today?.dismissals ?? 0) >= 1, JSON.stringify(figures));

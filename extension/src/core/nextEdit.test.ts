@@ -155,6 +155,50 @@ test("after a pause that follows a rename, the session asks once with the edit h
   }
 });
 
+test("a pause cancelled before its answer came leaves the edit unasked: the next pause for the same text asks, once", async () => {
+  const range = { start: { line: 2, character: 9 }, end: { line: 2, character: 10 } };
+  const server = await relay(answerWith([{ range, text: "w1" }]));
+  const files = new RecentFiles(systemClock);
+  const uri = "file:///work/src/area.ts";
+  files.open({ uri, path: "src/area.ts", scheme: "file", folder: "file:///work" }, source);
+  const settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: server.url, workspaceSlug: "acme" };
+  let keyAsked: () => void = () => undefined;
+  const keyWanted = new Promise<void>((resolve) => (keyAsked = resolve));
+  let slowKey = true;
+  const session = new NextEditSession({
+    clock: systemClock,
+    fetch: (url, init) => fetch(url, init),
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    getSettings: () => settings,
+    // The first pause waits on the key store, and VS Code's next call for the same text ends that pause meanwhile.
+    getApiKey: () => {
+      if (!slowKey) return Promise.resolve("tr_key");
+      keyAsked();
+      return new Promise((resolve) => setTimeout(() => resolve("tr_key"), 50));
+    },
+    files,
+  });
+  try {
+    const at = source.indexOf("w = width");
+    files.edit(uri, [changeAt(source, at, 1, "w1")]);
+    const text = source.slice(0, at) + "w1" + source.slice(at + 1);
+    const input = { uri, ...doc(text.split("\n"), 1, 10) };
+    const first = new AbortController();
+    const cancelled = session.onPause(input, first.signal);
+    await keyWanted;
+    first.abort();
+    assert.equal(await cancelled, undefined);
+    assert.equal(server.bodies.length, 0, "the cancelled pause sent nothing");
+    slowKey = false;
+    const proposal = await session.onPause(input, new AbortController().signal);
+    assert.deepEqual(proposal?.edits, [{ range, text: "w1" }]);
+    assert.equal(await session.onPause(input, new AbortController().signal), undefined);
+    assert.equal(server.bodies.length, 1, "one request for the edit, from the pause that was not cancelled");
+  } finally {
+    await server.close();
+  }
+});
+
 test("no next edit is asked for a file that is excluded or not held, nor when tabRelay.nextEdits.enabled is off, nor once the pause is cancelled", async () => {
   const server = await relay(answerWith([]));
   const files = new RecentFiles(systemClock);
