@@ -78,6 +78,8 @@ export interface Config {
    * relay directly (no proxy's `X-Forwarded-For`), since its series name every workspace's usage.
    */
   metricsToken: string | undefined;
+  /** Serve a data folder or database file that every user may write (else `serve` refuses to start). */
+  allowInsecureDataFolder: boolean;
   webhooks: Readonly<WebhookConfig>;
   /** How many days the audit log keeps a record; older ones are pruned in the background. */
   usageRetentionDays: number;
@@ -178,6 +180,7 @@ export const SETTINGS = {
   metricsToken: { env: "TAB_RELAY_METRICS_TOKEN", flag: "metrics-token" },
   webhookRetrySchedule: { env: "TAB_RELAY_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule" },
   webhookAllowPrivate: { env: "TAB_RELAY_WEBHOOK_ALLOW_PRIVATE", flag: "webhook-allow-private" },
+  allowInsecureDataFolder: { env: "TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER", flag: "allow-insecure-data-folder" },
   webhookTimeoutMs: { env: "TAB_RELAY_WEBHOOK_TIMEOUT_MS", flag: "webhook-timeout-ms" },
   socketAckTimeoutMs: { env: "TAB_RELAY_SOCKET_ACK_TIMEOUT_MS", flag: "socket-ack-timeout-ms" },
   usageRetentionDays: { env: "TAB_RELAY_USAGE_RETENTION_DAYS", flag: "usage-retention-days" },
@@ -288,6 +291,10 @@ const RawConfig = z.object({
     )
     .optional(),
   webhookAllowPrivate: z
+    .enum(["true", "false", "1", "0"], "must be true or false")
+    .transform((v) => v === "true" || v === "1")
+    .default(false),
+  allowInsecureDataFolder: z
     .enum(["true", "false", "1", "0"], "must be true or false")
     .transform((v) => v === "true" || v === "1")
     .default(false),
@@ -439,6 +446,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
     publicUrl: c.publicUrl,
     trustProxy: c.trustProxy,
     metricsToken: c.metricsToken,
+    allowInsecureDataFolder: c.allowInsecureDataFolder,
     webhooks: Object.freeze({
       retryScheduleMs: Object.freeze(c.webhookRetrySchedule ?? [...DEFAULT_RETRY_SCHEDULE_MS]),
       allowPrivate: c.webhookAllowPrivate,

@@ -103,23 +103,52 @@ function shellWord(path: string): string {
  * with the chmod that closes it. Windows has no such modes.
  */
 export function looseModeWarnings(dataDir: string, databaseFile: string): string[] {
+  return modeFindings(
+    dataDir,
+    databaseFile,
+    SHARED_BITS,
+    (what, path, bits) =>
+      `${what} ${path} holds the agents' signing secrets but other users have access (mode ${bits})`,
+  );
+}
+
+/**
+ * Beyond shared: a data folder or database file that anyone on the machine may write. Then anyone may swap the
+ * database (or its journal) for one holding their own keys, so this is an error, not a preference: `doctor` fails
+ * and `serve` refuses to start unless TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER says the operator means it.
+ */
+export function worldWritableProblems(dataDir: string, databaseFile: string): string[] {
+  return modeFindings(
+    dataDir,
+    databaseFile,
+    0o002,
+    (what, path, bits) =>
+      `${what} ${path} is writable by every user on this machine (mode ${bits}), so anyone could replace the database`,
+  );
+}
+
+/** The folder and database files whose mode has any of `bits`, each described with the chmod that closes it. */
+function modeFindings(
+  dataDir: string,
+  databaseFile: string,
+  bits: number,
+  describe: (what: string, path: string, mode: string) => string,
+): string[] {
   if (process.platform === "win32") return [];
-  const warnings: string[] = [];
+  const findings: string[] = [];
   const check = (path: string, what: string, mode: string) => {
-    let bits: number;
+    let current: number;
     try {
-      bits = statSync(path).mode & 0o777;
+      current = statSync(path).mode & 0o777;
     } catch {
       return;
     }
-    if ((bits & SHARED_BITS) === 0) return;
-    warnings.push(
-      `${what} ${path} holds the agents' signing secrets but other users have access (mode ${bits.toString(8)}); run: chmod ${mode} ${shellWord(path)}`,
-    );
+    if ((current & bits) === 0) return;
+    findings.push(`${describe(what, path, current.toString(8))}; run: chmod ${mode} ${shellWord(path)}`);
   };
   const folder = resolve(dataDir);
   check(folder, "The data folder", "700");
   for (const suffix of ["", "-wal", "-shm"])
     check(join(folder, `${databaseFile}${suffix}`), "The database file", "600");
-  return warnings;
+  return findings;
 }

@@ -14,7 +14,7 @@ import { HTTP_TIMEOUTS, type HttpTimeouts, attachClientErrors } from "./http/cli
 import { type Clock, systemClock } from "./clock";
 import { createCompletionService } from "./completion/service";
 import { createSlicedTokenCounter } from "./completion/tokenCounter";
-import { type Config, plainHttpWarning } from "./config";
+import { type Config, plainHttpWarning, SETTINGS } from "./config";
 import { createLifecycle } from "./lifecycle";
 import { type Logger, createStreamLogger } from "./logger";
 import { type Metrics, createMetrics } from "./metrics";
@@ -39,7 +39,7 @@ import { type LiveHub, createLiveHub } from "./live/hub";
 import { attachUpgrades } from "./live/upgrade";
 import { type SortableIds, createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
-import { lockDataFolder, looseModeWarnings } from "./dataFolder";
+import { lockDataFolder, looseModeWarnings, worldWritableProblems } from "./dataFolder";
 import { type Engine, EngineLoadError, createEngine, forkEngineChild } from "./engine/engine";
 import { engineInstalled, engineModuleUrl, notInstalledMessage } from "./engine/install";
 import type { EngineConfig } from "./config";
@@ -224,6 +224,14 @@ async function requireWorkspace(config: Readonly<Config>, store: Store): Promise
 /** SQLite's folder is this process's alone while it serves; returns what releases it. */
 async function claimDataFolder(config: Readonly<Config>, store: Store, logger: Logger): Promise<() => void> {
   if (config.databaseUrl) return () => {};
+  const writable = worldWritableProblems(config.dataDir, DATABASE_FILE);
+  if (writable.length > 0 && !config.allowInsecureDataFolder) {
+    await store.close();
+    throw new Error(
+      `${writable.join("\n")}\nRefusing to serve it. Close it with the chmod above, or set ${SETTINGS.allowInsecureDataFolder.env}=true to serve it anyway`,
+    );
+  }
+  for (const problem of writable) logger.warn(`${problem} (served anyway: ${SETTINGS.allowInsecureDataFolder.env})`);
   let unlock: () => void;
   try {
     unlock = lockDataFolder(config.dataDir, process.pid);

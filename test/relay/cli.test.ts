@@ -203,6 +203,36 @@ describe("tab-relay CLI", () => {
     },
   );
 
+  test(
+    "serve and start refuse a world-writable data folder or database file, naming the chmod, unless TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER is true",
+    { skip: process.platform === "win32" },
+    async () => {
+      const data = tempDir();
+      dirs.push(data);
+      assert.equal(cli(["init", "--data", data, "--workspace", "acme", "--owner", "Ada"]).status, 0);
+      chmodSync(data, 0o777);
+      chmodSync(join(data, "relay.db"), 0o666);
+      for (const command of ["serve", "start"]) {
+        const refused = cli([command, "--data", data, "--port", "0"]);
+        assert.equal(refused.status, 2, `${command}: ${refused.stdout}${refused.stderr}`);
+        assert.match(refused.stderr, /The data folder .* is writable by every user on this machine \(mode 777\)/);
+        assert.ok(
+          refused.stderr.includes(
+            `(mode 666), so anyone could replace the database; run: chmod 600 ${join(data, "relay.db")}`,
+          ),
+          refused.stderr,
+        );
+        assert.match(refused.stderr, /TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER=true/);
+        assert.ok(!existsSync(join(data, "relay.pid")), "a refused relay leaves no lock behind");
+      }
+      const relay = await serve(["--data", data], { TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER: "true" });
+      assert.equal((await fetch(`${relay.url}/healthz`)).status, 200);
+      relay.child.kill("SIGTERM");
+      assert.equal(await relay.exited, 0);
+      assert.ok(relay.stdout().includes("served anyway: TAB_RELAY_ALLOW_INSECURE_DATA_FOLDER"), relay.stdout());
+    },
+  );
+
   test("serving plain http on an address other machines reach logs a warning at start; an https public URL or loopback does not", async () => {
     const data = tempDir();
     dirs.push(data);

@@ -121,6 +121,26 @@ describe("tab-relay doctor for a deployment", () => {
     );
   });
 
+  test("a world-writable data folder or database file fails the data folder check with the chmod that closes it, and exits 1", async () => {
+    const data = initialised();
+    chmodSync(join(data, "relay.db"), 0o646);
+    const report = await tabRelay(["doctor", "--data", data]);
+    assert.equal(report.status, 1, report.stdout + report.stderr);
+    assert.match(report.stdout, /^Data folder {2}failed /m);
+    assert.match(
+      report.stdout,
+      new RegExp(
+        `^ {20}To do: The database file ${data}/relay\\.db is writable by every user on this machine \\(mode 646\\), .*run: chmod 600 ${data}/relay\\.db$`,
+        "m",
+      ),
+    );
+    chmodSync(join(data, "relay.db"), 0o600);
+    chmodSync(data, 0o703);
+    const json = await tabRelay(["doctor", "--data", data, "--json"]);
+    assert.equal(json.status, 1);
+    assert.equal(checksOf(json)[0]?.status, "failed");
+  });
+
   test("with a model server too: its check comes first, then the deployment's, in one report", async () => {
     const vllm = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B", reply: "return a + b;" });
     closers.push(() => vllm.close());

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { LOCK_FILE, looseModeWarnings, processAlive } from "../../dataFolder";
+import { LOCK_FILE, looseModeWarnings, processAlive, worldWritableProblems } from "../../dataFolder";
 import type { DoctorCheck } from "../checks";
 import { operatorResult } from "./result";
 
@@ -13,7 +13,7 @@ const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
 /**
  * The SQLite data folder: it exists and holds the database, only its owner can read it (the agents' signing secrets
- * are in it; the same warnings `serve` logs), and whether a relay serves it now (relay.pid).
+ * are in it; the same warnings `serve` logs; nobody else may write it, or it fails as `serve` refuses it), and whether a relay serves it now (relay.pid).
  */
 export function dataFolderCheck(dataDir: string, databaseFile: string, deps: DataFolderDeps = {}): DoctorCheck {
   const name = "data folder";
@@ -64,6 +64,10 @@ export function dataFolderCheck(dataDir: string, databaseFile: string, deps: Dat
           : [
               `the checks below use doctor's own settings (its flags and environment); the relay serving this folder may run with others (port, public URL, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE): give doctor the same ones`,
             ];
+      // Anyone on the machine could swap the database: `serve` refuses it, so doctor fails it.
+      const writable = worldWritableProblems(folder, databaseFile);
+      if (writable.length > 0)
+        return operatorResult(name, label, { status: "failed", summary, notes, todo: writable, details });
       if (warnings.length > 0)
         return operatorResult(name, label, { status: "warn", summary, notes, todo: warnings, details });
       return operatorResult(name, label, { status: "ok", summary, notes, details });
