@@ -142,6 +142,25 @@ describe(
         `the core reported other fates than the test made: ${JSON.stringify(olive.events)}`,
       );
       assert.deepEqual([miaSent.shown, miaSent.accepted], [1, 1]);
+      // Next edits the owner's extension reported (two applied, one dismissed), as its next-edit tracker sends them.
+      const nextEdit = (id: string, outcome: string, chars: number) => ({
+        id,
+        kind: "next_edit",
+        outcome,
+        shown_chars: chars,
+        accepted_chars: outcome === "accepted" ? chars : 0,
+        shown_lines: 1,
+        accepted_lines: outcome === "accepted" ? 1 : 0,
+        time_to_ghost_ms: 30,
+        language: "typescript",
+      });
+      const reported = await relay.request("/api/v1/tab/events", {
+        method: "POST",
+        json: {
+          events: [nextEdit("ne-1", "accepted", 7), nextEdit("ne-2", "accepted", 5), nextEdit("ne-3", "dismissed", 9)],
+        },
+      });
+      assert.equal(reported.status, 202);
 
       browser = await launchChromium();
       owner = await openPersonPage(browser, "owner", LAPTOP);
@@ -256,6 +275,20 @@ describe(
           [day.time_to_ghost_ms.p50, day.time_to_ghost_ms.p90],
         );
         assert.equal(await page.locator(`${t("chart-suggestions")} canvas`).count(), 1, "uPlot drew no canvas");
+      }));
+
+    test("an owner's Insights show the next edits apart from the completions", () =>
+      step("next-edits", owner, async () => {
+        const { page } = owner;
+        assert.equal(
+          await page.locator(t("insights-next-edits")).innerText(),
+          "Next edits shown: 3 · applied: 2 (66.7%) · dismissed: 1 · typed over: 0 · characters applied: 12 · mean time to show: 30 ms",
+        );
+        const typescript = await cells(page, "insights-languages", "typescript");
+        assert.deepEqual(
+          [typescript.shown, typescript["next-edits"], typescript["next-edits-accepted"]],
+          ["3", "3", "2"],
+        );
       }));
 
     test("the ranges switch between 7, 30 and 90 days, with today's figures in each", () =>

@@ -260,7 +260,7 @@ describe("tab-relay backup and restore", () => {
     assert.match(
       backupLines.at(-1) ?? "",
       new RegExp(
-        `^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0007_tab_usage; \\d+\\.\\d (KiB|MiB)$`,
+        `^Backed up to ${backupFile} in \\d+ ms: workspace acme; migrations up to 0008_tab_usage_next_edits; \\d+\\.\\d (KiB|MiB)$`,
       ),
     );
     assert.equal(mode(backupFile), "600");
@@ -279,7 +279,10 @@ describe("tab-relay backup and restore", () => {
     assert.equal(restore.status, 0, restore.stdout + restore.stderr);
     assert.match(
       restore.stdout,
-      new RegExp(`^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0007_tab_usage; `, "m"),
+      new RegExp(
+        `^Checked ${backupFile}: integrity ok; workspace acme; migrations up to 0008_tab_usage_next_edits; `,
+        "m",
+      ),
     );
     assert.match(
       restore.stdout,

@@ -34,6 +34,7 @@ const MIGRATIONS = [
   "0005_sessions_by_key",
   "0006_audit_log",
   "0007_tab_usage",
+  "0008_tab_usage_next_edits",
 ];
 
 /** Everything but reads is lifted: the documented 300 reads a minute (docs/api.md#rate-limits) are what the rate-limit test checks. */

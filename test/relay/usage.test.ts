@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { ApiKeyCreated, TabUsageAccepted, TabUsageReport, UserCreated } from "@tab-relay/shared/api";
+import type { TabUsageEvent } from "@tab-relay/shared";
+import { FakeClock } from "@tab-relay/shared/testing";
+import { NextEditUsage } from "../../extension/src/core/nextEditUsage";
 import {
   completionBody,
   dataOf,
@@ -332,5 +335,73 @@ describe("Tab usage languages of two workspaces on one relay", () => {
     } finally {
       await relay.close();
     }
+  });
+});
+
+describe("Tab usage of next edits", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ clock: fakeClock(START) });
+  });
+  after(async () => relay.close());
+
+  test("the extension's next-edit events count apart from completions, beside an old extension's events", async () => {
+    // The extension core's own tracker makes the events, as it does in VS Code.
+    const clock = new FakeClock(START);
+    const events: TabUsageEvent[] = [];
+    const usage = new NextEditUsage({ clock, enabled: () => true, report: (e) => events.push(e) });
+    const pausedAt = clock.now();
+    await clock.advance(20);
+    usage.shown({ id: "ne-1", pausedAt, languageId: "typescript", text: "renamed" });
+    usage.accepted();
+    usage.shown({ id: "ne-2", pausedAt, languageId: "typescript", text: "a,\nb" });
+    usage.ended("dismissed");
+    await clock.advance(1_000);
+    usage.shown({ id: "ne-3", pausedAt: clock.now() - 60, languageId: "typescript", text: "x" });
+    usage.ended("typed_over");
+    await clock.advance(1_000);
+    assert.equal(events.length, 3);
+    // An extension from before next edits sends no `kind`: a completion, as it always was.
+    assert.equal(await report(relay, relay.apiKey, [...events, event("cmpl-old")]), 4);
+
+    const { totals, rows } = await usageOf(relay, "?group_by=language");
+    assert.deepEqual(totals.next_edits, {
+      shown: 3,
+      accepted: 1,
+      dismissed: 1,
+      typed_over: 1,
+      acceptance_rate: 1 / 3,
+      chars_shown: 7 + 4 + 1,
+      chars_accepted: 7,
+      mean_time_to_show_ms: Math.round((20 + 20 + 60) / 3),
+    });
+    assert.deepEqual(
+      [totals.suggestions_shown, totals.acceptances, totals.dismissals, totals.typed_over, totals.chars_shown],
+      [1, 1, 0, 0, 20],
+      "next edits do not count as completion suggestions",
+    );
+    assert.equal(totals.time_to_ghost_ms.p50, 150, "only the completion's time is in the ghost-text histogram");
+    assert.deepEqual(
+      rows.map((row) => [row.key, row.suggestions_shown, row.next_edits.shown]),
+      [
+        ["typescript", 0, 3],
+        ["unknown", 1, 0],
+      ],
+    );
+    // Read per day and per person too: the roll-ups and the daily rows agree.
+    assert.equal((await usageOf(relay, "?group_by=day")).rows[0]?.next_edits.accepted, 1);
+    assert.equal((await usageOf(relay, "?group_by=user")).rows[0]?.next_edits.shown, 3);
+  });
+
+  test("a kind the relay does not know is refused, naming the field", async () => {
+    await expectError(
+      await relay.request("/api/v1/tab/events", {
+        method: "POST",
+        json: { events: [event("x", { kind: "refactor" })] },
+      }),
+      400,
+      "VALIDATION_ERROR",
+      /kind/,
+    );
   });
 });

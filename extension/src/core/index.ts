@@ -22,3 +22,4 @@ export * from "./statusView";
 export * from "./completionSession";
 export * from "./usageTracker";
 export * from "./usageReporter";
+export * from "./nextEditUsage";

@@ -6,6 +6,7 @@ import {
   checkConnection,
   CompletionSession,
   NextEditSession,
+  NextEditUsage,
   RecentFiles,
   StatusController,
   TypingRhythm,
@@ -71,9 +72,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     enabled: () => reporter.enabled,
     report: (event) => reporter.record(event),
   });
+  const nextEditUsage = new NextEditUsage({
+    clock: systemClock,
+    enabled: () => reporter.enabled,
+    report: (event) => reporter.record(event),
+  });
   flushUsage = async () => {
     deactivating = true;
     usage.flush();
+    nextEditUsage.flush();
     await reporter.flush();
   };
   const nextEdits = new NextEditPresenter(
@@ -86,6 +93,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       files: recentFiles,
     }),
     log,
+    nextEditUsage,
   );
   const session = new CompletionSession({
     clock: systemClock,

@@ -1,6 +1,7 @@
 import { posix } from "node:path";
 import * as vscode from "vscode";
 import type { CompletionInput, CompletionSession, UsageTracker } from "../core";
+import { NEXT_EDIT_COMMANDS } from "./nextEditPresenter";
 import { USAGE_COMMANDS } from "./usageFeed";
 
 /**
@@ -24,7 +25,12 @@ export function createInlineCompletionProvider(
       // A next edit that inserts after the cursor on its line is shown as ordinary ghost text.
       const nextEdit = nextEdits?.ghostAt(document.uri.toString(), document.version, position.line, position.character);
       if (nextEdit !== undefined)
-        return [new vscode.InlineCompletionItem(nextEdit, new vscode.Range(position, position))];
+        return [
+          new vscode.InlineCompletionItem(nextEdit, new vscode.Range(position, position), {
+            command: NEXT_EDIT_COMMANDS.ghostAccepted,
+            title: "Next edit applied",
+          }),
+        ];
       const controller = new AbortController();
       const subscription = token.onCancellationRequested(() => controller.abort());
       if (token.isCancellationRequested) controller.abort();

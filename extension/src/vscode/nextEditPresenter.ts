@@ -7,9 +7,15 @@ import {
   type CompletionInput,
   type NextEditProposal,
   type NextEditSession,
+  type NextEditUsage,
 } from "../core";
 
-export const NEXT_EDIT_COMMANDS = { accept: "tabRelay.nextEdit.accept", dismiss: "tabRelay.nextEdit.dismiss" } as const;
+export const NEXT_EDIT_COMMANDS = {
+  accept: "tabRelay.nextEdit.accept",
+  dismiss: "tabRelay.nextEdit.dismiss",
+  /** Run by VS Code after it inserted a next edit drawn as ghost text (InlineCompletionItem.command). */
+  ghostAccepted: "tabRelay.nextEdit.ghostAccepted",
+} as const;
 /** True while a next edit is drawn, so Tab and Escape mean it only then (package.json keybindings). */
 const VISIBLE_KEY = "tabRelay.nextEditVisible";
 /** Lines of the document read around the cursor for a request; more than the excerpt the request may carry. */
@@ -46,17 +52,21 @@ export class NextEditPresenter implements vscode.Disposable {
   constructor(
     private readonly session: NextEditSession,
     private readonly log: vscode.LogOutputChannel,
+    private readonly usage?: NextEditUsage,
   ) {
     this.subscriptions = [
       vscode.commands.registerCommand(NEXT_EDIT_COMMANDS.accept, () => this.accept()),
-      vscode.commands.registerCommand(NEXT_EDIT_COMMANDS.dismiss, () => this.clear()),
+      vscode.commands.registerCommand(NEXT_EDIT_COMMANDS.dismiss, () => this.clear("dismissed")),
+      vscode.commands.registerCommand(NEXT_EDIT_COMMANDS.ghostAccepted, () => this.usage?.accepted()),
       vscode.workspace.onDidChangeTextDocument((event) => {
         if (event.contentChanges.length === 0) return;
         this.session.cancel();
         // Typing goes on as if nothing were shown: the next edit simply goes away.
-        if (!this.applying && this.shown?.editor.document === event.document) this.clear();
+        if (this.applying) return;
+        if (this.shown?.editor.document === event.document || this.ghost?.uri === event.document.uri.toString())
+          this.clear("typed_over");
       }),
-      vscode.window.onDidChangeActiveTextEditor(() => this.clear()),
+      vscode.window.onDidChangeActiveTextEditor(() => this.clear("dismissed")),
     ];
   }
 
@@ -103,10 +113,16 @@ export class NextEditPresenter implements vscode.Disposable {
     const cursor = editor.selection.active;
     const edit = pickNextEdit(proposal.edits, cursor);
     if (edit === undefined) return;
-    this.clear();
+    this.clear("dismissed");
     const view = viewOfNextEdit(edit, cursor, (line) =>
       line < editor.document.lineCount ? editor.document.lineAt(line).text : "",
     );
+    this.usage?.shown({
+      id: proposal.id,
+      pausedAt: proposal.pausedAt,
+      languageId: editor.document.languageId,
+      text: edit.text,
+    });
     if (view.kind === "ghost") {
       this.ghost = { uri: proposal.uri, version: proposal.version, ...cursor, text: view.text };
       void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
@@ -147,21 +163,24 @@ export class NextEditPresenter implements vscode.Disposable {
       this.draw();
       return;
     }
-    if (isStale(proposal.version, editor.document.version)) return this.clear();
+    if (isStale(proposal.version, editor.document.version)) return this.clear("dismissed");
     this.applying = true;
     try {
       const applied = await editor.edit((builder) => builder.replace(toRange(edit.range), edit.text));
       if (applied) {
+        this.usage?.accepted();
         const end = editor.document.positionAt(editor.document.offsetAt(start) + edit.text.length);
         editor.selection = new vscode.Selection(end, end);
       }
     } finally {
       this.applying = false;
-      this.clear();
+      this.clear("dismissed");
     }
   }
 
-  private clear(): void {
+  /** Takes the next edit away; `how` is what became of it unless it was applied first. */
+  private clear(how: "dismissed" | "typed_over"): void {
+    if (this.ghost !== undefined || this.shown !== undefined) this.usage?.ended(how);
     this.ghost = undefined;
     if (this.shown === undefined) return;
     this.shown.editor.setDecorations(this.removed, []);
@@ -171,7 +190,7 @@ export class NextEditPresenter implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.clear();
+    this.clear("dismissed");
     this.removed.dispose();
     this.preview.dispose();
     for (const subscription of this.subscriptions) subscription.dispose();

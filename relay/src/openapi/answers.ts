@@ -230,6 +230,16 @@ const usageFigures = {
   lines_accepted: z.number().int(),
   time_to_ghost_ms: z.object({ p50: z.number().nullable(), p90: z.number().nullable() }),
   active_users: z.number().int(),
+  next_edits: z.object({
+    shown: z.number().int(),
+    accepted: z.number().int(),
+    dismissed: z.number().int(),
+    typed_over: z.number().int(),
+    acceptance_rate: z.number().nullable(),
+    chars_shown: z.number().int(),
+    chars_accepted: z.number().int(),
+    mean_time_to_show_ms: z.number().nullable(),
+  }),
 };
 export const TabUsageFigures = exactly<Api.TabUsageFigures>()(z.object(usageFigures));
 export const TabUsageRow = exactly<Api.TabUsageRow>()(

@@ -50,6 +50,17 @@ function figures(sum: UsageSummary): Api.TabUsageFigures {
       p90: ghostPercentile(sum, 0.9, TAB_USAGE_LIMITS.maxTimeToGhostMs),
     },
     active_users: sum.users,
+    next_edits: {
+      shown: sum.next_edits_shown,
+      accepted: sum.next_edits_accepted,
+      dismissed: sum.next_edits_dismissed,
+      typed_over: sum.next_edits_typed_over,
+      acceptance_rate: sum.next_edits_shown === 0 ? null : sum.next_edits_accepted / sum.next_edits_shown,
+      chars_shown: sum.next_edit_chars_shown,
+      chars_accepted: sum.next_edit_chars_accepted,
+      mean_time_to_show_ms:
+        sum.next_edits_shown === 0 ? null : Math.round(sum.next_edit_show_ms / sum.next_edits_shown),
+    },
   };
 }
 

@@ -66,7 +66,7 @@ describe("tab-relay backup", () => {
     assert.deepEqual(slugs(to), slugs(database));
     assert.equal(result.summary.workspaces.length, 30);
     assert.deepEqual(result.summary.pending, []);
-    assert.equal(result.summary.migrations.at(-1), "0007_tab_usage");
+    assert.equal(result.summary.migrations.at(-1), "0008_tab_usage_next_edits");
     const copy = new SqliteDatabase(to, { readonly: true });
     assert.equal(copy.pragma("journal_mode", { simple: true }), "delete", "no -wal file is needed to read it");
     copy.close();

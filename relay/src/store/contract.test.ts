@@ -63,6 +63,7 @@ const MIGRATIONS = [
   "0005_sessions_by_key",
   "0006_audit_log",
   "0007_tab_usage",
+  "0008_tab_usage_next_edits",
 ];
 
 interface Harness {

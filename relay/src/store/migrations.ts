@@ -1,5 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, sql } from "kysely";
-import { USAGE_COLUMNS } from "../usage/columns";
+import { NEXT_EDIT_COUNTERS, USAGE_COLUMNS } from "../usage/columns";
 
 export type Engine = "sqlite" | "postgres";
 
@@ -260,7 +260,9 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
         const counters = (name: string, keys: readonly string[]) => {
           let table = db.schema.createTable(name);
           for (const key of keys) table = table.addColumn(key, text, (c) => c.notNull());
-          for (const column of USAGE_COLUMNS)
+          // The columns as they were at 0007: later migrations add theirs, so a database made at any version ends
+          // with the same tables.
+          for (const column of USAGE_COLUMNS.filter((c) => !(NEXT_EDIT_COUNTERS as readonly string[]).includes(c)))
             table = table.addColumn(column, "bigint", (c) => c.notNull().defaultTo(0));
           return table.addPrimaryKeyConstraint(`${name}_pk`, keys as never).execute();
         };
@@ -276,6 +278,17 @@ function migrationsFor(engine: Engine): Record<string, Migration> {
         await db.schema.createIndex("tab_usage_day").on("tab_usage").column("day").execute();
         await db.schema.createIndex("tab_usage_days_day").on("tab_usage_days").column("day").execute();
         await db.schema.createIndex("tab_usage_weeks_week").on("tab_usage_weeks").column("week").execute();
+      },
+    },
+    "0008_tab_usage_next_edits": {
+      async up(db: Kysely<unknown>) {
+        // Additive counters with a default, so the rows already stored read as "no next edits" and nothing is rewritten.
+        for (const table of ["tab_usage", "tab_usage_days", "tab_usage_weeks"])
+          for (const column of NEXT_EDIT_COUNTERS)
+            await db.schema
+              .alterTable(table)
+              .addColumn(column, "bigint", (c) => c.notNull().defaultTo(0))
+              .execute();
       },
     },
   };

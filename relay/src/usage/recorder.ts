@@ -164,6 +164,18 @@ export function createUsageRecorder(deps: {
         const language =
           event.language !== undefined ? languageOf(subject.workspaceId, event.language) : (own?.language ?? UNKNOWN);
         const row = rowOf(subject, language, own?.model ?? UNKNOWN);
+        if (event.kind === "next_edit") {
+          // A next edit is not a suggestion at the cursor: its own counters, so completion rates stay what they were.
+          row.next_edits_shown++;
+          row.next_edit_chars_shown += event.shown_chars;
+          row.next_edit_show_ms += Math.min(event.time_to_ghost_ms, TAB_USAGE_LIMITS.maxTimeToGhostMs);
+          if (event.outcome === "accepted" || event.outcome === "accepted_partial") {
+            row.next_edits_accepted++;
+            row.next_edit_chars_accepted += event.accepted_chars;
+          } else if (event.outcome === "typed_over") row.next_edits_typed_over++;
+          else row.next_edits_dismissed++;
+          continue;
+        }
         row.shown++;
         row.shown_chars += event.shown_chars;
         row.shown_lines += event.shown_lines;

@@ -326,6 +326,24 @@ export interface TabUsageFigures {
   time_to_ghost_ms: { p50: number | null; p90: number | null };
   /** People with any request or report in the group. */
   active_users: number;
+  /** Next edits the extension reported, apart from the completion figures above. */
+  next_edits: TabNextEditFigures;
+}
+
+/** Next edits shown in the editor and what became of them, as the extension reported (sizes and times, no code). */
+export interface TabNextEditFigures {
+  shown: number;
+  accepted: number;
+  dismissed: number;
+  /** The person typed something else where it was drawn. */
+  typed_over: number;
+  /** accepted / shown; null with nothing shown. */
+  acceptance_rate: number | null;
+  /** Characters of the new text shown, and of those applied. */
+  chars_shown: number;
+  chars_accepted: number;
+  /** Mean time from the pause in typing to the next edit on screen; null with nothing shown. */
+  mean_time_to_show_ms: number | null;
 }
 
 export interface TabUsageRow extends TabUsageFigures {

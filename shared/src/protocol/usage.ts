@@ -13,6 +13,13 @@ export const TAB_USAGE_LIMITS = {
   maxTimeToGhostMs: 600_000,
 } as const;
 
+/**
+ * What was shown: a completion's ghost text at the cursor (the default, so extensions older than next edits send
+ * nothing new), or a next edit proposed elsewhere near the cursor.
+ */
+export const TabUsageKind = z.enum(["completion", "next_edit"]);
+export type TabUsageKind = z.infer<typeof TabUsageKind>;
+
 /** What became of one suggestion the editor showed. */
 export const TabUsageOutcome = z.enum(["accepted", "accepted_partial", "dismissed", "typed_over"]);
 export type TabUsageOutcome = z.infer<typeof TabUsageOutcome>;
@@ -25,8 +32,10 @@ const count = (max: number) => z.number().int().min(0).max(max);
  */
 export const TabUsageEvent = z
   .object({
-    /** The `id` of the relay's completion answer that produced the suggestion. */
+    /** The `id` of the relay's completion (or next-edit) answer that produced the suggestion. */
     id: z.string().min(1).max(128),
+    /** Absent means `completion`. A next edit's chars and lines are those of its new text, its time to being drawn. */
+    kind: TabUsageKind.optional(),
     outcome: TabUsageOutcome,
     shown_chars: count(TAB_USAGE_LIMITS.maxChars),
     accepted_chars: count(TAB_USAGE_LIMITS.maxChars),

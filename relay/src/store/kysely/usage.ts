@@ -3,7 +3,7 @@ import { USAGE_COLUMNS, type UsageCounts, emptyCounts } from "../../usage/column
 import type { Db } from "../schema";
 import type { Store, UsageGroupBy, UsageRow, UsageSummary } from "../types";
 
-/** Rows per INSERT: at most 35 parameters each, well inside SQLite's and PostgreSQL's limits. */
+/** Rows per INSERT: at most 42 parameters each, well inside SQLite's and PostgreSQL's limits. */
 const CHUNK = 200;
 const DAY_MS = 24 * 60 * 60 * 1000;
 

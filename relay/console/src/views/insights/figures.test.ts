@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { TabUsageRow } from "@tab-relay/shared/api";
-import { dailySeries, rangeOf, usageCsv } from "./figures";
+import { dailySeries, hasData, nextEditsLine, rangeOf, usageCsv } from "./figures";
 
 function row(key: string, figures: Partial<TabUsageRow> = {}): TabUsageRow {
   return {
@@ -22,6 +22,16 @@ function row(key: string, figures: Partial<TabUsageRow> = {}): TabUsageRow {
     lines_accepted: 0,
     time_to_ghost_ms: { p50: null, p90: null },
     active_users: 0,
+    next_edits: {
+      shown: 0,
+      accepted: 0,
+      dismissed: 0,
+      typed_over: 0,
+      acceptance_rate: null,
+      chars_shown: 0,
+      chars_accepted: 0,
+      mean_time_to_show_ms: null,
+    },
     ...figures,
   };
 }
@@ -68,7 +78,39 @@ test("the CSV quotes commas and quotes, and keeps a name from being read as a sp
   ]);
   const lines = csv.split("\r\n");
   assert.equal(lines[0]?.split(",").slice(0, 5).join(","), "group,key,name,requests,suggestions_shown");
-  assert.equal(lines[1], "day,2026-02-28,,0,2,1,0,0,0,0.5,0,0,0,0,0,,");
-  assert.equal(lines[2], `person,usr_1,"'=HYPERLINK(""x""), ""Bob""",0,0,0,0,0,0,,0,0,0,0,0,,`);
+  assert.equal(lines[1], "day,2026-02-28,,0,2,1,0,0,0,0.5,0,0,0,0,0,,,0,0,0,0,,0,");
+  assert.equal(lines[2], `person,usr_1,"'=HYPERLINK(""x""), ""Bob""",0,0,0,0,0,0,,0,0,0,0,0,,,0,0,0,0,,0,`);
   assert.equal(lines[3], "");
+});
+
+test("next edits get their own line, CSV columns after the completion ones, and count as data on their own", () => {
+  const next_edits = {
+    shown: 4,
+    accepted: 3,
+    dismissed: 1,
+    typed_over: 0,
+    acceptance_rate: 0.75,
+    chars_shown: 40,
+    chars_accepted: 31,
+    mean_time_to_show_ms: 18,
+  };
+  const only = row("2026-02-28", { next_edits });
+  assert.equal(
+    nextEditsLine(only),
+    "Next edits shown: 4 · applied: 3 (75%) · dismissed: 1 · typed over: 0 · characters applied: 31 · mean time to show: 18 ms",
+  );
+  assert.equal(nextEditsLine(row("2026-02-28")), "Next edits: none shown in this range.");
+  assert.equal(hasData(only), true, "a range with only next edits is not the empty state");
+  assert.equal(hasData(row("2026-02-28")), false);
+  const [header, line] = usageCsv([{ group: "day", rows: [only] }]).split("\r\n");
+  assert.deepEqual(header?.split(",").slice(-7), [
+    "next_edits_shown",
+    "next_edits_accepted",
+    "next_edits_dismissed",
+    "next_edits_typed_over",
+    "next_edits_acceptance_rate",
+    "next_edits_chars_accepted",
+    "next_edits_mean_time_to_show_ms",
+  ]);
+  assert.deepEqual(line?.split(",").slice(-7), ["4", "3", "1", "0", "0.75", "31", "18"]);
 });

@@ -46,7 +46,19 @@ export function percent(rate: number | null): number | null {
 }
 
 export function hasData(totals: TabUsageFigures): boolean {
-  return totals.requests > 0 || totals.suggestions_shown > 0;
+  return totals.requests > 0 || totals.suggestions_shown > 0 || totals.next_edits.shown > 0;
+}
+
+/** The next edits' line under the totals: what was shown, applied, dismissed or typed over, and how soon it showed. */
+export function nextEditsLine(totals: TabUsageFigures): string {
+  const n = totals.next_edits;
+  if (n.shown === 0) return "Next edits: none shown in this range.";
+  const rate = n.acceptance_rate === null ? "" : ` (${percent(n.acceptance_rate)}%)`;
+  const time = n.mean_time_to_show_ms === null ? "" : ` · mean time to show: ${n.mean_time_to_show_ms} ms`;
+  return (
+    `Next edits shown: ${n.shown} · applied: ${n.accepted}${rate} · dismissed: ${n.dismissed}` +
+    ` · typed over: ${n.typed_over} · characters applied: ${n.chars_accepted}${time}`
+  );
 }
 
 const CSV_COLUMNS = [
@@ -64,6 +76,17 @@ const CSV_COLUMNS = [
   "rate_limited",
 ] as const;
 
+/** Appended after the completion columns, so a spreadsheet reading columns by position still finds those. */
+const NEXT_EDIT_CSV_COLUMNS = [
+  "shown",
+  "accepted",
+  "dismissed",
+  "typed_over",
+  "acceptance_rate",
+  "chars_accepted",
+  "mean_time_to_show_ms",
+] as const;
+
 export interface CsvSection {
   /** `day`, `language` or `person`. */
   group: string;
@@ -72,7 +95,15 @@ export interface CsvSection {
 
 /** The tables' figures as one CSV (RFC 4180), a row per day, language and person, with a header. */
 export function usageCsv(sections: readonly CsvSection[]): string {
-  const header = ["group", "key", "name", ...CSV_COLUMNS, "time_to_ghost_p50_ms", "time_to_ghost_p90_ms"];
+  const header = [
+    "group",
+    "key",
+    "name",
+    ...CSV_COLUMNS,
+    "time_to_ghost_p50_ms",
+    "time_to_ghost_p90_ms",
+    ...NEXT_EDIT_CSV_COLUMNS.map((column) => `next_edits_${column}`),
+  ];
   const lines = [header.join(",")];
   for (const { group, rows } of sections)
     for (const row of rows)
@@ -84,6 +115,7 @@ export function usageCsv(sections: readonly CsvSection[]): string {
           ...CSV_COLUMNS.map((column) => row[column] ?? ""),
           row.time_to_ghost_ms.p50 ?? "",
           row.time_to_ghost_ms.p90 ?? "",
+          ...NEXT_EDIT_CSV_COLUMNS.map((column) => row.next_edits[column] ?? ""),
         ]
           .map(csvField)
           .join(","),

@@ -6,7 +6,17 @@
 import uPlot from "uplot";
 import { clearError, errorSlot, h, headed } from "../../dom";
 import type { TabUsageReport, TabUsageRow } from "@tab-relay/shared/api";
-import { type DailySeries, RANGES, type RangeDays, dailySeries, hasData, percent, rangeOf, usageCsv } from "./figures";
+import {
+  type DailySeries,
+  RANGES,
+  type RangeDays,
+  dailySeries,
+  hasData,
+  nextEditsLine,
+  percent,
+  rangeOf,
+  usageCsv,
+} from "./figures";
 import type { InsightsHost } from "./host";
 
 const CHART_HEIGHT = 200;
@@ -57,6 +67,8 @@ function figureCells(row: TabUsageRow): HTMLTableCellElement[] {
     ["chars-accepted", String(row.chars_accepted)],
     ["p50", dash(row.time_to_ghost_ms.p50)],
     ["p90", dash(row.time_to_ghost_ms.p90)],
+    ["next-edits", String(row.next_edits.shown)],
+    ["next-edits-accepted", String(row.next_edits.accepted)],
   ];
   return cells.map(([name, text]) => h("td", { "data-cell": name }, text));
 }
@@ -72,6 +84,8 @@ function usageTable(testid: string, first: string, rows: TabUsageRow[], label: (
     "Characters accepted",
     "p50 ms",
     "p90 ms",
+    "Next edits",
+    "Next edits applied",
   ];
   return h(
     "div",
@@ -262,6 +276,7 @@ export function renderInsights(page: HTMLElement, host: InsightsHost): () => voi
           t.acceptance_rate === null ? "" : ` (${percent(t.acceptance_rate)}%)`,
           ` · typed over: ${t.typed_over} · dismissed: ${t.dismissals} · requests: ${t.requests}`,
         ),
+        h("p", { "data-testid": "insights-next-edits" }, nextEditsLine(t)),
         h(
           "div",
           { class: "charts" },
