@@ -300,5 +300,21 @@ async function start(): Promise<void> {
   });
 }
 
+/**
+ * Why starting failed, with the network cause Node's fetch keeps in `cause` (its own message is only "fetch failed"):
+ * `connect ECONNREFUSED 127.0.0.1:9999` says more than the usage text would, which is for a wrong command line.
+ */
+function startFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  if (cause === undefined || typeof cause !== "object") return `Could not start: ${message}`;
+  const detail = cause.message ?? cause.code ?? "";
+  const where = values.relay === undefined ? "" : ` Is the relay running at ${values.relay}? Check --relay.`;
+  return `Could not start: the relay at ${values.relay ?? "(no --relay)"} could not be reached (${detail}).${where}`;
+}
+
 // No top-level await: the repository root is not "type": "module", so tsx may load this file as CommonJS.
-start().catch((error: unknown) => fail(`Could not start: ${error instanceof Error ? error.message : String(error)}`));
+start().catch((error: unknown) => {
+  console.error(startFailure(error));
+  process.exit(1);
+});

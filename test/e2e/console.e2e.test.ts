@@ -288,6 +288,16 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.locator(t("nav-keys")).click();
       const form = page.locator(t("create-key-form"));
       await form.locator(t("key-name")).fill("ci-runner");
+      const boxes = form.locator(`${t("key-scopes")} input[type="checkbox"]`);
+      const states = await boxes.evaluateAll((inputs) =>
+        inputs.map((el) => {
+          const input = el as unknown as { value: string; checked: boolean; disabled: boolean };
+          return { scope: input.value, on: input.checked, held: !input.disabled };
+        }),
+      );
+      assert.ok(states.length > 0 && states.some((s) => s.held), "the form offers no scope the owner holds");
+      for (const { scope, on, held } of states)
+        assert.equal(on, held, `scope ${scope} starts ${on ? "" : "un"}checked`);
       await form.locator(t("scope-messages.read")).check();
       await form.locator(t("create-key-submit")).click();
       const panel = page.locator(t("secrets-panel"));

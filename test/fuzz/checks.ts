@@ -130,7 +130,9 @@ export function judgeResponse(
     const code = /"code":"([A-Z_]+)"/.exec(response.body.toString("utf8"))?.[1];
     out.push({ kind: "5xx", status, code, detail: `${status} ${code ?? ""}`.trim() });
   }
-  if (status >= 400 && request.method !== "HEAD") {
+  // A browser's GET at an address nothing serves gets the console's not-found page (HTML), as docs/api.md says.
+  const consoleNotFound = status === 404 && request.method === "GET" && /^text\/html/.test(contentType ?? "");
+  if (status >= 400 && request.method !== "HEAD" && !consoleNotFound) {
     const { problems, code, message } = envelopeProblems(status, contentType, response.body);
     // An answer without the relay's request id was written before the app saw the request (Node's HTTP parser).
     const where =

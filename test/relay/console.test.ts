@@ -58,6 +58,27 @@ describe("the console's files", () => {
     }
   });
 
+  test("a browser at a mistyped console address gets the console's page with 404; an API client still gets JSON", async () => {
+    const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for (const path of ["/consol", "/agents/x/y", "/no/such/page"]) {
+      const response = await fetch(relay.url + path, { headers: { Accept: browser } });
+      assert.equal(response.status, 404, path);
+      assert.match(response.headers.get("content-type") ?? "", /^text\/html/, path);
+      assert.equal(await response.text(), page, path);
+    }
+    for (const accept of ["*/*", "application/json", undefined]) {
+      const response = await fetch(`${relay.url}/consol`, accept ? { headers: { Accept: accept } } : {});
+      assert.equal(response.status, 404, String(accept));
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, "NOT_FOUND");
+      assert.match(body.error.message, /No route for GET \/consol/);
+    }
+    // An API path is the API's: its JSON error even to a browser (without a key, the 401 comes first).
+    const api = await fetch(`${relay.url}/api/v1/nope`, { headers: { Accept: browser } });
+    assert.equal(api.status, 401);
+    assert.equal(((await api.json()) as { error: { code: string } }).error.code, "UNAUTHORIZED");
+  });
+
   test("a repeat visit with If-None-Match is still a 304", async () => {
     const first = await fetch(`${relay.url}/app.css`);
     await first.arrayBuffer();

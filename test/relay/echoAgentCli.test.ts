@@ -109,6 +109,21 @@ describe("the echo agent's CLI against a relay", () => {
     return reply.text;
   }
 
+  test("pointed at a port where no relay listens it names the URL and the cause, without the usage text", async () => {
+    // A port that was free a moment ago: nothing listens there now.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const wrong = `http://127.0.0.1:${port}`;
+    const agent = runAgent(["--relay", wrong, "--port", "0", "--credentials", join(folder, "nowhere.json")], env);
+    assert.equal(await agent.exited, 1);
+    const stderr = agent.stderr();
+    assert.ok(stderr.includes(wrong), stderr);
+    assert.match(stderr, /ECONNREFUSED/);
+    assert.doesNotMatch(stderr, /Usage:/);
+  });
+
   test("with its port taken it stops naming the port and --port, and registers nothing", async () => {
     const squatter = createServer();
     await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));

@@ -266,3 +266,29 @@ describe("removing a person pauses the agents they own", () => {
     assert.equal((await relay.request("/api/v1/me", { key: guest.key })).status, 403);
   });
 });
+
+describe("removing the workspace's last owner over the API (docs/api.md, DELETE /users/{id})", () => {
+  let relay: TestRelay;
+  before(async () => {
+    relay = await startTestRelay({ env: { TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" } });
+  });
+  after(() => relay.close());
+
+  test("the owner removing themselves gets 400 and an admin gets 403; no caller reaches the last-owner 409", async () => {
+    const me = await dataOf<Me>(await relay.request("/api/v1/me"), 200);
+    await expectError(
+      await relay.request(`/api/v1/users/${me.user.id}`, { method: "DELETE" }),
+      400,
+      "VALIDATION_ERROR",
+      /path\.id: you cannot remove yourself/,
+    );
+    const admin = await createUser(relay, "Ada Admin", "admin");
+    await expectError(
+      await relay.request(`/api/v1/users/${me.user.id}`, { key: admin.key, method: "DELETE" }),
+      403,
+      "FORBIDDEN",
+      /Only an owner can remove an owner/,
+    );
+    assert.equal((await relay.request("/api/v1/me")).status, 200, "the last owner is still there");
+  });
+});

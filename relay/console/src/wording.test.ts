@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { channelNameFor, humanMessage, isChannelName, withNames } from "./wording";
+import { channelNameFor, detailLabel, humanMessage, isChannelName, withNames } from "./wording";
 
 describe("the console's wording of relay errors", () => {
   test("a field followed by what it must be reads as one sentence with the field's label", () => {
@@ -56,5 +56,14 @@ describe("channel names", () => {
     assert.equal(isChannelName("#General"), true);
     assert.equal(isChannelName("General Chat"), false);
     assert.equal(isChannelName("-dash-first"), false);
+  });
+});
+
+describe("audit details", () => {
+  test("a detail that holds a person's id is labelled as the person it names, not as an id", () => {
+    assert.equal(detailLabel("holder_user_id"), "holder");
+    assert.equal(detailLabel("user_id"), "person");
+    assert.equal(detailLabel("webhook_url"), "webhook url");
+    assert.equal(detailLabel("name"), "name");
   });
 });

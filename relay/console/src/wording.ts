@@ -67,3 +67,12 @@ export function channelNameFor(typed: string): string | null {
 export function isChannelName(typed: string): boolean {
   return /^[\p{Ll}\p{N}][\p{Ll}\p{N}_-]{0,79}$/u.test(typed.trim().replace(/^#/, "").toLowerCase());
 }
+
+/**
+ * An audit entry's detail key as a label for what the console shows under it: a `…_user_id` is shown as the
+ * person's name, so `holder_user_id` reads "holder" and a bare `user_id` "person".
+ */
+export function detailLabel(key: string): string {
+  if (key === "user_id") return "person";
+  return key.replace(/_user_id$/, "").replace(/_/g, " ");
+}

@@ -39,5 +39,14 @@ export function createConsoleRouter(dir: string): Router {
     res.setHeader("Cache-Control", "no-cache");
     res.sendFile(join(dir, "index.html"), SEND_OPTIONS);
   });
+  // A mistyped console address (`/consol`) in a browser gets the console, whose router shows its not-found page, as an
+  // unknown agent id does; still a 404. A client that prefers JSON (curl's `*/*` picks the first offered: json) falls
+  // through to the JSON error. The API's own prefixes never get here: their router answers its unknown paths itself.
+  router.get(/.*/, named("/console"), (req, res, next) => {
+    if (req.accepts(["json", "html"]) !== "html") return next();
+    res.status(404);
+    res.setHeader("Cache-Control", "no-cache");
+    res.sendFile(join(dir, "index.html"), SEND_OPTIONS);
+  });
   return router;
 }

@@ -146,7 +146,16 @@ function createKeyForm(created: () => Promise<void>): HTMLElement {
       return h(
         "label",
         { class: `check${held ? "" : " unavailable"}` },
-        h("input", { type: "checkbox", name: "scope", value: scope, disabled: !held, "data-testid": `scope-${scope}` }),
+        // Every scope the session holds starts checked, as `keys create` on the command line defaults to all the
+        // role allows; as an attribute it is also what the form returns to after `reset()`.
+        h("input", {
+          type: "checkbox",
+          name: "scope",
+          value: scope,
+          checked: held,
+          disabled: !held,
+          "data-testid": `scope-${scope}`,
+        }),
         " ",
         h("code", null, scope),
         ` ${allows}`,

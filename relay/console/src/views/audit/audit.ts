@@ -2,7 +2,7 @@
 import { api } from "../../api";
 import { busy, clearError, errorSlot, field, h, headed, showError, timeEl } from "../../dom";
 import { hasScope, loadDirectory } from "../../state";
-import { withNames } from "../../wording";
+import { detailLabel, withNames } from "../../wording";
 import { AUDIT_ACTIONS, type AuditAction, type AuditEntry } from "@tab-relay/shared/api";
 import type { View } from "../view";
 
@@ -64,8 +64,7 @@ export function auditView(): View {
     const { actor: by, target } = entry;
     const doer = by.via === "cli" ? "the relay's command line" : who(by.user_id);
     const details = Object.entries(entry.details).map(
-      ([key, value]) =>
-        `${key.replace(/_/g, " ")}: ${Array.isArray(value) ? value.join(", ") || "none" : (value ?? "none")}`,
+      ([key, value]) => `${detailLabel(key)}: ${Array.isArray(value) ? value.join(", ") || "none" : (value ?? "none")}`,
     );
     return h(
       "li",
