@@ -715,6 +715,20 @@ export const OPERATIONS: readonly Operation[] = [
     answers: [{ status: 200, description: "Prometheus text format 0.0.4", text: "text/plain" }],
     refusals: [401, 403],
   },
+  {
+    method: "get",
+    mount: "root",
+    path: "/downloads/tab-relay.vsix",
+    operationId: "downloadExtension",
+    tag: "Operations",
+    summary: "The VS Code extension that matches this relay, as a .vsix package",
+    description:
+      "Built by `npm start` in the relay's checkout; 404 `NOT_FOUND` where the relay has no package to serve (an installed relay package carries none).",
+    auth: "none",
+    rateLimited: false,
+    answers: [{ status: 200, description: "The .vsix package (a zip archive)", text: "application/vsix" }],
+    refusals: [404],
+  },
 ];
 
 /**
