@@ -409,6 +409,14 @@ export const PATTERN_ROUTES: readonly PatternRoute[] = [
       `/conversations/channel/${f.channel.id}/messages/${f.message.id}`,
     ],
   },
+  // Any other GET outside the API (relay/src/routes/console.ts): a browser's mistyped console address gets the
+  // console's not-found page (404, HTML); anything preferring JSON falls through to the JSON NOT_FOUND.
+  {
+    kind: "pattern",
+    method: "GET",
+    source: ".*",
+    samples: (f) => ["/consol", `/agents/${f.agent.id}/nothing`, "/no/such/page"],
+  },
 ];
 
 export const STATIC_ROUTES: readonly StaticRoute[] = [{ kind: "static", method: "GET" }];

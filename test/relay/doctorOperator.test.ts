@@ -197,9 +197,13 @@ describe("tab-relay doctor for a deployment", () => {
         ["redis", "ok"],
         ["public url", "ok"],
         ["clock", "ok"],
-        ["webhook guard", "ok"],
+        // The fixture's agent posts to http://127.0.0.1, which the guard refuses: doctor names it and the setting.
+        ["webhook guard", "warn"],
       ],
     );
+    const guard = checksOf(after).find((check) => check.name === "webhook guard");
+    assert.match(JSON.stringify(guard), /Releasebot/);
+    assert.match(JSON.stringify(guard), /TAB_RELAY_WEBHOOK_ALLOW_PRIVATE/);
   });
 
   test("nothing answering: exit 2, each saying what to fix, and the passwords in the URLs are never printed", async () => {
