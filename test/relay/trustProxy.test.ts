@@ -142,13 +142,14 @@ describe("client addresses behind proxies (TAB_RELAY_TRUST_PROXY)", () => {
     assert.equal((await signIn("198.51.100.2", "svc_ws_typo")).status, 401, "and their own typo is a 401, not a 429");
   });
 
-  test("IPv6: a proxy on ::1 named in the list forwards IPv6 clients into their own buckets", async () => {
+  test("IPv6: a proxy on ::1 named in the list forwards IPv6 clients into a bucket per /64, and logs each address", async () => {
     const { relay, requests, written } = await relayWith("::1", { TAB_RELAY_HOST: "::1" });
     relays.push(relay);
     assert.match(relay.url, /^http:\/\/\[::1\]:/);
     assert.equal(await remainingAfter(relay, "2001:db8::1"), 4);
-    assert.equal(await remainingAfter(relay, "2001:db8::2"), 4);
-    assert.equal(await remainingAfter(relay, "2001:db8::dead, 2001:db8::1"), 3);
-    assert.deepEqual(await loggedClients(requests, 3, written), ["2001:db8::1", "2001:db8::2", "2001:db8::1"]);
+    assert.equal(await remainingAfter(relay, "2001:db8:0:1::2"), 4, "another /64, its own bucket");
+    // One subscriber's /64 is one bucket, whichever of its addresses it uses (issue 19: per /64, not per address).
+    assert.equal(await remainingAfter(relay, "2001:db8::dead, 2001:db8::2"), 3);
+    assert.deepEqual(await loggedClients(requests, 3, written), ["2001:db8::1", "2001:db8:0:1::2", "2001:db8::2"]);
   });
 });
