@@ -41,7 +41,14 @@ before(() => {
         files: ["**/*.ts"],
         languageOptions: {
           parser: tseslint.parser,
-          parserOptions: { project: "./tsconfig.json", tsconfigRootDir: dir },
+          // Under CI=true typescript-eslint infers a single run and builds the program once, so the case files written
+          // later would not be in it ("The file was not found in any of the provided project(s)"); this option turns
+          // that inference off (typescript-eslint docs, parserOptions.disallowAutomaticSingleRunInference).
+          parserOptions: {
+            project: "./tsconfig.json",
+            tsconfigRootDir: dir,
+            disallowAutomaticSingleRunInference: true,
+          },
         },
         plugins: { "tab-relay": heldPromises as ESLint.Plugin },
         rules: { "tab-relay/no-held-promise": "error" },
