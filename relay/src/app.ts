@@ -36,7 +36,7 @@ import type { NextEditService } from "./nextEdits/service";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
 import type { Links } from "./links";
-import type { Bus } from "./bus/types";
+import type { Bus, SessionsOf } from "./bus/types";
 import type { AgentSockets } from "./live/agentSockets";
 import { createConsoleRouter } from "./routes/console";
 import { createAgentApiRouter } from "./routes/agentApi";
@@ -98,6 +98,9 @@ export function createApp(deps: AppDeps): RequestListener {
 
   const limits = deps.config.rateLimits;
   const eventsQueued = () => deps.bus.publish({ topic: "events" });
+  // Live sockets of these sessions, on every relay, are rechecked at once instead of at their next periodic check.
+  const sessionsChanged = (workspaceId: string, of: SessionsOf) =>
+    deps.bus.publish({ topic: "sessions", workspaceId, of });
   // Connected here, or to another relay sharing the database (whose renewed row says so).
   const socketConnected = async (agentId: string) =>
     deps.agentSockets.connected(agentId) ||
@@ -170,9 +173,9 @@ export function createApp(deps: AppDeps): RequestListener {
     createTabRouter(deps, completionHandlers),
     createNextEditsRouter(deps),
     createMeRouter(),
-    createApiKeysRouter({ ...deps, audit }),
-    createUsersRouter({ ...deps, audit, agents }),
-    createSessionsRouter(deps),
+    createApiKeysRouter({ ...deps, audit, sessionsChanged }),
+    createUsersRouter({ ...deps, audit, agents, sessionsChanged }),
+    createSessionsRouter({ ...deps, sessionsChanged }),
     createConversationsRouter({ ...deps, conversations }),
     createAgentsRouter({
       store: deps.store,
@@ -203,7 +206,7 @@ export function createApp(deps: AppDeps): RequestListener {
       }),
     }),
     jsonBody,
-    createSignInHandler({ ...deps, audit }),
+    createSignInHandler({ ...deps, audit, sessionsChanged }),
   );
   // The API's description is public, so it is served before the API's authentication.
   app.get(

@@ -29,6 +29,7 @@ import { createWebhookClient } from "./delivery/webhookClient";
 import { newId } from "./auth/secrets";
 import { type Links, createLinks } from "./links";
 import { createPostgresBus } from "./bus/postgres";
+import { createMemorySocketSlots, createRedisSocketSlots } from "./live/socketSlots";
 import { createLocalBus } from "./bus/types";
 import { type RedisRateLimitStore, createRedisRateLimitStore } from "./rateLimit/redisStore";
 import type { RateLimitStore } from "./rateLimit/types";
@@ -320,18 +321,24 @@ function wireRealtime(deps: RealtimeDeps) {
     ...(deps.options.liveCheckMs === undefined ? {} : { checkMs: deps.options.liveCheckMs }),
   });
   const presence = renewSocketPresence(deps, relayId, agentSockets);
+  const memorySlots = createMemorySocketSlots();
+  const socketSlots = deps.config.redisUrl
+    ? createRedisSocketSlots({ url: deps.config.redisUrl, logger: deps.logger, relayId, fallback: memorySlots })
+    : memorySlots;
   const deliveries = createDeliveries(deps, agentSockets);
   subscribeToBus(deps, { deliveries, live, agentSockets });
   return {
     agentSockets,
     live,
     deliveries,
+    socketSlots,
     /** Stops the sockets and live updates and drops this relay's socket records (deliveries stop separately). */
     async close(): Promise<void> {
       state.shuttingDown = true;
       live.close();
       clearInterval(presence);
       agentSockets.close();
+      await socketSlots.close();
       await deps.store.agentSockets.unmarkRelay(relayId).catch(() => undefined);
     },
   };
@@ -427,6 +434,8 @@ function subscribeToBus(
         return live.agentUpdated(message.workspaceId, message.agentId);
       case "attempt":
         return live.agentUpdated(message.workspaceId, message.agentId);
+      case "sessions":
+        return live.sessionsChanged(message.workspaceId, message.of);
     }
   });
   async function forwardMessage(workspaceId: string, conversationId: string, messageId: string): Promise<void> {
@@ -536,6 +545,7 @@ function createHttpServer(deps: HttpDeps) {
     links: services.links,
     live: realtime.live,
     agentSockets: realtime.agentSockets,
+    socketSlots: realtime.socketSlots,
     rateLimitStore: rateLimits.store,
     limits: config.rateLimits,
     windowMs: config.rateLimitWindowMs,

@@ -39,6 +39,8 @@ export async function startTestRelay(
     logger?: Logger;
     slug?: string;
     reuse?: Pick<TestRelay, "dataDir" | keyof InitializedWorkspace>;
+    /** Serves a workspace another relay made on the same database (TAB_RELAY_DATABASE_URL), from a data folder of its own. */
+    join?: InitializedWorkspace;
     /** Timings a test shortens rather than waits out. */
     timings?: Pick<StartOptions, "liveCheckMs" | "engineSeed">;
   } = {},
@@ -60,8 +62,9 @@ export async function startTestRelay(
     heard++;
     hearing.emit("message");
   });
-  const init: InitializedWorkspace = options.reuse
-    ? { workspace: options.reuse.workspace, user: options.reuse.user, apiKey: options.reuse.apiKey }
+  const known = options.reuse ?? options.join;
+  const init: InitializedWorkspace = known
+    ? { workspace: known.workspace, user: known.user, apiKey: known.apiKey }
     : await initWorkspace(store, clock, { slug: options.slug ?? "acme", ownerName: "Olive Owner" });
   const relay = await startRelay(config, {
     store,

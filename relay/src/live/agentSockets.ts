@@ -8,7 +8,7 @@ import type { WebhookOutcome } from "../delivery/webhookClient";
 export const ACK_TIMEOUT_MS = 10_000;
 /** Ping interval; a socket that has not answered the previous ping by the next one is dead. */
 export const HEARTBEAT_MS = 15_000;
-/** Open Socket Mode connections per agent on one relay; more is a runaway reconnect loop or an abuse of the token. */
+/** Open Socket Mode connections per agent, on all relays sharing Redis; more is a runaway reconnect loop or an abuse of the token. */
 export const MAX_SOCKETS_PER_AGENT = 10;
 
 /** Why the relay closes an agent's sockets, by the change that closes them; the codes are the protocol's one table. */

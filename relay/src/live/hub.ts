@@ -3,6 +3,7 @@ import type { WebSocket } from "ws";
 import type { Scope } from "../auth/scopes";
 import type { Clock } from "../clock";
 import { presentMessage } from "../conversations/present";
+import type { SessionsOf } from "../bus/types";
 import type { Links } from "../links";
 import type { Logger } from "../logger";
 import type { Conversation, Message, Store, User } from "../store/types";
@@ -25,7 +26,7 @@ export interface LiveClient extends LiveViewer {
 
 /** How often live connections are checked: a ping for liveness and a look at the session behind them. */
 export const LIVE_CHECK_MS = 15_000;
-/** Open live connections per API key on one relay (a console tab holds one). */
+/** Open live connections per API key, on all relays sharing Redis (a console tab holds one). */
 export const MAX_LIVE_SOCKETS_PER_KEY = 10;
 
 /** Close codes the console sees (4000-4999 are the application's). */
@@ -58,7 +59,23 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
   const held = new Set<Held>();
   const checkMs = deps.checkMs ?? LIVE_CHECK_MS;
 
-  let check = deps.clock.setTimeout(function recheck() {
+  /** Asks the session behind a socket again and follows it: new frames for a changed role, a close once it ended. */
+  function recheck(client: LiveClient): void {
+    client.refresh().then(
+      (viewer) => {
+        if (client.socket.readyState !== client.socket.OPEN) return;
+        if (!viewer) return client.socket.close(LIVE_CLOSE.ended.code, LIVE_CLOSE.ended.reason);
+        // Frames from now on follow the session as it is, not as it was when the socket opened.
+        client.user = viewer.user;
+        client.scopes = viewer.scopes;
+        if (!mayListen(viewer.scopes)) client.socket.close(LIVE_CLOSE.scopes.code, LIVE_CLOSE.scopes.reason);
+      },
+      // A database hiccup is no reason to drop people; the next check asks again.
+      (error: unknown) => deps.logger.warn("could not recheck a live session", { error }),
+    );
+  }
+
+  let check = deps.clock.setTimeout(function recheckAll() {
     for (const entry of held) {
       const { client } = entry;
       if (!entry.alive) {
@@ -67,19 +84,9 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
       }
       entry.alive = false;
       client.socket.ping();
-      client.refresh().then(
-        (viewer) => {
-          if (!viewer) return client.socket.close(LIVE_CLOSE.ended.code, LIVE_CLOSE.ended.reason);
-          // Frames from now on follow the session as it is, not as it was when the socket opened.
-          client.user = viewer.user;
-          client.scopes = viewer.scopes;
-          if (!mayListen(viewer.scopes)) client.socket.close(LIVE_CLOSE.scopes.code, LIVE_CLOSE.scopes.reason);
-        },
-        // A database hiccup is no reason to drop people; the next check asks again.
-        (error: unknown) => deps.logger.warn("could not recheck a live session", { error }),
-      );
+      recheck(client);
     }
-    check = deps.clock.setTimeout(recheck, checkMs);
+    check = deps.clock.setTimeout(recheckAll, checkMs);
   }, checkMs);
 
   function send(client: LiveClient, frame: Api.LiveEvent): void {
@@ -92,13 +99,6 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
       for (const { client } of held)
         if (client.workspaceId === workspaceId && client.scopes.has("messages.read")) return true;
       return false;
-    },
-
-    /** How many live connections the key has open on this relay. */
-    socketsOf(keyId: string): number {
-      let count = 0;
-      for (const { client } of held) if (client.keyId === keyId) count++;
-      return count;
     },
 
     add(client: LiveClient): void {
@@ -127,6 +127,17 @@ export function createLiveHub(deps: { store: Store; links: Links; logger: Logger
         // Asked again after the await: a check meanwhile may have taken the scope away or changed the role.
         if (!client.scopes.has("messages.read")) continue;
         if (members.has(client.user.id) || (open && client.user.role !== "guest")) send(client, frame);
+      }
+    },
+
+    /**
+     * Sessions of a key or a person ended or changed, here or on another relay: their sockets here are rechecked now
+     * rather than at the next periodic check, so a signed-out console stops receiving at once.
+     */
+    sessionsChanged(workspaceId: string, of: SessionsOf): void {
+      for (const { client } of held) {
+        if (client.workspaceId !== workspaceId) continue;
+        if ("keyId" in of ? client.keyId === of.keyId : client.user.id === of.userId) recheck(client);
       }
     },
 

@@ -18,6 +18,7 @@ import type { RateLimitStore } from "../rateLimit/types";
 import type { Store } from "../store/types";
 import { type AgentSockets, MAX_SOCKETS_PER_AGENT } from "./agentSockets";
 import { type LiveHub, MAX_LIVE_SOCKETS_PER_KEY, mayListen } from "./hub";
+import type { SocketSlots } from "./socketSlots";
 
 export const LIVE_PATHS = new Set([`${API_PREFIX}/live`, "/v1/live"]);
 export const AGENT_SOCKET_PATHS = new Set([`${API_PREFIX}/agent-api/socket`, "/v1/agent-api/socket"]);
@@ -156,6 +157,8 @@ export interface UpgradeDeps {
   links: Pick<Links, "base">;
   live: LiveHub;
   agentSockets: AgentSockets;
+  /** The places under the per-key and per-agent socket caps (in Redis when relays share one). */
+  socketSlots: SocketSlots;
   rateLimitStore: RateLimitStore;
   limits: Readonly<RateLimits>;
   windowMs: number;
@@ -191,6 +194,18 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     });
   }
 
+  /**
+   * Takes a place under `subject`'s cap for this connection, held until the TCP connection closes (the WebSocket's
+   * close, a handshake that never completes, a client gone meanwhile): true if one was free.
+   */
+  async function holdSlot(socket: Duplex, subject: string, cap: number): Promise<boolean> {
+    const slot = await deps.socketSlots.take(subject, cap);
+    if (!slot) return false;
+    if (socket.destroyed) slot.release();
+    else socket.once("close", () => slot.release());
+    return true;
+  }
+
   async function upgradeLive(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     // Browsers send cookies on cross-site WebSocket handshakes too; only a page of this origin may listen.
     const origin = req.headers.origin;
@@ -223,11 +238,10 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
         headers,
       );
     }
-    if (deps.live.socketsOf(key.id) >= MAX_LIVE_SOCKETS_PER_KEY) {
-      const message = `This API key already has ${MAX_LIVE_SOCKETS_PER_KEY} live connections open on this relay; close one (a console tab) and retry`;
+    if (!(await holdSlot(socket, `live:${key.id}`, MAX_LIVE_SOCKETS_PER_KEY))) {
+      const message = `This API key already has ${MAX_LIVE_SOCKETS_PER_KEY} live connections open; close one (a console tab) and retry`;
       return refuse(socket, new RelayError("RATE_LIMIT_EXCEEDED", message), headers);
     }
-    // From the count above to `add` nothing waits, so two upgrades at once cannot both take the last place.
     liveServer.handleUpgrade(req, socket, head, (ws) => {
       guard(ws, { kind: "live", user_id: user.id, key_id: key.id });
       deps.live.add({
@@ -262,8 +276,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
     if (error || !found)
       return refuse(socket, error ?? new RelayError("INVALID_TOKEN", "Invalid agent token"), headers);
     const { agent } = found;
-    if (deps.agentSockets.count(agent.id) >= MAX_SOCKETS_PER_AGENT) {
-      const message = `This agent already has ${MAX_SOCKETS_PER_AGENT} Socket Mode connections open on this relay; close one and retry`;
+    if (!(await holdSlot(socket, `agent:${agent.id}`, MAX_SOCKETS_PER_AGENT))) {
+      const message = `This agent already has ${MAX_SOCKETS_PER_AGENT} Socket Mode connections open; close one and retry`;
       return refuse(socket, new RelayError("RATE_LIMIT_EXCEEDED", message), headers);
     }
     agentServer.handleUpgrade(req, socket, head, (ws) => {

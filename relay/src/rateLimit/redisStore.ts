@@ -43,6 +43,23 @@ if count == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
 return count`;
 const HIT_SCRIPT_SHA = createHash("sha1").update(HIT_SCRIPT).digest("hex");
 
+/**
+ * A connection for counters that are worth nothing late (rate limits, socket places): commands fail at once while it
+ * is down, and it reconnects in the background. The socket places (live/socketSlots.ts) use it too.
+ */
+export function connectRedis(url: string): Redis {
+  return new (loadRedis().Redis)(url, {
+    // Commands fail at once while disconnected rather than waiting in a queue that grows with the outage.
+    enableOfflineQueue: false,
+    // Commands in flight when the connection drops are rejected, not replayed: a late hit is worth nothing.
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    connectTimeout: READY_WAIT_MS,
+    keepAlive: 10_000,
+    retryStrategy: (attempt) => Math.min(100 * 2 ** (attempt - 1), 5_000),
+  });
+}
+
 class RedisTimeoutError extends Error {
   constructor(ms: number) {
     super(`Redis did not answer within ${ms} ms`);
@@ -60,16 +77,7 @@ export function createRedisRateLimitStore(options: RedisRateLimitStoreOptions): 
   const { logger, fallback } = options;
   const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  const client = new (loadRedis().Redis)(options.url, {
-    // Commands fail at once while disconnected rather than waiting in a queue that grows with the outage.
-    enableOfflineQueue: false,
-    // Commands in flight when the connection drops are rejected, not replayed: a late hit is worth nothing.
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    connectTimeout: READY_WAIT_MS,
-    keepAlive: 10_000,
-    retryStrategy: (attempt) => Math.min(100 * 2 ** (attempt - 1), 5_000),
-  });
+  const client = connectRedis(options.url);
   let lastConnectionError: unknown;
   // ioredis writes unhandled "error" events to the console; the hits that fall back report them instead.
   client.on("error", (error: unknown) => {

@@ -2,6 +2,7 @@ import { type Api, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { z } from "zod";
 import type { Audit } from "../audit/record";
+import type { SessionsOf } from "../bus/types";
 import { createApiKey } from "../auth/apiKeys";
 import { SCOPES } from "../auth/scopes";
 import type { Clock } from "../clock";
@@ -31,7 +32,13 @@ function present(key: ApiKey): Api.ApiKey {
 }
 
 /** POST/GET /api-keys and DELETE /api-keys/{id}. */
-export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: Audit }): Router {
+export function createApiKeysRouter(deps: {
+  store: Store;
+  clock: Clock;
+  audit: Audit;
+  /** The key's console sessions ended with it: their live sockets, on every relay, close now. */
+  sessionsChanged(workspaceId: string, of: SessionsOf): void;
+}): Router {
   const router = Router();
 
   router.post("/api-keys", named("/api-keys"), requireScope("keys.write"), async (req, res) => {
@@ -96,6 +103,7 @@ export function createApiKeysRouter(deps: { store: Store; clock: Clock; audit: A
         details: { holder_user_id: key.user_id, name: key.name },
       });
     });
+    deps.sessionsChanged(caller.workspace.id, { keyId: id });
     res.json({ data: present({ ...key, revoked_at: at }) });
   });
 

@@ -2,6 +2,7 @@ import { type Api, RelayError } from "@tab-relay/shared";
 import { type RequestHandler, type Response, Router } from "express";
 import { z } from "zod";
 import type { Audit, AuditActor } from "../audit/record";
+import type { SessionsOf } from "../bus/types";
 import { effectiveScopes } from "../auth/apiKeys";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
 import {
@@ -58,6 +59,7 @@ export function createSignInHandler(deps: {
   audit: Audit;
   metrics: Metrics;
   clientAddress: ClientAddress;
+  sessionsChanged(workspaceId: string, of: SessionsOf): void;
 }): RequestHandler {
   const actorOf = (owner: KeyOwner | undefined): AuditActor =>
     owner
@@ -136,19 +138,26 @@ export function createSignInHandler(deps: {
       );
       return ended;
     });
-    if (ended.length > 0)
+    if (ended.length > 0) {
       deps.logger.info("sessions ended by a newer sign-in", {
         key_id: owner.key.id,
         sessions: ended.length,
         cap: MAX_SESSIONS_PER_KEY,
       });
+      deps.sessionsChanged(owner.workspace.id, { keyId: owner.key.id });
+    }
     res.setHeader("Set-Cookie", cookie(deps.links, token, SESSION_LIFETIME_MS / 1000));
     res.status(201).json({ data: present(owner, token) });
   };
 }
 
 /** GET and DELETE /sessions/current, for a caller authenticated by the session cookie. */
-export function createSessionsRouter(deps: { store: Store; clock: Clock; links: Links }): Router {
+export function createSessionsRouter(deps: {
+  store: Store;
+  clock: Clock;
+  links: Links;
+  sessionsChanged(workspaceId: string, of: SessionsOf): void;
+}): Router {
   const router = Router();
   const current = (req: Parameters<RequestHandler>[0]) => {
     if (!req.session)
@@ -164,6 +173,8 @@ export function createSessionsRouter(deps: { store: Store; clock: Clock; links: 
   router.delete("/sessions/current", named("/sessions/current"), async (req, res: Response) => {
     const session = current(req);
     await deps.store.sessions.end(session.id, new Date(deps.clock.now()).toISOString());
+    const caller = req.caller as Caller;
+    deps.sessionsChanged(caller.workspace.id, { keyId: caller.key.id });
     res.setHeader("Set-Cookie", cookie(deps.links, "", 0));
     const answer: Api.SessionEnded = { ended: true };
     res.json({ data: answer });

@@ -11,6 +11,7 @@ import type { Caller } from "../http/context";
 import { named } from "../http/requestContext";
 import type { AgentService } from "../agents/service";
 import type { Audit } from "../audit/record";
+import type { SessionsOf } from "../bus/types";
 import type { Store, User } from "../store/types";
 
 export const CreateUserBody = z.object({ name: z.string().trim().min(1).max(80), role: z.enum(ROLES) });
@@ -27,6 +28,8 @@ export function createUsersRouter(deps: {
   clock: Clock;
   audit: Audit;
   agents: Pick<AgentService, "removeUser">;
+  /** A person's console sessions ended (removed) or changed (another role): their live sockets follow at once. */
+  sessionsChanged(workspaceId: string, of: SessionsOf): void;
 }): Router {
   const router = Router();
   const { store } = deps;
@@ -101,6 +104,7 @@ export function createUsersRouter(deps: {
       });
       return { ...current, role: body.role };
     });
+    deps.sessionsChanged(caller.workspace.id, { userId: id });
     res.json({ data: present(updated) });
   });
 
@@ -133,6 +137,7 @@ export function createUsersRouter(deps: {
       },
       caller.user.id,
     );
+    deps.sessionsChanged(caller.workspace.id, { userId: id });
     const answer: Api.UserRemoved = { id, removed: true, paused_agent_ids: paused.map((agent) => agent.id) };
     res.json({ data: answer });
   });
