@@ -236,7 +236,7 @@ export function createMetrics() {
     ),
     upstreamLimits: new Metric(
       "tab_relay_upstream_limits_total",
-      "Model-server answers stopped by a limit: deadline, progress, body, event or stream (TAB_RELAY_UPSTREAM_DEADLINE_MS, TAB_RELAY_UPSTREAM_MAX_*).",
+      "Model-server answers stopped by a limit: deadline, progress, body, event, stream (TAB_RELAY_UPSTREAM_DEADLINE_MS, TAB_RELAY_UPSTREAM_MAX_*) or json (nesting or values too costly to parse).",
       "counter",
     ),
     rateLimited: new Metric("tab_relay_rate_limited_total", "Requests refused with 429, by limit class.", "counter"),

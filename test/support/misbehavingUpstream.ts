@@ -10,6 +10,11 @@ import { gzipSync } from "node:zlib";
 export type UpstreamFault =
   /** One JSON answer of `bytes` (a completion whose text is that long), written in 64 KiB chunks. */
   | { kind: "huge-json"; bytes: number }
+  /**
+   * Valid JSON of about `bytes`, within the size limits, that is costly to parse: a usable completion beside an array
+   * nested `bytes / 2` deep. Whole (`application/json`), or with `stream`, as the same event over and over.
+   */
+  | { kind: "nested-json"; bytes: number; stream?: boolean }
   /** An SSE line that never ends: `data: xxxx…` with no newline, 64 KiB at a time. */
   | { kind: "endless-line" }
   /** Well-formed chunks whose delta is `text` (empty, or spaces), one every `everyMs`, forever; `pad` adds that many bytes. */
@@ -109,6 +114,21 @@ export async function startMisbehavingUpstream(initial: UpstreamFault): Promise<
             },
             finished,
           );
+          return;
+        }
+        case "nested-json": {
+          const depth = Math.floor(fault.bytes / 2);
+          const nested = `${"[".repeat(depth)}${"]".repeat(depth)}`;
+          if (!fault.stream) {
+            res.writeHead(200, { "content-type": "application/json" });
+            const answer =
+              '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],"pad":';
+            res.end(`${answer}${nested}}`, finished);
+            return;
+          }
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          const event = `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"pad":${nested}}\n\n`;
+          pump(res, () => event, finished);
           return;
         }
         case "endless-line": {

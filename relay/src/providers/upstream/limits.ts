@@ -22,4 +22,4 @@ export const DEFAULT_UPSTREAM_LIMITS: Readonly<UpstreamLimits> = Object.freeze({
 });
 
 /** Which limit stopped an answer: the metric's label and, with its setting, the error message's subject. */
-export type UpstreamLimitName = "deadline" | "progress" | "body" | "event" | "stream";
+export type UpstreamLimitName = "deadline" | "progress" | "body" | "event" | "stream" | "json";

@@ -6,7 +6,7 @@ import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPo
 import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
-import { field } from "./json";
+import { JSON_SHAPE_LIMITS, field, jsonShapeProblem } from "./json";
 import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimitName, type UpstreamLimits } from "./limits";
 import type { Hint, UpstreamMode } from "./modes/mode";
 
@@ -128,7 +128,9 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
         if (/^application\/json/i.test(response.contentType)) {
           // Some servers ignore `stream: true`; their whole answer is still a usable suggestion.
           const text = textOfJson(
-            parseJson(await readText(decodedBody(response, limits.maxBodyBytes, () => limitError("body")))),
+            parseJson(await readText(decodedBody(response, limits.maxBodyBytes, () => limitError("body"))), () =>
+              limitError("json"),
+            ),
           );
           if (text) onText(text);
           return;
@@ -148,7 +150,7 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
             finished = true;
             return "";
           }
-          const json = parseJson(event.data);
+          const json = parseJson(event.data, () => limitError("json"));
           const upstreamError = streamErrorMessage(json);
           if (event.event === "error" || upstreamError !== undefined) {
             throw new RelayError(
@@ -198,7 +200,9 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
   return { name: "openai", stopSequences: mode.stops, complete };
 }
 
-function parseJson(text: string): unknown {
+/** Parsed JSON of a model server, refused (as `tooComplex`) when its shape would hold the event loop to parse. */
+function parseJson(text: string, tooComplex: () => RelayError): unknown {
+  if (jsonShapeProblem(text) !== undefined) throw tooComplex();
   try {
     return JSON.parse(text);
   } catch {
@@ -275,6 +279,8 @@ function limitMessage(limit: UpstreamLimitName, limits: Readonly<UpstreamLimits>
       return `Upstream answer is larger than ${limits.maxBodyBytes} bytes (TAB_RELAY_UPSTREAM_MAX_BODY_BYTES)`;
     case "event":
       return `Upstream stream has a line or event longer than ${limits.maxEventChars} characters (TAB_RELAY_UPSTREAM_MAX_EVENT_CHARS)`;
+    case "json":
+      return `Upstream sent JSON nested more than ${JSON_SHAPE_LIMITS.maxDepth} deep or holding more than ${JSON_SHAPE_LIMITS.maxValues} values, too costly to parse; a completion needs neither`;
     case "stream":
       return `Upstream stream is larger than ${limits.maxStreamBytes} bytes (TAB_RELAY_UPSTREAM_MAX_STREAM_BYTES)`;
   }
@@ -339,13 +345,16 @@ function decodedBody(
   };
 }
 
+/**
+ * The whole body as text, decoded once at the end: an answer that breaks the size limit midway is dropped without
+ * any of it having been decoded (decoding chunk by chunk was most of the relay's work under a huge answer).
+ */
 async function readText(read: UpstreamResponse["read"]): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = "";
+  const parts: Buffer[] = [];
   await read((chunk) => {
-    text += decoder.decode(chunk, { stream: true });
+    parts.push(chunk);
   });
-  return text + decoder.decode();
+  return new TextDecoder().decode(Buffer.concat(parts));
 }
 
 function excerptOf(text: string): string {
