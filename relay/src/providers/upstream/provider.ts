@@ -58,7 +58,7 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
     /**
      * Aborted by the caller's signal (with its reason) or by a limit (the deadline, a stream that makes no progress)
      * with the error that names it, whichever comes first. One controller and a listener rather than
-     * `AbortSignal.any`, which cost a second controller and a weakly held dependent signal per request: about 5 % of
+     * `AbortSignal.any`, which cost a second controller and a weakly held dependent signal per request: about 2 % of
      * the relay's CPU per stream in `npm run bench -- --cpu-prof` (docs/benchmarks.md).
      */
     const limiter = new AbortController();
