@@ -367,7 +367,7 @@ describe(
         await openInsights(page, empty.url, "empty");
         const text = await page.locator(t("insights-empty")).innerText();
         assert.match(text, /Install the tab-relay extension/);
-        assert.match(text, /Tab: Set API Key/);
+        assert.match(text, /Tab Relay: Set API Key/);
         assert.match(text, /tabRelay\.reportUsage/);
         assert.equal(
           (await series(page, "chart-suggestions")).shown?.every((n) => n === 0),

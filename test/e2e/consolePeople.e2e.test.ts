@@ -113,7 +113,7 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
         `"tabRelay.relayUrl": "${relay.url}", "tabRelay.workspaceSlug": "acme"`,
       );
       assert.equal(await panel.locator(t("copy-setup")).isVisible(), true, "no copy button for the settings line");
-      assert.match(await panel.locator(t("setup-steps")).innerText(), /Tab: Set API Key/);
+      assert.match(await panel.locator(t("setup-steps")).innerText(), /Tab Relay: Set API Key/);
 
       const me = await relay.request("/api/v1/me", { key });
       assert.equal(me.status, 200);

@@ -129,7 +129,11 @@ function emptyState(self: boolean): HTMLElement {
       "ol",
       null,
       h("li", null, "Install the tab-relay extension in VS Code."),
-      h("li", null, "Set this relay's URL and workspace in its settings, then run “Tab: Set API Key” with your key."),
+      h(
+        "li",
+        null,
+        "Set this relay's URL and workspace in its settings, then run “Tab Relay: Set API Key” with your key.",
+      ),
       h(
         "li",
         null,

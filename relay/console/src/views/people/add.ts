@@ -47,7 +47,7 @@ export function addPersonForm(roles: readonly Role[], added: () => Promise<void>
       h(
         "p",
         { class: "small", "data-testid": "setup-steps" },
-        `Give both to ${who}: the settings line goes into VS Code's settings.json, then the command “Tab: Set API Key” stores the key.`,
+        `Give both to ${who}: the settings line goes into VS Code's settings.json, then the command “Tab Relay: Set API Key” stores the key.`,
         noTab ? " This key cannot ask for completions (your session does not hold tab.complete)." : null,
       ),
     );
