@@ -388,9 +388,10 @@ export class VsCodeSession {
       const quickInput = page.locator(".quick-input-widget");
       await quickInput.locator("input").waitFor({ state: "visible" });
       await page.keyboard.type(name);
-      // A row shows the file's name, with its folder as a separate description.
+      // A row shows the file's name, with its folder as a separate description. Enter opens the focused row, which is
+      // the recently opened file until the file search has answered: wait for the file's row to be the focused one.
       await quickInput
-        .locator(".monaco-list-row", { hasText: basename(name) })
+        .locator(".monaco-list-row.focused", { hasText: basename(name) })
         .first()
         .waitFor();
       await page.keyboard.press("Enter");
@@ -405,6 +406,21 @@ export class VsCodeSession {
     await editor.locator(".view-lines").click();
     await page.keyboard.press("Control+End");
     return editor;
+  }
+
+  /**
+   * Puts the keyboard focus back into `editor`, leaving its cursor where it is. A click on a notification's button
+   * does not give it back: VS Code moves the focus to the next toast still shown, if any, and only otherwise to the
+   * editor (NotificationsToasts.removeToast in src/vs/workbench/browser/parts/notifications/notificationsToasts.ts),
+   * so the keys typed next would go to that toast.
+   */
+  async focusEditor(editor: Locator): Promise<void> {
+    await editor.locator("textarea.inputarea, .native-edit-context").first().focus();
+    await waitUntil(
+      "the editor to have the keyboard focus",
+      10_000,
+      async () => (await editor.getAttribute("class"))?.split(/\s+/).includes("focused") || undefined,
+    );
   }
 
   async screenshot(name: string): Promise<string> {
@@ -507,13 +523,16 @@ export async function typeAndWaitForGhostText(
 }
 
 /**
- * Times, in the page, each keystroke to the first ghost text shown after it (the element VS Code draws: same-line
- * decoration or the lines below). Call once per page; `lastKeyToGhostMs` then reads the figure for the last key.
+ * Times, in the page, each keystroke to the first ghost text shown after it that contains `expected` (the element
+ * VS Code draws: same-line decoration or the lines below). A ghost text still shown from an earlier key, typed
+ * through, would otherwise count as soon as the editor redraws. Call once per page; `lastKeyToGhostMs` then reads
+ * the figure for the last key.
  */
-export async function watchKeyToGhost(page: Page): Promise<void> {
+export async function watchKeyToGhost(page: Page, expected = ""): Promise<void> {
   // A string, run in the page: the test's TypeScript has no DOM types.
   await page.evaluate(`(() => {
     const selector = ${JSON.stringify(`${GHOST_SAME_LINE}, ${GHOST_LINES_BELOW}`)};
+    const expected = ${JSON.stringify(expected.replace(/ /g, "\u00a0"))};
     const state = { lastKey: 0, ghostAfterLastKey: -1 };
     window.__keyToGhost = state;
     document.addEventListener("keydown", () => {
@@ -521,7 +540,9 @@ export async function watchKeyToGhost(page: Page): Promise<void> {
       state.ghostAfterLastKey = -1;
     }, true);
     new MutationObserver(() => {
-      if (state.ghostAfterLastKey < 0 && state.lastKey > 0 && document.querySelector(selector) !== null)
+      if (state.ghostAfterLastKey >= 0 || state.lastKey === 0) return;
+      const shown = [...document.querySelectorAll(selector)].map((element) => element.textContent).join("\\n");
+      if (shown !== "" && shown.replace(/ /g, "\u00a0").includes(expected))
         state.ghostAfterLastKey = performance.now() - state.lastKey;
     }).observe(document.body, { subtree: true, childList: true, characterData: true });
   })()`);

@@ -2,7 +2,7 @@
 // the relay started through its CLI with the local engine. Screenshots and logs go to test-output/e2e/<case>/.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CompletionRequest, parseSnippets, TAB_COMPLETIONS_PATH, type Api } from "@tab-relay/shared";
@@ -74,19 +74,23 @@ const CROSS_BODY = "\n  const rate = quantity >= BULK_THRESHOLD ? BULK_RATE : 1;
 /** Names only pricing.js has: wherever they show up, they came from it. */
 const PRICING_ONLY = ["BULK_THRESHOLD", "BULK_RATE"];
 
+/** Pauses timed on top of the accept and Escape steps' two, for the keystroke-to-ghost-text figures. */
+const KEY_TO_GHOST_ROUNDS = 10;
+
 /**
  * The harness turns VS Code's telemetry off, and with it the extension's usage reports; any other level allows them
  * (code-server's --disable-telemetry still keeps VS Code's own telemetry from going anywhere).
  */
 const USAGE_REPORTS_ON = { "telemetry.telemetryLevel": "error" };
 
-const EXTENSION_ID = (() => {
-  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
-    publisher: string;
-    name: string;
-  };
-  return `${manifest.publisher}.${manifest.name}`;
-})();
+const MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
+  publisher: string;
+  name: string;
+  displayName: string;
+};
+const EXTENSION_ID = `${MANIFEST.publisher}.${MANIFEST.name}`;
+/** The extension's log output channel goes by its display name. */
+const LOG_CHANNEL = MANIFEST.displayName;
 
 const prerequisites = ensurePrerequisites();
 const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
@@ -263,7 +267,7 @@ async function runFromPalette(vscode: VsCodeSession, title: string): Promise<voi
  */
 function requestLogLines(vscode: VsCodeSession, path: string): string[] {
   return vscode
-    .outputChannelLog(EXTENSION_ID, "Tab")
+    .outputChannelLog(EXTENSION_ID, LOG_CHANNEL)
     .split("\n")
     .filter((line) => line.includes(` ${path}: `) && !line.includes(`] next edit ${path}: `));
 }
@@ -295,13 +299,29 @@ describe("the extension in a real VS Code", { skip }, () => {
         timeout: 10_000,
       });
       const editor = await vscode.openFile(FILE);
-      await watchKeyToGhost(vscode.page);
+      await watchKeyToGhost(vscode.page, BODY.trim());
+      // Per pause: the last keydown to the body's ghost text in the page, the requests the typed line cost, and the
+      // wait the extension logs beside the relay's time ("showing N chars, W ms after the keystroke").
       const keyToGhost: number[] = [];
       const requestsPerPause: number[] = [];
+      const extensionWaitMs: number[] = [];
+      const loadAverage = [loadavg()[0] ?? Number.NaN];
+      const measuredPause = async (typed: string) => {
+        const logged = requestLogLines(vscode, FILE).length;
+        const shown = await typeAndWaitForGhostText(vscode.page, editor, typed, (text) => text.startsWith(BODY));
+        keyToGhost.push((await lastKeyToGhostMs(vscode.page)) ?? Number.NaN);
+        const lines = await waitUntil("the log line of the shown suggestion", 10_000, () => {
+          const since = requestLogLines(vscode, FILE).slice(logged);
+          return since.some((line) => line.includes("after the keystroke")) ? since : undefined;
+        });
+        requestsPerPause.push(lines.length);
+        const waited = lines.map((line) => /, (\d+) ms after the keystroke/.exec(line)?.[1]).find(Boolean);
+        extensionWaitMs.push(Number(waited));
+        return shown;
+      };
 
       // VS Code's default auto-closing turns the typed `{` into `{|}`: the body comes as ghost text inside the pair.
-      const ghost = await typeAndWaitForGhostText(vscode.page, editor, TYPED, (text) => text.startsWith(BODY));
-      keyToGhost.push((await lastKeyToGhostMs(vscode.page)) ?? Number.NaN);
+      const ghost = await measuredPause(TYPED);
       await vscode.screenshot("1-ghost-text");
 
       await vscode.page.keyboard.press("Tab");
@@ -323,10 +343,7 @@ describe("the extension in a real VS Code", { skip }, () => {
       // without touching the file.
       await vscode.page.keyboard.press("Control+End");
       const again = `\n\n${TYPED}`;
-      const logged = requestLogLines(vscode, FILE).length;
-      const second = await typeAndWaitForGhostText(vscode.page, editor, again, (text) => text.startsWith(BODY));
-      keyToGhost.push((await lastKeyToGhostMs(vscode.page)) ?? Number.NaN);
-      requestsPerPause.push(requestLogLines(vscode, FILE).length - logged);
+      const second = await measuredPause(again);
       const consoleLogged = windowLog.length;
       await vscode.page.keyboard.press("Escape");
       await waitUntil("Escape to hide the ghost text", 10_000, async () =>
@@ -352,11 +369,50 @@ describe("the extension in a real VS Code", { skip }, () => {
       });
       assert.equal(afterEscape, typedOnly, `Escape changed the file (ghost text was ${JSON.stringify(second)})`);
 
+      // More pauses for the keystroke-to-ghost figures, at the place of the Escape step: the line typed there is taken
+      // out (from the end of the last line up to the accepted function's `}`) and typed again after one more empty
+      // line each round. The local engine still answers with the same body (the accepted copy, after `}` and empty
+      // lines, stays the longest match), and the extension's typing-through cache, which knows each place it
+      // answered by the length of the text before the cursor, cannot answer for it: every pause asks the relay.
+      const takeOutLastLine = async (newlines: number) => {
+        await vscode.page.keyboard.press("End");
+        for (let line = 0; line < newlines; line++) await vscode.page.keyboard.press("Shift+ArrowUp");
+        await vscode.page.keyboard.press("Shift+End");
+        await vscode.page.keyboard.press("Backspace");
+      };
+      let newlines = 2;
+      for (let round = 0; round < KEY_TO_GHOST_ROUNDS; round++) {
+        await takeOutLastLine(newlines);
+        newlines++;
+        await measuredPause(`${"\n".repeat(newlines)}${TYPED}`);
+        await vscode.page.keyboard.press("Escape");
+        await waitUntil("Escape to hide the ghost text", 10_000, async () =>
+          (await readGhostText(editor)) === undefined ? true : undefined,
+        );
+      }
+      await takeOutLastLine(newlines);
+      await vscode.page.keyboard.press("Control+S");
+      await waitUntil("the file to be saved without the measured lines", 10_000, () =>
+        readFileSync(join(vscode.workspaceDir, FILE), "utf8") === expected ? true : undefined,
+      );
+      loadAverage.push(loadavg()[0] ?? Number.NaN);
+
       // Keystroke to ghost text at the default settings, as a person waits for it (last keydown to the ghost-text
-      // element, measured in the page), and the requests the second pause cost; recorded, not asserted: a loaded
-      // machine's figures say little.
+      // element, measured in the page); recorded, not asserted: a loaded machine's figures say little. The figures
+      // and the command are in docs/benchmarks.md.
       const sorted = [...keyToGhost].sort((x, y) => x - y);
-      const timing = { keyToGhostMs: keyToGhost, p50: sorted[Math.floor((sorted.length - 1) / 2)], requestsPerPause };
+      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+      const timing = {
+        n: keyToGhost.length,
+        p50: at(0.5),
+        p90: at(0.9),
+        max: sorted.at(-1),
+        keyToGhostMs: keyToGhost,
+        extensionWaitMs,
+        requestsPerPause,
+        loadAverage1m: loadAverage.map((load) => Math.round(load * 10) / 10),
+        cpus: cpus().length,
+      };
       writeFileSync(join(vscode.outDir, "key-to-ghost.json"), `${JSON.stringify(timing, null, 2)}\n`);
       console.log(`[e2e] keystroke to ghost text: ${JSON.stringify(timing)}`);
 
@@ -403,10 +459,8 @@ describe("the extension in a real VS Code", { skip }, () => {
 
   test(
     "in a remote window: setup from the first-run notification (a malformed key refused), the two settings, a wrong workspace, recovery after a relay restart, an excluded file, a revoked key",
-    // Seven steps in one window rather than seven windows: a longer bound than one step's. It runs and reports, but
-    // as a todo its failure does not fail the suite: since next edits joined the extension it has stopped, twice in a
-    // row on this machine, at the relay-restart step (the status never read "relay unreachable"); open in issue 24.
-    { timeout: 2 * STEP.timeout, todo: "fails at the relay-restart step since next edits merged; see issue 24" },
+    // Seven steps in one window rather than seven windows: a longer bound than one step's.
+    { timeout: 2 * STEP.timeout },
     () =>
       withRelayAndVsCode(
         "setup",
@@ -452,6 +506,28 @@ describe("the extension in a real VS Code", { skip }, () => {
           await vscode.screenshot("setup-connected");
           await status("Tab: set up").waitFor({ state: "detached", timeout: 10_000 });
 
+          // The palette: "tab-relay" finds the extension's commands (VS Code matches - to a space), only those that
+          // apply: Resume is there only while snoozed, Enable only while off.
+          await page.keyboard.press("F1");
+          await quickInput.locator("input").waitFor({ state: "visible" });
+          await page.keyboard.type("tab-relay");
+          const rows = quickInput.locator(".monaco-list-row .label-name");
+          const commands = await waitUntil("the palette to list the extension's commands", 10_000, async () => {
+            const ours = (await rows.allInnerTexts())
+              .map((text) => text.trim())
+              .filter((text) => text.startsWith(`${MANIFEST.displayName}: `));
+            return ours.length >= 6 ? ours : undefined;
+          });
+          await page.keyboard.press("Escape");
+          for (const title of ["Set Up", "Open Settings", "Show Log", "Snooze Inline Completions…"])
+            assert.ok(
+              commands.includes(`${MANIFEST.displayName}: ${title}`) ||
+                commands.some((text) => text.startsWith(`${MANIFEST.displayName}: ${title} `)),
+              `${title} not in ${String(commands)}`,
+            );
+          for (const title of ["Resume Inline Completions", "Enable Inline Completions"])
+            assert.ok(!commands.includes(`${MANIFEST.displayName}: ${title}`), `${title} offered: ${String(commands)}`);
+
           // What was saved takes effect in this remote window: ghost text comes.
           const editor = await vscode.openFile(FILE);
           await typeAndWaitForGhostText(page, editor, TYPED, (text) => text.startsWith(BODY));
@@ -494,6 +570,10 @@ describe("the extension in a real VS Code", { skip }, () => {
           await vscode.screenshot("wrong-workspace");
           await mismatch.locator(".monaco-button", { hasText: "Use the key's workspace" }).click();
           await status("Tab: wrong workspace").waitFor({ state: "detached", timeout: 10_000 });
+          // The click leaves the keyboard in the notifications when another toast is still up (setup's "Connected"
+          // one, kept while the mouse is over it): the edit below went there, and no request was made (the status
+          // never read "relay unreachable", seen twice in a row).
+          await vscode.focusEditor(again);
 
           // The relay goes away and comes back: the status returns to "on" by itself, with no keystroke.
           await relay.halt();
@@ -504,7 +584,7 @@ describe("the extension in a real VS Code", { skip }, () => {
           await relay.start();
           await status("Tab: relay unreachable").waitFor({ state: "detached", timeout: 40_000 });
           assert.equal(requestLogLines(vscode, FILE).length, requestsWhileDown, "a completion request was sent");
-          assert.match(vscode.outputChannelLog(EXTENSION_ID, "Tab"), /relay answers again/);
+          assert.match(vscode.outputChannelLog(EXTENSION_ID, LOG_CHANNEL), /relay answers again/);
           await vscode.screenshot("recovered");
 
           // An excluded file: the status says why nothing will come.

@@ -336,3 +336,44 @@ test("the debounce counts from the keystroke the adapter saw, not from VS Code's
   assert.equal((await pending)?.insertText, "items.length;");
   assert.match(logs.at(-1) ?? "", /, 120 ms after the keystroke$/);
 });
+
+test("a pause asks for the completion before it tells the next edit, so the ghost text's request reaches the relay first", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeFetch(clock, [sse("items.length;")]);
+  const requestsBeforePause: number[] = [];
+  const session = new CompletionSession({
+    clock,
+    fetch: fake.fetch,
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
+    getApiKey: () => Promise.resolve(KEY),
+    status: new StatusController(clock, initialStatus(true, [])),
+    // The next-edit session sends its own request from here; what matters is what was sent before.
+    onPause: () => requestsBeforePause.push(fake.calls.length),
+  });
+  const pending = session.provide(inputAt("const n = █"));
+  await clock.advance(1_000);
+  assert.equal((await pending)?.insertText, "items.length;");
+  assert.deepEqual(requestsBeforePause, [1]);
+  assert.match(fake.calls[0]?.url ?? "", /\/tab\/chat\/completions$/);
+});
+
+test("a pause without an API key tells no next edit either", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeFetch(clock, []);
+  let pauses = 0;
+  const session = new CompletionSession({
+    clock,
+    fetch: fake.fetch,
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
+    getApiKey: () => Promise.resolve(undefined),
+    status: new StatusController(clock, initialStatus(true, [])),
+    onPause: () => pauses++,
+  });
+  const pending = session.provide(inputAt("const n = █"));
+  await clock.advance(1_000);
+  assert.equal(await pending, undefined);
+  assert.equal(pauses, 0);
+  assert.equal(fake.calls.length, 0);
+});

@@ -197,7 +197,7 @@ export function describeNotice(
   switch (kind) {
     case "unauthorized":
       return {
-        message: `Tab: the relay rejected the API key (${detail}). Set a valid key to get completions again.`,
+        message: `Tab Relay: the relay rejected the API key (${detail}). Set a valid key to get completions again.`,
         actions: ["setApiKey", "setup", "showLog"],
       };
     case "wrongWorkspace": {
@@ -207,18 +207,18 @@ export function describeNotice(
           : `workspace ${keyWorkspace.name} (${keyWorkspace.slug})`
         : "another workspace";
       return {
-        message: `Tab: your API key belongs to ${owner}, not "${configured ?? "?"}" (tabRelay.workspaceSlug). Switch to ${keyWorkspace?.slug ?? "the key's workspace"}, or set up another key.`,
+        message: `Tab Relay: your API key belongs to ${owner}, not "${configured ?? "?"}" (tabRelay.workspaceSlug). Switch to ${keyWorkspace?.slug ?? "the key's workspace"}, or set up another key.`,
         actions: ["useKeyWorkspace", "setup"],
       };
     }
     case "forbidden":
       return {
-        message: `Tab: the API key may not be used for completions (${detail}). Its scopes need tab.complete.`,
+        message: `Tab Relay: the API key may not be used for completions (${detail}). Its scopes need tab.complete.`,
         actions: ["setup", "showLog"],
       };
     case "unreachable":
       return {
-        message: `Tab: cannot reach the relay at ${relayUrl} (${detail}). Retrying in the background.`,
+        message: `Tab Relay: cannot reach the relay at ${relayUrl} (${detail}). Retrying in the background.`,
         actions: ["setup", "openSettings", "showLog"],
       };
   }

@@ -35,7 +35,13 @@ const WELCOMED_KEY = "tabRelay.welcomed";
 let flushUsage: (() => Promise<void>) | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const log = vscode.window.createOutputChannel("Tab", { log: true });
+  // The output channel goes by the extension's one name (package.json's displayName), as its commands do.
+  const log = vscode.window.createOutputChannel(
+    (context.extension.packageJSON as { displayName: string }).displayName,
+    {
+      log: true,
+    },
+  );
   const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
   let settings: Settings = readSettings().settings;
   // An unreachable relay is asked again on the backoff schedule with the cheapest authenticated call there is, so
