@@ -8,7 +8,7 @@ import {
 import type { Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import { type HttpPost, UpstreamSilence } from "../providers/httpPost";
-import { JSON_SHAPE_LIMITS, jsonShapeProblem } from "../providers/upstream/json";
+import { JSON_SHAPE_LIMITS, jsonShapeProblem } from "../jsonShape";
 import { type NextEditDocument, documentOf, mapLines } from "./document";
 import { type FormatInput, type NextEditFormatName, nextEditFormat } from "./formats";
 import { type Judgement, isNoChangeMarker, judgeRewrite } from "./guards";
