@@ -1,12 +1,13 @@
 // Bundles the relay CLI into dist/cli.js. npm dependencies stay external: the installed package (`npm pack`, see
 // docs/operating.md) pulls them from the registry, better-sqlite3 is native, and pg, ioredis and undici are loaded on
 // first use. The workspace's own packages ship TypeScript source, so they are bundled.
-// It also copies the deploy recipes (docs/deploy) and the licence into dist/, so the package carries them.
-import { readdir } from "node:fs/promises";
+// It also copies the deploy recipes (docs/deploy) and the licence into dist/, so the package carries them, and writes
+// the o200k token table (dist/o200k.bin, src/completion/o200k.ts) from gpt-tokenizer's ranks.
+import { readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
-import { copyAtomically, writeOutputs } from "./atomicWrite.mjs";
+import { copyAtomically, writeAtomically, writeOutputs } from "./atomicWrite.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 
@@ -25,6 +26,29 @@ const result = await build({
   write: false,
 });
 await writeOutputs(result);
+
+// The table is built by the relay's own code, so the format has one home; that code is bundled into a script run once.
+const tableScript = join(here, "dist", `.o200k-table.${process.pid}.mjs`);
+await build({
+  stdin: {
+    contents:
+      'import ranks from "gpt-tokenizer/bpeRanks/o200k_base"; import { buildO200kTable } from "./src/completion/o200k.ts"; export const table = buildO200kTable(ranks);',
+    resolveDir: here,
+    loader: "ts",
+  },
+  outfile: tableScript,
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  logLevel: "warning",
+});
+try {
+  const { table } = await import(pathToFileURL(tableScript).href);
+  await writeAtomically(join(here, "dist", "o200k.bin"), table);
+} finally {
+  await unlink(tableScript);
+}
 
 const recipes = join(here, "..", "docs", "deploy");
 await Promise.all([

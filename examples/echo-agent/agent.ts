@@ -14,6 +14,15 @@ import { DEFAULT_CREDENTIALS_FILE, type SavedAgent, findSaved, forgetAgent, rela
 import { DEFAULT_HOST, DEFAULT_PORT, type OpenEchoAgent, openEchoAgent } from "./server";
 import { startEchoSocketAgent } from "./socket";
 
+/** What the start-up check reads of a delivery in GET /agents/{id}/deliveries (docs/api.md#delivery). */
+interface Delivery {
+  id: string;
+  attempts: Array<{ outcome: "success" | "failed"; status_code: number | null; error: string | null }>;
+}
+
+/** How long the start-up check waits for the relay's first attempt at the test event. */
+const REACHABILITY_WAIT_MS = 10_000;
+
 const USAGE = `Usage: TAB_RELAY_API_KEY=svc_ws_... npx tsx examples/echo-agent/agent.ts --relay http://127.0.0.1:8787 [--name Echo] [--take-over]
    or: AGENT_SIGNING_SECRET=whsec_... AGENT_TOKEN=svc_agent_... npx tsx examples/echo-agent/agent.ts [--port N] [--host H]
    or: npx tsx examples/echo-agent/agent.ts --socket --relay http://127.0.0.1:8787  (with either of the above)
@@ -77,6 +86,8 @@ if (values.relay !== undefined) {
 interface Credentials {
   signingSecret: string;
   token: string;
+  /** The agent's id on the relay, when this process connected itself (--relay). */
+  agentId?: string;
 }
 
 function log(entry: Record<string, unknown>): void {
@@ -121,7 +132,7 @@ function refused(what: string, answer: Answer): never {
 
 function save(relay: string, entry: Omit<SavedAgent, "relay" | "name">): Credentials {
   saveAgent(credentialsFile, { relay, name, ...entry });
-  return { signingSecret: entry.signing_secret, token: entry.token };
+  return { signingSecret: entry.signing_secret, token: entry.token, agentId: entry.agent_id };
 }
 
 /** The saved agent, if its token still works; pointed at `webhookUrl` when it was somewhere else. */
@@ -285,8 +296,11 @@ async function start(): Promise<void> {
     // The port first: an agent registered with a URL this process cannot hold would receive nothing.
     const agent = await listen();
     running = agent;
-    agent.useCredentials(await credentials(`${agent.url}/`));
+    const connected = await credentials(`${agent.url}/`);
+    agent.useCredentials(connected);
     log({ kind: "listening", url: agent.url });
+    if (values.relay !== undefined && connected.agentId !== undefined)
+      await checkReachable(values.relay, connected.agentId, `${agent.url}/`);
     return;
   }
   running = await startEchoSocketAgent({
@@ -298,6 +312,39 @@ async function start(): Promise<void> {
       process.exit(1);
     },
   });
+}
+
+/**
+ * Asks the relay for a test event (a ping, through the normal delivery path) and reads its first attempt. An agent
+ * the relay cannot reach (its address refused without TAB_RELAY_WEBHOOK_ALLOW_PRIVATE, a firewall, a wrong host)
+ * would otherwise look well and never hear a mention, with the next retry minutes away.
+ */
+async function checkReachable(relay: string, agentId: string, webhookUrl: string): Promise<void> {
+  const unchecked = (reason: string) => log({ kind: "reachability_unchecked", reason });
+  if ((process.env.TAB_RELAY_API_KEY ?? "") === "")
+    return unchecked("no API key in TAB_RELAY_API_KEY to ask the relay for a test event");
+  const sent = await call(relay, `/agents/${agentId}/test-event`, { method: "POST" });
+  if (sent.status !== 202) return unchecked(`the test event was refused: ${sent.error?.message ?? sent.status}`);
+  const eventId = sent.data?.id;
+  const deadline = Date.now() + REACHABILITY_WAIT_MS;
+  for (;;) {
+    const listed = await call(relay, `/agents/${agentId}/deliveries?limit=10`);
+    const deliveries = (listed.data ?? []) as unknown as Delivery[];
+    const attempt = deliveries.find((delivery) => delivery.id === eventId)?.attempts[0];
+    if (attempt?.outcome === "success") return log({ kind: "reachable", url: webhookUrl });
+    if (attempt?.outcome === "failed") {
+      const error = attempt.error ?? `HTTP ${String(attempt.status_code)}`;
+      log({ kind: "unreachable", url: webhookUrl, error });
+      console.error(
+        `Warning: the relay at ${relayKey(relay)} cannot deliver to this agent at ${webhookUrl}: ${error}\n` +
+          "Mentions will not reach it until that is fixed (the relay retries failed deliveries later).",
+      );
+      return;
+    }
+    if (Date.now() > deadline)
+      return unchecked(`the relay made no delivery attempt within ${REACHABILITY_WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /**

@@ -7,7 +7,15 @@ export * from "./protocol/snippets";
 export * from "./protocol/text";
 export * from "./protocol/usage";
 export * from "./protocol/nextEdit";
-export { AUDIT_ACTIONS, ROLES, SCOPES, type AuditAction, type Role, type Scope } from "./protocol/api";
+export {
+  AUDIT_ACTIONS,
+  EXTENSION_DOWNLOAD_PATH,
+  ROLES,
+  SCOPES,
+  type AuditAction,
+  type Role,
+  type Scope,
+} from "./protocol/api";
 // The answers' types go under one name, so the relay can tell `Api.Agent` (what it sends) from its own rows.
 export type * as Api from "./protocol/api";
 export * from "./sse/sseEncoder";

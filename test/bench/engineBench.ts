@@ -1,25 +1,48 @@
 /**
- * The embedded engine against its floor, in one run: node-llama-cpp called directly in this process on a generated
- * model, then the relay serving the same file over HTTP (streamed), cold and with the prefix reused. Ratios against
- * the floor measured in the same run; the machine is shared, so absolute figures move between runs.
- * Usage: npx tsx test/bench/engineBench.ts [rounds]
+ * The embedded engine against its floor, in one run: node-llama-cpp called directly in this process (the floor) and
+ * the relay serving the same file over HTTP (streamed), round by round in turn so both see the same machine load.
+ * Each round is a cold prompt (its first line differs from every other round's, so nothing is reused) and then the
+ * same prompt one keystroke later (its prefix reused). Ratios are against the floor in the same run; the machine is
+ * shared, so absolute figures move between runs.
+ *
+ * The relay's time to first token is split with its own /metrics: the engine child's first token (counted from the
+ * request reaching the child) against the time the client saw; the rest is the HTTP route, the IPC hop and, with
+ * several people, the wait for a sequence.
+ *
+ * Usage: npm run bench:engine -- [--rounds n] [--qwen]
+ *   --qwen  adds a model generated with Qwen2.5-Coder-0.5B's shape (about 670 MB, written to the system's temporary
+ *           folder and removed after), cold and reused-prefix figures, and 1, 2 and 4 people at once.
  */
+import { rmSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { dirname } from "node:path";
+import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { engineModuleUrl } from "../../relay/src/engine/install";
 import { testEngineDir, testModel } from "../support/engine";
-import { completionBody, startTestRelay } from "../support/relayHarness";
+import { QWEN_CODER_05B_SHAPE } from "../support/gguf";
+import { type TestRelay, completionBody, startTestRelay } from "../support/relayHarness";
 
-const rounds = Number(process.argv[2] ?? 5);
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const option = (name: string, fallback: number) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? Number(args[at + 1]) : fallback;
+};
+const rounds = option("--rounds", 7);
 const MAX = 32;
-const dir = await testEngineDir();
-const { path } = testModel({ seed: 9, embedding: 256, layers: 4, heads: 4, feedForward: 512, oneLine: true });
-const prefix = Array.from({ length: 40 }, (_, i) => `let value${i} = compute(${i});`).join(" ");
+const CONTEXT = 2048;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(" ");
 
-// Floor: node-llama-cpp directly.
+type Sequence = { tokenMeter: { usedInputTokens: number } };
 type L = {
   getLlama(o: object): Promise<{
     loadModel(o: object): Promise<{
-      createContext(o: object): Promise<{ getSequence(): unknown; dispose(): Promise<void> }>;
+      createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
       dispose(): Promise<void>;
     }>;
     dispose(): Promise<void>;
@@ -28,81 +51,215 @@ type L = {
     generateInfillCompletion(p: string, s: string, o: object): Promise<string>;
   };
 };
+
+const dir = await testEngineDir();
 const lib = (await import(engineModuleUrl(dir))) as L;
-const llama = await lib.getLlama({ build: "never", gpu: false, logLevel: "error" });
-const model = await llama.loadModel({ modelPath: path });
-const context = await model.createContext({ contextSize: 1024, sequences: 1, threads: 1 });
-const completion = new lib.LlamaCompletion({ contextSequence: context.getSequence() });
-const floor = { ttft: [] as number[], tps: [] as number[] };
-for (let i = 0; i < rounds; i++) {
-  const started = performance.now();
-  let first: number | undefined;
-  let tokens = 0;
-  await completion.generateInfillCompletion(`${i} ${prefix}`, "", {
-    maxTokens: MAX,
-    temperature: 0.8,
-    seed: i,
-    onToken: (t: number[]) => {
-      first ??= performance.now();
-      tokens += t.length;
+
+/** One figure per request: time to first token and decoding speed, in the client's view. */
+interface Sample {
+  ttft: number;
+  tps: number;
+  /** The engine child's own time to first token and decoding speed (relay only). */
+  childTtft?: number;
+  childTps?: number;
+}
+
+async function openFloor(path: string) {
+  const llama = await lib.getLlama({ build: "never", gpu: false, logLevel: "error" });
+  const model = await llama.loadModel({ modelPath: path });
+  const context = await model.createContext({ contextSize: CONTEXT, sequences: 1, threads: 1 });
+  const completion = new lib.LlamaCompletion({ contextSequence: context.getSequence() });
+  return {
+    async run(text: string, seed: number): Promise<Sample> {
+      const started = performance.now();
+      let first: number | undefined;
+      let tokens = 0;
+      await completion.generateInfillCompletion(text, "", {
+        maxTokens: MAX,
+        // The relay's own sampling temperature, so both sample alike.
+        temperature: TAB_DEFAULTS.temperature,
+        seed,
+        onToken: (t: number[]) => {
+          first ??= performance.now();
+          tokens += t.length;
+        },
+      });
+      const end = performance.now();
+      return { ttft: first! - started, tps: (tokens - 1) / ((end - first!) / 1000) };
+    },
+    async close() {
+      await context.dispose();
+      await model.dispose();
+      await llama.dispose();
+    },
+  };
+}
+
+/** A series from /metrics, summed over its labels when `labels` is empty. */
+async function metric(relay: TestRelay, name: string, labels = ""): Promise<number> {
+  const text = await (await relay.request("/metrics")).text();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const space = line.lastIndexOf(" ");
+    const series = line.slice(0, space);
+    if (series === name || series === `${name}{${labels}}`) sum += Number(line.slice(space + 1));
+  }
+  return sum;
+}
+
+async function openRelay(path: string, sequences: number) {
+  const relay = await startTestRelay({
+    env: {
+      TAB_RELAY_MODEL: path,
+      TAB_RELAY_ENGINE_DIR: dir,
+      TAB_RELAY_ENGINE_THREADS: "1",
+      TAB_RELAY_ENGINE_SEQUENCES: String(sequences),
+      TAB_RELAY_ENGINE_CONTEXT: String(CONTEXT),
+      TAB_RELAY_CACHE_ENTRIES: "0",
     },
   });
-  const end = performance.now();
-  floor.ttft.push(first! - started);
-  floor.tps.push((tokens - 1) / ((end - first!) / 1000));
-}
-await context.dispose();
-await model.dispose();
-await llama.dispose();
-
-const relay = await startTestRelay({
-  env: {
-    TAB_RELAY_MODEL: path,
-    TAB_RELAY_ENGINE_DIR: dir,
-    TAB_RELAY_ENGINE_THREADS: "1",
-    TAB_RELAY_ENGINE_SEQUENCES: "1",
-    TAB_RELAY_ENGINE_CONTEXT: "1024",
-    TAB_RELAY_CACHE_ENTRIES: "0",
-  },
-});
-async function viaHttp(text: string): Promise<{ ttft: number; tps: number }> {
-  const started = performance.now();
-  const response = await relay.request("/api/v1/tab/chat/completions", {
-    method: "POST",
-    json: completionBody({ active_text_before_cursor: text }, { stream: true, max_completion_tokens: MAX }),
-  });
-  const reader = response.body!.getReader();
-  let first: number | undefined;
-  let chunks = 0;
-  const decoder = new TextDecoder();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    const n = (decoder.decode(value).match(/"content"/g) ?? []).length;
-    if (n > 0) first ??= performance.now();
-    chunks += n;
+  /** One streamed completion; its generated tokens and the child's first-token time come from /metrics after. */
+  async function stream(text: string): Promise<{ ttft: number; first: number; end: number }> {
+    const started = performance.now();
+    const response = await relay.request("/api/v1/tab/chat/completions", {
+      method: "POST",
+      json: completionBody({ active_text_before_cursor: text }, { stream: true, max_completion_tokens: MAX }),
+    });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let first: number | undefined;
+    let all = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const chunk = decoder.decode(value, { stream: true });
+      all += chunk;
+      if (first === undefined && chunk.includes('"content":"') && !/"content":""/.test(chunk))
+        first = performance.now();
+    }
+    if (!all.includes("[DONE]")) throw new Error(`the stream did not end with [DONE]: ${all.slice(-300)}`);
+    return { ttft: first! - started, first: first!, end: performance.now() };
   }
-  const end = performance.now();
-  return { ttft: first! - started, tps: (chunks - 1) / ((end - first!) / 1000) };
+  const counters = async () => ({
+    generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
+    childFirst: await metric(relay, "tab_relay_engine_time_to_first_token_seconds_sum"),
+    childTps: await metric(relay, "tab_relay_engine_tokens_per_second_sum"),
+  });
+  return {
+    async run(text: string): Promise<Sample> {
+      const before = await counters();
+      const s = await stream(text);
+      const after = await counters();
+      const generated = after.generated - before.generated;
+      return {
+        ttft: s.ttft,
+        tps: (generated - 1) / ((s.end - s.first) / 1000),
+        childTtft: (after.childFirst - before.childFirst) * 1000,
+        childTps: after.childTps - before.childTps,
+      };
+    },
+    /** `people` cold prompts at once: mean time to first token, mean wait beyond the child's own, tokens/s. */
+    async together(texts: string[]) {
+      const before = await counters();
+      const started = performance.now();
+      const results = await Promise.all(texts.map((t) => stream(t)));
+      const wall = (Math.max(...results.map((r) => r.end)) - started) / 1000;
+      const after = await counters();
+      const generated = after.generated - before.generated;
+      const ttft = mean(results.map((r) => r.ttft));
+      const childTtft = ((after.childFirst - before.childFirst) * 1000) / texts.length;
+      return {
+        ttft,
+        wait: ttft - childTtft,
+        tokensPerSecond: generated / wall,
+        perPerson: generated / wall / texts.length,
+      };
+    },
+    close: () => relay.close(),
+  };
 }
-const cold = { ttft: [] as number[], tps: [] as number[] };
-const warm = { ttft: [] as number[] };
-for (let i = 0; i < rounds; i++) {
-  const a = await viaHttp(`${i} ${prefix}`);
-  cold.ttft.push(a.ttft);
-  cold.tps.push(a.tps);
-  const b = await viaHttp(`${i} ${prefix} x`);
-  warm.ttft.push(b.ttft);
+
+/** A prompt unique to its round from its first line on, so a cold prompt shares nothing with what a sequence holds. */
+const promptOf = (round: number, lines: number) =>
+  `// round ${round}\n${Array.from({ length: lines }, (_, i) => `let value${i} = compute(${i}, ${round});`).join("\n")}\n`;
+
+async function compare(label: string, path: string, lines: number, n: number) {
+  const floor = await openFloor(path);
+  const relay = await openRelay(path, 1);
+  // One round each first, unmeasured: the first evaluation allocates buffers on both sides.
+  await floor.run(promptOf(1000, lines), 0);
+  await relay.run(promptOf(1001, lines));
+  const f = { cold: [] as Sample[], warm: [] as Sample[] };
+  const r = { cold: [] as Sample[], warm: [] as Sample[] };
+  for (let i = 0; i < n; i++) {
+    const text = promptOf(i, lines);
+    f.cold.push(await floor.run(text, i));
+    r.cold.push(await relay.run(text));
+    f.warm.push(await floor.run(`${text}x`, i));
+    r.warm.push(await relay.run(`${text}x`));
+  }
+  await relay.close();
+  await floor.close();
+  const m = (xs: Sample[], key: keyof Sample) => median(xs.map((x) => x[key] ?? NaN));
+  const row = (name: string, xs: Sample[], base: Sample[]) =>
+    `| ${label} | ${name} | ${m(xs, "ttft").toFixed(1)} ms | ${(m(xs, "ttft") - m(base, "ttft")).toFixed(1)} ms | ${
+      xs[0]!.childTtft === undefined ? "" : `${m(xs, "childTtft").toFixed(1)} ms`
+    } | ${m(xs, "tps").toFixed(1)} | ${(m(xs, "tps") / m(base, "tps")).toFixed(2)}× | ${
+      xs[0]!.childTps === undefined ? "" : m(xs, "childTps").toFixed(1)
+    } |`;
+  return {
+    rows: [
+      row("floor, cold", f.cold, f.cold),
+      row("relay, cold", r.cold, f.cold),
+      row("floor, prefix reused", f.warm, f.warm),
+      row("relay, prefix reused", r.warm, f.warm),
+    ],
+    reuse: `${label}: reused-prefix first token at ${((100 * m(r.warm, "ttft")) / m(r.cold, "ttft")).toFixed(0)} % of a cold one's through the relay (floor ${((100 * m(f.warm, "ttft")) / m(f.cold, "ttft")).toFixed(0)} %)`,
+  };
 }
-await relay.close();
-const f = (n: number) => n.toFixed(1);
+
+console.log(`load average at the start: ${load()} (${cpus().length} cores)`);
+const tiny = testModel({ seed: 9, embedding: 256, layers: 4, heads: 4, feedForward: 512, oneLine: true });
+const results = [await compare("tiny (256 wide, 4 layers)", tiny.path, 20, rounds)];
+rmSync(dirname(tiny.path), { recursive: true, force: true });
+
+const together: string[] = [];
+if (flag("--qwen")) {
+  const made = performance.now();
+  const qwen = testModel({ ...QWEN_CODER_05B_SHAPE, seed: 5, oneLine: true });
+  console.log(`Qwen2.5-Coder-0.5B-shaped model written in ${((performance.now() - made) / 1000).toFixed(1)} s`);
+  try {
+    results.push(await compare("Qwen2.5-Coder-0.5B shape", qwen.path, 20, Math.max(3, Math.ceil(rounds / 2))));
+    const relay = await openRelay(qwen.path, 2);
+    await relay.run(promptOf(2000, 20));
+    for (const people of [1, 2, 4]) {
+      const t = await relay.together(Array.from({ length: people }, (_, i) => promptOf(3000 + people * 10 + i, 20)));
+      together.push(
+        `| ${people} | ${t.ttft.toFixed(0)} ms | ${t.wait.toFixed(0)} ms | ${t.tokensPerSecond.toFixed(1)} | ${t.perPerson.toFixed(1)} |`,
+      );
+    }
+    await relay.close();
+  } finally {
+    rmSync(dirname(qwen.path), { recursive: true, force: true });
+  }
+}
+
 console.log(
-  `model: llama 256 wide, 4 layers, ${MAX} tokens, prompt ~${prefix.length} chars, ${rounds} rounds, 1 thread`,
-);
-console.log(`floor  (node-llama-cpp direct): TTFT ${f(median(floor.ttft))} ms, ${f(median(floor.tps))} tokens/s`);
-console.log(
-  `relay  (HTTP, cold prefix):     TTFT ${f(median(cold.ttft))} ms (+${f(median(cold.ttft) - median(floor.ttft))} ms), ${f(median(cold.tps))} chunks/s (${(median(cold.tps) / median(floor.tps)).toFixed(2)}x)`,
+  `\n${MAX} tokens per completion, 1 thread, context ${CONTEXT}, medians of ${rounds} rounds (${Math.max(3, Math.ceil(rounds / 2))} for the Qwen shape)\n`,
 );
 console.log(
-  `relay  (HTTP, prefix reused):   TTFT ${f(median(warm.ttft))} ms (${((100 * median(warm.ttft)) / median(cold.ttft)).toFixed(0)}% of cold)`,
+  "| model | run | time to first token | vs floor | of which the engine child | tokens/s | vs floor | in the engine child |",
 );
+console.log("|---|---|---|---|---|---|---|---|");
+for (const r of results) for (const row of r.rows) console.log(row);
+console.log("");
+for (const r of results) console.log(r.reuse);
+if (together.length > 0) {
+  console.log("\nPeople at once (Qwen shape, 2 sequences, cold prompts):\n");
+  console.log(
+    "| people | time to first token (mean) | waiting beyond the child's own | tokens/s, all | tokens/s, each |",
+  );
+  console.log("|---|---|---|---|---|");
+  for (const row of together) console.log(row);
+}
+console.log(`\nload average at the end: ${load()}`);

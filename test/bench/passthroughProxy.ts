@@ -2,10 +2,19 @@
  * The baseline the relay is measured against: the least a Node HTTP server can do between a client and
  * the upstream. It pipes each request to the target over keep-alive connections and pipes the answer
  * back, with no parsing, authentication or re-encoding.
- * Usage: node --import tsx test/bench/passthroughProxy.ts http://127.0.0.1:PORT
+ * With `express` as second argument the same handler runs as the only middleware of an express 5 app (the relay's
+ * framework for the rest of its API), so what express itself costs per request is measured in the same run.
+ * Usage: node --import tsx test/bench/passthroughProxy.ts http://127.0.0.1:PORT [express]
  * Prints one JSON line `{"url": "http://127.0.0.1:PORT"}` on stdout once it listens; stops on SIGTERM or when stdin closes.
  */
-import { Agent, type IncomingHttpHeaders, createServer, request } from "node:http";
+import {
+  Agent,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+  createServer,
+  request,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 
 const target = new URL(process.argv[2] ?? "http://127.0.0.1:1");
@@ -27,7 +36,7 @@ function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return out;
 }
 
-const server = createServer((req, res) => {
+function passThrough(req: IncomingMessage, res: ServerResponse): void {
   const upstream = request(
     {
       agent,
@@ -50,7 +59,18 @@ const server = createServer((req, res) => {
     if (!res.writableFinished) upstream.destroy();
   });
   req.pipe(upstream);
-});
+}
+
+async function handler(): Promise<(req: IncomingMessage, res: ServerResponse) => void> {
+  if (process.argv[3] !== "express") return passThrough;
+  const { default: express } = await import("express");
+  const app = express();
+  app.disable("x-powered-by");
+  app.use((req, res) => passThrough(req, res));
+  return app;
+}
+
+const server = createServer(await handler());
 server.keepAliveTimeout = 30_000;
 
 server.listen(0, "127.0.0.1", () => {

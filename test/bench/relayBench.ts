@@ -2,7 +2,8 @@
  * `npm run bench`: measures the relay as real processes and prints progress, a Markdown table for the
  * README, and PASS/FAIL for each goal; the figures also go to test-output/bench/relay.json.
  * Flags: --quick (short windows), --only streaming,local-engine (run some sections), --cpu-prof (the
- * relay writes V8 CPU profiles to test-output/bench/profiles).
+ * relay writes V8 CPU profiles to test-output/bench/profiles), --check (`npm run bench:check`: also exit 3 when a
+ * figure of issue 23's table is past its floor, hotPath.ts).
  * Exits 0 when goals fail (it is a measurement) and 1 only when a section could not be measured.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { hotPathReport } from "./hotPath";
 import { localEngineSection } from "./localEngineSection";
 import { mentionsSection } from "./mentionsSection";
 import { killAllSync, stopAll } from "./processes";
@@ -47,6 +49,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     only: { type: "string" },
     "cpu-prof": { type: "boolean", default: false },
+    check: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -131,7 +134,18 @@ for (const { section, report, error } of outcomes) {
   for (const note of report.notes) markdown.push(`- ${note}`);
   if (report.notes.length > 0) markdown.push("");
 }
-const goals: Goal[] = outcomes.flatMap((o) => o.report?.goals ?? []);
+const dataOf = (id: string) => outcomes.find((o) => o.section.id === id)?.report?.data;
+const hotPath = hotPathReport(dataOf("streaming"), dataOf("startup"));
+if (hotPath)
+  markdown.push(
+    `#### Issue 23: the completion path against its floor`,
+    "",
+    `${hotPath.table.caption}:`,
+    "",
+    markdownTable(hotPath.table),
+    "",
+  );
+const goals: Goal[] = [...outcomes.flatMap((o) => o.report?.goals ?? []), ...(hotPath?.goals ?? [])];
 if (goals.length > 0) markdown.push(markdownTable(goalsTable(goals)), "");
 
 console.log("\n----- Markdown for the README -----\n");
@@ -153,6 +167,7 @@ writeFileSync(
         ...(report ? { goals: report.goals, data: report.data } : { error }),
       })),
       goals,
+      hotPath: hotPath ? { table: hotPath.table, floors: hotPath.floors } : null,
     },
     null,
     2,
@@ -176,6 +191,13 @@ if (failed.length > 0 || broken.length > 0) {
 } else {
   console.log(`\nAll ${goals.length} goals met.`);
 }
+if (values.check) {
+  console.log("\nFloors (npm run bench:check, test/bench/hotPath.ts):");
+  for (const floor of hotPath?.floors ?? [])
+    console.log(`${floor.pass ? "PASS" : "FAIL"}  ${floor.description}: ${floor.measured} (floor ${floor.target})`);
+  if (!hotPath) console.log("FAIL  the streaming and startup sections must both be measured for the check");
+}
 if (context.cpuProfileDir) console.log(`CPU profiles: ${context.cpuProfileDir}`);
 console.log(`Results: ${jsonPath}`);
-process.exitCode = broken.length > 0 ? 1 : 0;
+const pastFloor = values.check && (!hotPath || hotPath.floors.some((f) => !f.pass));
+process.exitCode = broken.length > 0 ? 1 : pastFloor ? 3 : 0;

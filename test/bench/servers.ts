@@ -110,11 +110,24 @@ export async function startUpstream(env: ServerEnvironment, behaviour: StandInBe
   return { url: match, server };
 }
 
-/** The pass-through proxy in front of `origin` (scheme, host and port; paths are forwarded unchanged). */
-export async function startProxy(env: ServerEnvironment, origin: string): Promise<RunningProxy> {
+/**
+ * The pass-through proxy in front of `origin` (scheme, host and port; paths are forwarded unchanged), on bare
+ * `node:http` (the floor) or as the only middleware of an express 5 app.
+ */
+export async function startProxy(
+  env: ServerEnvironment,
+  origin: string,
+  framework: "node:http" | "express" = "node:http",
+): Promise<RunningProxy> {
   const { server, match } = await spawnServer({
-    name: "pass-through proxy",
-    args: ["--import", "tsx", join(env.root, "test/bench/passthroughProxy.ts"), origin],
+    name: `${framework} pass-through proxy`,
+    args: [
+      "--import",
+      "tsx",
+      join(env.root, "test/bench/passthroughProxy.ts"),
+      origin,
+      ...(framework === "express" ? ["express"] : []),
+    ],
     cwd: env.root,
     env: env.baseEnv,
     ready: { stream: "stdout", pattern: JSON_URL },

@@ -52,7 +52,7 @@ interface Sample {
   rssAfterMb: number;
 }
 
-function rssMb(pid: number): number {
+export function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
   if (kb === undefined) throw new Error(`no VmRSS for pid ${pid}`);
@@ -116,18 +116,64 @@ async function bareServer(context: BenchContext): Promise<Sample> {
 async function relay(context: BenchContext): Promise<Sample> {
   const started = await startBenchRelay(context, { settings: {} });
   try {
-    const body = JSON.stringify({
-      ...COMPLETION,
-      tab_context: { ...COMPLETION.tab_context, workspace_slug: started.workspaceSlug },
-    });
-    return await measure(started.server, started.url, {
-      path: "/api/v1/tab/chat/completions",
-      headers: { authorization: `Bearer ${started.apiKey}` },
-      body,
-    });
+    return await measure(started.server, started.url, relayTarget(started));
   } finally {
     await started.stop();
   }
+}
+
+/** Sends `count` completions, `concurrency` at a time over keep-alive connections; every one must answer 200. */
+async function completions(base: string, target: Target, count: number, concurrency = 20): Promise<void> {
+  let sent = 0;
+  const worker = async () => {
+    while (sent < count) {
+      sent++;
+      const response = await fetch(`${base}${target.path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...target.headers },
+        body: target.body,
+      });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`${target.path} answered ${response.status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/** Issue 23 bounds the relay's memory after 10,000 completions as well as at rest: caches and heaps that grow. */
+async function relayAfterCompletions(
+  context: BenchContext,
+  count: number,
+): Promise<{ idleRssMb: number; rssMb: number }> {
+  const started = await startBenchRelay(context, {
+    // Lifted so that 10,000 requests from one key are not refused, and no cache, so each one runs the engine.
+    settings: {
+      TAB_RELAY_RATE_LIMITS: "reads=10000000,writes=10000000",
+      TAB_RELAY_CACHE_ENTRIES: "0",
+      TAB_RELAY_LOG_LEVEL: "warn",
+    },
+  });
+  try {
+    const target = relayTarget(started);
+    await sleep(SETTLE_MS);
+    const idleRssMb = rssMb(started.server.pid);
+    await completions(started.url, target, count);
+    return { idleRssMb, rssMb: rssMb(started.server.pid) };
+  } finally {
+    await started.stop();
+  }
+}
+
+function relayTarget(started: Awaited<ReturnType<typeof startBenchRelay>>): Target {
+  const body = JSON.stringify({
+    ...COMPLETION,
+    tab_context: { ...COMPLETION.tab_context, workspace_slug: started.workspaceSlug },
+  });
+  return {
+    path: "/api/v1/tab/chat/completions",
+    headers: { authorization: `Bearer ${started.apiKey}` },
+    body,
+  };
 }
 
 function medians(samples: readonly Sample[]): Sample {
@@ -152,6 +198,12 @@ export const startupSection: BenchSection = {
       bare.push(await bareServer(context));
       relays.push(await relay(context));
     }
+    const many = context.quick ? 2_000 : 10_000;
+    context.progress(`one more relay: ${many} non-streamed completions, 20 at a time`);
+    const loaded = await relayAfterCompletions(context, many);
+    context.progress(
+      `relay RSS ${loaded.idleRssMb.toFixed(1)} MB idle, ${loaded.rssMb.toFixed(1)} MB after ${many} completions`,
+    );
     const b = medians(bare);
     const r = medians(relays);
     const row = (name: string, s: Sample, base: Sample) => [
@@ -180,6 +232,7 @@ export const startupSection: BenchSection = {
       goals: [],
       notes: [
         "Each request opens its own connection; the relay's first one includes loading whatever it loads lazily.",
+        `One more relay, started the same way: ${loaded.idleRssMb.toFixed(1)} MB idle, ${loaded.rssMb.toFixed(1)} MB after ${many} non-streamed completions (20 at a time, keep-alive).`,
       ],
       data: {
         starts,
@@ -187,6 +240,7 @@ export const startupSection: BenchSection = {
         bare: bare.map((s) => ({ ...s, idleRssMb: round(s.idleRssMb, 1) })),
         relay: relays.map((s) => ({ ...s, idleRssMb: round(s.idleRssMb, 1) })),
         medians: { bare: b, relay: r },
+        afterCompletions: { completions: many, ...loaded },
       },
     };
   },

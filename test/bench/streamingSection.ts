@@ -19,6 +19,7 @@ import {
   startUpstream,
 } from "./servers";
 import { formatMs, round } from "./stats";
+import { rssMb } from "./startupSection";
 
 /** A fast upstream: one short line in eight chunks, written back to back with no delay. */
 const REPLY: StandInBehaviour = {
@@ -28,12 +29,13 @@ const REPLY: StandInBehaviour = {
 };
 
 const CONCURRENCIES = [1, 50] as const;
-const PATHS = ["upstream", "proxy", "relay"] as const;
+const PATHS = ["upstream", "proxy", "express", "relay"] as const;
 type PathName = (typeof PATHS)[number];
 
 const PATH_LABELS: Record<PathName, string> = {
   upstream: "upstream directly",
   proxy: "node:http pass-through proxy",
+  express: "express 5 pass-through proxy",
   relay: "tab-relay",
 };
 
@@ -160,12 +162,15 @@ export const streamingSection: BenchSection = {
   async run(context: BenchContext): Promise<SectionReport> {
     const started: { stop(): Promise<void> }[] = [];
     const cells: Cell[] = [];
+    let memory: RelayMemory | undefined;
     try {
       context.progress("starting the upstream stand-in, the pass-through proxy and the relay (each its own process)");
       const upstream: RunningUpstream = await startUpstream(context, REPLY);
       started.push(upstream.server);
       const proxy: RunningProxy = await startProxy(context, new URL(upstream.url).origin);
       started.push(proxy.server);
+      const expressProxy: RunningProxy = await startProxy(context, new URL(upstream.url).origin, "express");
+      started.push(expressProxy.server);
       const relay = await startBenchRelay(context, {
         settings: {
           TAB_RELAY_UPSTREAM_URL: upstream.url,
@@ -183,6 +188,7 @@ export const streamingSection: BenchSection = {
       const targets: Record<PathName, StreamTarget> = {
         upstream: { name: "upstream", url: `${upstream.url}/chat/completions`, headers: {}, body: chatBody() },
         proxy: { name: "proxy", url: `${proxy.url}/v1/chat/completions`, headers: {}, body: chatBody() },
+        express: { name: "express", url: `${expressProxy.url}/v1/chat/completions`, headers: {}, body: chatBody() },
         relay: cartCompletionTarget(relay, "relay", CURSOR),
       };
       for (const path of PATHS) await checkTarget(targets[path]);
@@ -190,6 +196,7 @@ export const streamingSection: BenchSection = {
       const pids: Record<PathName, number> = {
         upstream: upstream.server.pid,
         proxy: proxy.server.pid,
+        express: expressProxy.server.pid,
         relay: relay.server.pid,
       };
 
@@ -198,7 +205,7 @@ export const streamingSection: BenchSection = {
         context.progress(
           `${concurrency} in flight: ${plan.rounds} rounds of ${plan.sliceMs / 1000} s per path, the paths taking turns`,
         );
-        const slices: Record<PathName, LoadSlice[]> = { upstream: [], proxy: [], relay: [] };
+        const slices: Record<PathName, LoadSlice[]> = { upstream: [], proxy: [], express: [], relay: [] };
         for (let round = 0; round < plan.rounds; round++) {
           for (const path of PATHS) {
             const slice = await runSlice(targets[path], {
@@ -230,15 +237,35 @@ export const streamingSection: BenchSection = {
           );
         }
       }
+      // What the relay holds after serving every stream of the section (warm-ups included), for issue 23's bound.
+      memory = { completions: await completionsServed(relay.url), rssMb: rssMb(relay.server.pid) };
+      context.progress(`relay RSS after ${memory.completions} completions: ${memory.rssMb.toFixed(1)} MB`);
     } finally {
       // Stopping the relay is also what makes it write its CPU profile.
       for (const server of started.reverse()) await server.stop();
     }
-    return report(cells, context);
+    return report(cells, memory, context);
   },
 };
 
-function report(cells: readonly Cell[], context: BenchContext): SectionReport {
+/** The relay's own count of completion requests it has answered, from its /metrics. */
+async function completionsServed(relayUrl: string): Promise<number> {
+  const text = await (await fetch(`${relayUrl}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter(
+      (line) =>
+        line.startsWith("tab_relay_http_request_duration_seconds_count") && line.includes("/tab/chat/completions"),
+    )
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+}
+
+interface RelayMemory {
+  completions: number;
+  rssMb: number;
+}
+
+function report(cells: readonly Cell[], memory: RelayMemory | undefined, context: BenchContext): SectionReport {
   const find = (path: PathName, concurrency: number): LoadResult => {
     const cell = cells.find((c) => c.path === path && c.result.concurrency === concurrency);
     if (!cell) throw new Error(`no measurement for ${path} at ${concurrency}`);
@@ -325,6 +352,7 @@ function report(cells: readonly Cell[], context: BenchContext): SectionReport {
     ],
     data: {
       upstreamReply: REPLY,
+      relayAfterLoad: memory ?? null,
       requestBytes: {
         relay: Buffer.byteLength(cartCompletionBody("acme", CURSOR)),
         upstream: Buffer.byteLength(chatBody()),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter, once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { MessageCreatedEvent } from "@tab-relay/shared";
 import { echoText } from "../../examples/echo-agent/server";
+import { codeServerBin } from "../e2e/codeServer";
 import { type Step, type Substitutions, readSteps, runnable, serverCommand, walkthroughSteps } from "./walkthrough";
 
 /**
@@ -16,11 +17,14 @@ import { type Step, type Substitutions, readSteps, runnable, serverCommand, walk
  * session in the repository, fed the docs' own `sh` blocks (marked as test/docs/walkthrough.ts describes) against a
  * fresh data folder and a free port. What the test changes: `npm install` and `npm test` are dropped,
  * `127.0.0.1:8787` becomes the free port, `svc_ws_...` the key the first start printed; the environment adds
- * TAB_RELAY_DATA and TAB_RELAY_PORT for `npm start`, PORT=0 and ECHO_AGENT_CREDENTIALS for the agent.
+ * TAB_RELAY_DATA and TAB_RELAY_PORT for `npm start`, PORT=0 and ECHO_AGENT_CREDENTIALS for the agent. The extension's
+ * download runs in the test's folder, and `code` is the e2e's code-server (VS Code's server, whose
+ * `--install-extension` is VS Code's) with a profile of its own there, or, without code-server, a function that only
+ * records its arguments (test/e2e/vsixDownload.e2e.test.ts installs the downloaded file in a real VS Code).
  */
 
 const ROOT = new URL("../../", import.meta.url);
-const README_SECTIONS = ["Quick start", "A first completion"];
+const README_SECTIONS = ["Quick start", "A first completion", "Ghost text in VS Code"];
 const AGENT_SECTIONS = ["The echo agent, step by step"];
 /** `npm start` builds before it serves; on a busy 2-core machine that takes a while. */
 const READY_MS = 60_000;
@@ -93,11 +97,12 @@ class Session {
   }
 
   /** Runs a block in the shell itself (so its variables stay set) and resolves with what it printed. */
-  async run(code: string, where: string): Promise<string> {
+  async run(code: string, where: string, cwd?: string): Promise<string> {
     const file = join(this.folder, `block-${++this.blocks}.sh`);
     writeFileSync(file, `${code}\n`);
     const from = this.stdout.length;
-    this.child.stdin.write(`. ${file} < /dev/null\nprintf '\\n${DONE}\\n'\n`);
+    const source = cwd === undefined ? `. ${file}` : `{ pushd ${cwd} > /dev/null; . ${file}; popd > /dev/null; }`;
+    this.child.stdin.write(`${source} < /dev/null\nprintf '\\n${DONE}\\n'\n`);
     return this.until(() => {
       const end = this.stdout.indexOf(`\n${DONE}\n`, from);
       return end === -1 ? undefined : this.stdout.slice(from, end);
@@ -236,7 +241,7 @@ describe("the README, pasted", () => {
         ...readSteps(ROOT, "docs/agents.md", AGENT_SECTIONS),
       ];
       const kinds = steps.map((step) => step.kind);
-      for (const kind of ["relay", "agent", "reply"] as const)
+      for (const kind of ["relay", "agent"] as const)
         assert.ok(kinds.includes(kind), `the walkthrough has no ${kind} step: ${kinds.join(", ")}`);
 
       const port = await freePort();
@@ -257,6 +262,20 @@ describe("the README, pasted", () => {
       let relay: { name: string; pid: number } | undefined;
       let agent: { name: string; pid: number } | undefined;
       const outputs: Array<{ step: Step; output: string }> = [];
+
+      // `code` as the README runs it: the e2e's code-server with a profile in the test's folder, when installed.
+      const vscode = join(folder, "vscode");
+      const downloads = join(folder, "downloads");
+      mkdirSync(downloads);
+      const codeServer = existsSync(codeServerBin()) ? codeServerBin() : undefined;
+      for (const dir of ["user-data", "extensions", "config", "data", "cache"])
+        mkdirSync(join(vscode, dir), { recursive: true });
+      // code-server otherwise keeps its config and caches in ~ (as test/e2e/codeServer.ts isolates it).
+      const install = codeServer
+        ? `XDG_CONFIG_HOME="${vscode}/config" XDG_DATA_HOME="${vscode}/data" XDG_CACHE_HOME="${vscode}/cache" ` +
+          `"${codeServer}" --user-data-dir "${vscode}/user-data" --extensions-dir "${vscode}/extensions" "$@"`
+        : ":";
+      await shell.run(`code() { printf '%s\\n' "$@" > "${folder}/code-args"; ${install}; }`, "the test's code");
 
       const stopRelay = async () => {
         if (relay === undefined) return;
@@ -303,18 +322,12 @@ describe("the README, pasted", () => {
             );
             break;
           }
-          case "reply":
-            assert.ok(agent, `${step.where}: a reply step before the agent was started`);
-            await shell.line(
-              agent.name,
-              (line) => jsonLine(line)?.kind === "replied",
-              `${step.where}: the agent's replied line`,
-            );
-            outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
+          case "shell": {
+            // The extension's download lands in the test's folder, not in the checkout the session runs in.
+            const cwd = step.code.includes("/downloads/") ? downloads : undefined;
+            outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where, cwd) });
             break;
-          case "shell":
-            outputs.push({ step, output: await shell.run(runnable(step.code, subs), step.where) });
-            break;
+          }
         }
       }
 
@@ -326,6 +339,36 @@ describe("the README, pasted", () => {
         /return a \+ b;/,
         "the local engine continues with the earlier copy's body, as the README says",
       );
+
+      // The README's install line: the file the relay served is this checkout's package (npm start made it), and
+      // VS Code's --install-extension took it.
+      assert.ok(
+        outputs.some(({ step }) => step.code.includes("/downloads/tab-relay.vsix")),
+        "the README downloads the extension from the relay",
+      );
+      const served = readFileSync(join(fileURLToPath(ROOT), "extension/dist/tab-relay-vscode.vsix"));
+      assert.ok(readFileSync(join(downloads, "tab-relay.vsix")).equals(served), "the download is npm start's package");
+      assert.deepEqual(readFileSync(join(folder, "code-args"), "utf8").split("\n").filter(Boolean), [
+        "--install-extension",
+        "tab-relay.vsix",
+      ]);
+      if (codeServer === undefined)
+        console.error("[walkthrough] no code-server: the install was not run, only its call");
+      else {
+        const manifest = JSON.parse(readFileSync(join(fileURLToPath(ROOT), "extension/package.json"), "utf8")) as {
+          publisher: string;
+          name: string;
+          version: string;
+        };
+        const installed = JSON.parse(readFileSync(join(vscode, "extensions/extensions.json"), "utf8")) as Array<{
+          identifier: { id: string };
+          version: string;
+        }>;
+        assert.deepEqual(
+          installed.map(({ identifier, version }) => [identifier.id.toLowerCase(), version]),
+          [[`${manifest.publisher}.${manifest.name}`.toLowerCase(), manifest.version]],
+        );
+      }
 
       assert.ok(agent, "the walkthrough starts the agent");
       const created = shell.jobs

@@ -6,14 +6,13 @@
  *                                walkthrough started before is stopped first, with SIGTERM, and must stop cleanly
  *   <!-- walkthrough: agent -->  starts the echo agent in the background and waits for its `listening` line
  *   <!-- walkthrough: shell -->  runs in the walkthrough's one shell (variables carry over), under `set -e`
- *   <!-- walkthrough: reply -->  waits for the agent's `replied` line, then runs like `shell`
  *   <!-- walkthrough: skip -->   is not run
  *
  * Every `sh` block in a walked section needs one, so a block added there is either run or skipped on purpose.
  */
 import { readFileSync } from "node:fs";
 
-export const STEP_KINDS = ["relay", "agent", "shell", "reply", "skip"] as const;
+export const STEP_KINDS = ["relay", "agent", "shell", "skip"] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 export interface Step {

@@ -703,6 +703,17 @@ describe("the web console in a browser", { skip, timeout: 180_000 }, () => {
       await page.setViewportSize(LAPTOP);
       await page.locator(t("nav-playground")).click();
       await page.waitForURL(`${relay.url}/playground`);
+      // The page as it opens: its own sample, sent as it stands, answers visible text (the local engine's).
+      await page.locator(t("playground-send")).click();
+      const opening = page.locator(`${t("playground-result")}[data-state="done"]`);
+      await opening.waitFor({ timeout: 15_000 });
+      const openingAnswer = await opening.locator(t("playground-answer")).innerText();
+      assert.match(openingAnswer, /\S/);
+      assert.doesNotMatch(openingAnswer, /^\(nothing/, "the playground's own sample answered nothing");
+      // A fresh page for the rest, so no "done" from this answer is taken for the next one's.
+      await page.reload();
+      await page.locator(`${t("playground-result")}[data-state="idle"]`).waitFor({ state: "attached" });
+
       const earlier = "function total(items) {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\n";
       const before = `${earlier}function total(items) {`;
       const after = "\n\nexport { total };\n";

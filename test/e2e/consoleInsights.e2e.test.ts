@@ -366,8 +366,13 @@ describe(
         await signIn(page, empty.url, empty.apiKey);
         await openInsights(page, empty.url, "empty");
         const text = await page.locator(t("insights-empty")).innerText();
-        assert.match(text, /Install the tab-relay extension/);
-        assert.match(text, /Tab: Set API Key/);
+        assert.ok(
+          text.includes(
+            `Install this relay's extension in VS Code: curl -fsSLo tab-relay.vsix ${empty.url}/downloads/tab-relay.vsix && code --install-extension tab-relay.vsix`,
+          ),
+          text,
+        );
+        assert.match(text, /Tab Relay: Set API Key/);
         assert.match(text, /tabRelay\.reportUsage/);
         assert.equal(
           (await series(page, "chart-suggestions")).shown?.every((n) => n === 0),

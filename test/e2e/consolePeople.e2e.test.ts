@@ -3,8 +3,11 @@
 // only what the API lets them do, and the audit log lists what was just done. Screenshots and logs go to
 // test-output/console-people/.
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { createJsonLogger } from "../../relay/src/logger";
@@ -28,6 +31,7 @@ import {
 } from "./console/harness";
 
 const OUTPUT = join(REPO_ROOT, "test-output/console-people");
+const execFileAsync = promisify(execFile);
 const { prerequisites, skip } = chromiumFor("console-people-e2e");
 
 describe("the console's People and Audit log views in a browser", { skip, timeout: 180_000 }, () => {
@@ -90,10 +94,59 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
     return page.locator(`${selector} option`).evaluateAll((options) => options.map((o) => o.getAttribute("value")));
   }
 
-  test("an owner adds a person; their first key is shown once with the VS Code settings, and it works", () =>
-    step("add", owner, async () => {
+  /**
+   * Runs a copied install line in a shell, with `code` standing in for VS Code's command (it records its arguments);
+   * resolves with the file it downloaded. test/e2e/vsixDownload.e2e.test.ts installs such a file in a real VS Code.
+   * Asynchronously: the relay answering the download runs in this process.
+   */
+  async function runInstallLine(line: string): Promise<{ file: Buffer; codeArgs: string[] }> {
+    const dir = mkdtempSync(join(tmpdir(), "tab-relay-install-line-"));
+    try {
+      await execFileAsync("bash", ["-c", `code() { printf '%s\\n' "$@" > code-args; }\n${line}`], {
+        cwd: dir,
+        timeout: 30_000,
+      });
+      return {
+        file: readFileSync(join(dir, "tab-relay.vsix")),
+        codeArgs: readFileSync(join(dir, "code-args"), "utf8").split("\n").filter(Boolean),
+      };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  test("the first page after signing in gives the install line for the relay's own extension and the settings, and the line works", () =>
+    step("vscode-setup", owner, async () => {
+      // The package a relay in this checkout serves (npm start makes it; packaged here when missing or stale).
+      const ensure = spawnSync(process.execPath, [join(REPO_ROOT, "scripts/ensure-vsix.mjs")], {
+        encoding: "utf8",
+        timeout: 180_000,
+      });
+      assert.equal(ensure.status, 0, ensure.stderr);
       const { page } = owner;
       await signIn(page, relay.url, relay.apiKey);
+      const block = page.locator(t("vscode-setup"));
+      await block.waitFor();
+      const line = ((await block.locator(t("secret-vscode-install-line")).textContent()) ?? "").trim();
+      assert.equal(
+        line,
+        `curl -fsSLo tab-relay.vsix ${relay.url}/downloads/tab-relay.vsix && code --install-extension tab-relay.vsix`,
+      );
+      assert.equal(await block.locator(t("copy-vscode-install-line")).isVisible(), true);
+      assert.equal(
+        ((await block.locator(t("secret-vscode-settings")).textContent()) ?? "").trim(),
+        `"tabRelay.relayUrl": "${relay.url}", "tabRelay.workspaceSlug": "acme"`,
+      );
+      assert.match(await block.locator(t("vscode-key-step")).innerText(), /“Tab Relay: Set API Key”/);
+      const { file, codeArgs } = await runInstallLine(line);
+      assert.ok(file.equals(readFileSync(join(REPO_ROOT, "extension/dist/tab-relay-vscode.vsix"))));
+      assert.deepEqual(codeArgs, ["--install-extension", "tab-relay.vsix"]);
+      await page.screenshot({ path: join(OUTPUT, "home-vscode-setup-1280.png"), fullPage: true });
+    }));
+
+  test("an owner adds a person; their first key is shown once with the install line and the VS Code settings, and it works", () =>
+    step("add", owner, async () => {
+      const { page } = owner;
       await openPeople(page);
       assert.match(await row(page, mia.id).innerText(), /Mia Member[\s\S]*member[\s\S]*Joined/);
 
@@ -113,7 +166,13 @@ describe("the console's People and Audit log views in a browser", { skip, timeou
         `"tabRelay.relayUrl": "${relay.url}", "tabRelay.workspaceSlug": "acme"`,
       );
       assert.equal(await panel.locator(t("copy-setup")).isVisible(), true, "no copy button for the settings line");
-      assert.match(await panel.locator(t("setup-steps")).innerText(), /Tab: Set API Key/);
+      assert.match(await panel.locator(t("setup-steps")).innerText(), /“Tab Relay: Set API Key”/);
+      const install = ((await panel.locator(t("secret-install")).textContent()) ?? "").trim();
+      assert.equal(
+        install,
+        `curl -fsSLo tab-relay.vsix ${relay.url}/downloads/tab-relay.vsix && code --install-extension tab-relay.vsix`,
+      );
+      assert.equal(await panel.locator(t("copy-install")).isVisible(), true, "no copy button for the install line");
 
       const me = await relay.request("/api/v1/me", { key });
       assert.equal(me.status, 200);

@@ -98,6 +98,30 @@ async function idle(relay: TestRelay): Promise<void> {
   );
 }
 
+/** What one non-streamed completion of `text` cost in tokens, from the engine's counters. */
+async function tokensOf(relay: TestRelay, text: string) {
+  const read = async () => ({
+    prompt: await metric(relay, "tab_relay_engine_tokens_total", 'kind="prompt"'),
+    evaluated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="evaluated"'),
+    reused: await metric(relay, "tab_relay_engine_tokens_total", 'kind="reused"'),
+    generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
+  });
+  const before = await read();
+  const response = await relay.request(PATH, {
+    method: "POST",
+    json: completionBody({ active_text_before_cursor: text }, { max_completion_tokens: 3 }),
+  });
+  assert.equal(response.status, 200);
+  await response.text();
+  const after = await read();
+  return {
+    prompt: after.prompt - before.prompt,
+    evaluated: after.evaluated - before.evaluated,
+    reused: after.reused - before.reused,
+    generated: after.generated - before.generated,
+  };
+}
+
 const longLine = (n: number) => Array.from({ length: n }, (_, i) => `let value${i} = compute(${i});`).join(" ");
 
 describe("the embedded engine, one sequence and a queue of one", () => {
@@ -157,34 +181,33 @@ describe("the embedded engine, one sequence and a queue of one", () => {
 
   test("a second keystroke on the same prefix evaluates only its new tokens", async () => {
     const prefix = `${longLine(25)}\nfunction next(a) {`;
-    const read = async () => ({
-      prompt: await metric(relay, "tab_relay_engine_tokens_total", 'kind="prompt"'),
-      evaluated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="evaluated"'),
-      reused: await metric(relay, "tab_relay_engine_tokens_total", 'kind="reused"'),
-      generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
-    });
-    const run = async (text: string) => {
-      const before = await read();
-      const response = await relay.request(PATH, {
-        method: "POST",
-        json: completionBody({ active_text_before_cursor: text }, { max_completion_tokens: 3 }),
-      });
-      assert.equal(response.status, 200);
-      await response.text();
-      const after = await read();
-      return {
-        prompt: after.prompt - before.prompt,
-        evaluated: after.evaluated - before.evaluated,
-        reused: after.reused - before.reused,
-        generated: after.generated - before.generated,
-      };
-    };
+    const run = (text: string) => tokensOf(relay, text);
     // Another prompt first, so the sequence holds nothing of this one.
     await run("const unrelated = 1;");
     const cold = await run(prefix);
     const warm = await run(`${prefix}\n  re`);
     assert.ok(cold.prompt > 150, `a long prompt (${cold.prompt} tokens)`);
     assert.ok(cold.evaluated >= cold.prompt - cold.reused - 1, `cold: ${JSON.stringify(cold)}`);
+    assert.ok(warm.reused >= cold.prompt - 10, `warm reused the prefix: ${JSON.stringify(warm)}`);
+    assert.ok(
+      warm.evaluated - warm.generated <= warm.prompt - warm.reused + 2,
+      `warm evaluated only its new tokens: ${JSON.stringify(warm)}`,
+    );
+  });
+
+  test("a prompt longer than the context keeps every token it sends, and the next keystroke still reuses the sequence", async () => {
+    // About 1,900 tokens of prefix for a context of 1024: the prompt must be cut, and cut by the relay, at its start.
+    const prefix = `${longLine(70)}\nfunction next(a) {`;
+    await tokensOf(relay, "const unrelated = 2;");
+    const cold = await tokensOf(relay, prefix);
+    const warm = await tokensOf(relay, `${prefix}\n  re`);
+    assert.ok(cold.prompt < 1024 - 102, `the prompt was cut to fit with room to answer (${cold.prompt} tokens)`);
+    // node-llama-cpp used to cut a prompt over 90 % of the context itself, from the start: <|fim_prefix|> and the
+    // first tokens were dropped unseen, and the next keystroke's window had slid, so nothing was reused.
+    assert.ok(
+      cold.evaluated + cold.reused >= cold.prompt - 1,
+      `every prompt token was evaluated or reused: ${JSON.stringify(cold)}`,
+    );
     assert.ok(warm.reused >= cold.prompt - 10, `warm reused the prefix: ${JSON.stringify(warm)}`);
     assert.ok(
       warm.evaluated - warm.generated <= warm.prompt - warm.reused + 2,

@@ -156,6 +156,8 @@ describe("the echo agent's CLI against a relay", () => {
     const first = runAgent(["--relay", relay.url, "--port", "0", "--credentials", credentials], env);
     const created = await first.line("created");
     const listening = await first.line("listening");
+    // It asked the relay for a test event and saw it delivered.
+    assert.equal((await first.line("reachable")).url, `${listening.url as string}/`);
     const agentId = created.agent as string;
     assert.equal(created.webhook_url, `${listening.url as string}/`);
     assert.equal(statSync(credentials).mode & 0o777, 0o600);
@@ -176,6 +178,7 @@ describe("the echo agent's CLI against a relay", () => {
     const second = runAgent(["--relay", relay.url, "--port", port, "--credentials", credentials], {});
     assert.deepEqual((await second.line("reused")).agent, agentId);
     await second.line("listening");
+    assert.match(String((await second.line("reachability_unchecked")).reason), /no API key in TAB_RELAY_API_KEY/);
     assert.equal(await answers("Echo", agentId, "second run"), "Echo: second run");
     await stop(second);
 
@@ -228,5 +231,45 @@ describe("the echo agent's CLI against a relay", () => {
     assert.equal(await answers("Taken", existing.agent.id, "yours now"), "Echo: yours now");
     await stop(taking);
     assert.equal(statSync(file).mode & 0o777, 0o600);
+  });
+
+  test("after a restart that refuses its private address, it says at start that the relay cannot deliver to it, naming the setting", async () => {
+    // Its own relay: this one restarts without TAB_RELAY_WEBHOOK_ALLOW_PRIVATE, on the same port and data folder.
+    const allowing = await startTestRelay({ env: { TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "true" } });
+    let strict: TestRelay | undefined;
+    const file = join(folder, "restarted.json");
+    try {
+      const relayUrl = allowing.url;
+      const first = runAgent(["--relay", relayUrl, "--name", "Restarted", "--port", "0", "--credentials", file], {
+        TAB_RELAY_API_KEY: allowing.apiKey,
+      });
+      const url = (await first.line("listening")).url as string;
+      await first.line("reachable");
+      await stop(first);
+      await allowing.relay.close(0);
+
+      strict = await startTestRelay({
+        reuse: allowing,
+        env: { TAB_RELAY_PORT: new URL(relayUrl).port, TAB_RELAY_WEBHOOK_ALLOW_PRIVATE: "false" },
+      });
+      assert.equal(strict.url, relayUrl);
+      const again = runAgent(
+        ["--relay", relayUrl, "--name", "Restarted", "--port", new URL(url).port, "--credentials", file],
+        { TAB_RELAY_API_KEY: strict.apiKey },
+      );
+      await again.line("reused");
+      const unreachable = await again.line("unreachable");
+      assert.equal(unreachable.url, `${url}/`);
+      assert.match(String(unreachable.error), /TAB_RELAY_WEBHOOK_ALLOW_PRIVATE/);
+      // The warning goes to stderr, just after the line on stdout.
+      const warning = new RegExp(`cannot deliver to this agent at ${url}/: .*TAB_RELAY_WEBHOOK_ALLOW_PRIVATE`);
+      for (const deadline = Date.now() + START_MS; !warning.test(again.stderr()) && Date.now() < deadline;)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(again.stderr(), warning);
+      await stop(again);
+    } finally {
+      if (strict !== undefined) await strict.close();
+      else await allowing.close();
+    }
   });
 });

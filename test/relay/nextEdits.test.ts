@@ -4,6 +4,7 @@ import { NextEditResponse, type NextEditRequest } from "@tab-relay/shared";
 import type { Api } from "@tab-relay/shared";
 import { dataOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
 import { type MisbehavingUpstream, startMisbehavingUpstream } from "../support/misbehavingUpstream";
+import { metricValue, type StandInRelay, startStandInRelay } from "../support/standInRelay";
 import { startOllamaStandIn } from "../support/standIns/ollama";
 import type { StandIn } from "../support/standIns/server";
 import { startVllmStandIn } from "../support/standIns/vllm";
@@ -50,9 +51,7 @@ async function ask(relay: TestRelay, body: unknown): Promise<NextEditResponse> {
 }
 
 async function metric(relay: TestRelay, labels: string): Promise<number> {
-  const text = await (await fetch(`${relay.url}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`tab_relay_next_edits_total{${labels}}`));
-  return line ? Number(line.split(" ").pop()) : 0;
+  return metricValue(relay, "tab_relay_next_edits_total", labels);
 }
 
 describe("next edits with the local engine", () => {
@@ -135,21 +134,21 @@ const EXPECTED_EDITS = [
   { range: { start: { line: 23, character: 9 }, end: { line: 23, character: 10 } }, text: "priceS" },
 ];
 
-async function modelRelay(env: Record<string, string>): Promise<TestRelay> {
-  return startTestRelay({ env: { TAB_RELAY_UPSTREAM_TIMEOUT_MS: "3000", ...env } });
+/** A relay in front of `standIn`, whose every next edit goes to it. */
+async function modelRelay<S extends StandIn>(standIn: S, env: Record<string, string>): Promise<StandInRelay<S>> {
+  return startStandInRelay(standIn, { TAB_RELAY_UPSTREAM_TIMEOUT_MS: "3000", ...env });
 }
 
 describe("next edits from Zeta through vLLM's /v1/completions", () => {
   let vllm: StandIn & { model: string };
   let relay: TestRelay;
+  let started: StandInRelay<typeof vllm>;
   before(async () => {
     vllm = await startVllmStandIn({ model: "zed-industries/zeta" });
-    relay = await modelRelay({ TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: vllm.model });
+    started = await modelRelay(vllm, { TAB_RELAY_UPSTREAM_MODEL: vllm.model });
+    relay = started.relay;
   });
-  after(async () => {
-    await relay.close();
-    await vllm.close();
-  });
+  after(() => started.close());
 
   test("the prompt is Zeta's, and the rewritten region becomes the smallest edits", async () => {
     vllm.enqueue(
@@ -218,17 +217,13 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
 describe("next edits from Instinct through Ollama's /api/chat", () => {
   let ollama: StandIn & { rendered: string[] };
   let relay: TestRelay;
+  let started: StandInRelay<typeof ollama>;
   before(async () => {
     ollama = await startOllamaStandIn({ models: { "nate/instinct:latest": {} } });
-    relay = await modelRelay({
-      TAB_RELAY_UPSTREAM_URL: `${ollama.origin}/v1`,
-      TAB_RELAY_UPSTREAM_MODEL: "nate/instinct",
-    });
+    started = await modelRelay(ollama, { TAB_RELAY_UPSTREAM_MODEL: "nate/instinct" });
+    relay = started.relay;
   });
-  after(async () => {
-    await relay.close();
-    await ollama.close();
-  });
+  after(() => started.close());
 
   test("Continue's messages go to /api/chat and the plain rewritten region comes back as edits", async () => {
     ollama.enqueue(`${RENAMED.join("\n")}\n`);
@@ -268,14 +263,13 @@ describe("next edits from Instinct through Ollama's /api/chat", () => {
 describe("next edits from any chat model through /v1/chat/completions", () => {
   let server: StandIn & { model: string };
   let relay: TestRelay;
+  let started: StandInRelay<typeof server>;
   before(async () => {
     server = await startVllmStandIn({ model: "Qwen/Qwen2.5-Coder-7B-Instruct" });
-    relay = await modelRelay({ TAB_RELAY_UPSTREAM_URL: `${server.origin}/v1`, TAB_RELAY_UPSTREAM_MODEL: server.model });
+    started = await modelRelay(server, { TAB_RELAY_UPSTREAM_MODEL: server.model });
+    relay = started.relay;
   });
-  after(async () => {
-    await relay.close();
-    await server.close();
-  });
+  after(() => started.close());
 
   test("one <rewrite> block is read; NO_CHANGE is empty; anything else is refused", async () => {
     server.enqueue(`<rewrite>\n${RENAMED.join("\n")}\n</rewrite>`);
@@ -294,10 +288,13 @@ describe("next edits from any chat model through /v1/chat/completions", () => {
   });
 
   test("TAB_RELAY_NEXT_EDIT_FORMAT overrides the format the model's name implies", async () => {
-    const zeta = await modelRelay({
-      TAB_RELAY_UPSTREAM_URL: `${server.origin}/v1`,
-      TAB_RELAY_UPSTREAM_MODEL: server.model,
-      TAB_RELAY_NEXT_EDIT_FORMAT: "zeta",
+    const zeta = await startTestRelay({
+      env: {
+        TAB_RELAY_UPSTREAM_URL: `${server.origin}/v1`,
+        TAB_RELAY_UPSTREAM_MODEL: server.model,
+        TAB_RELAY_NEXT_EDIT_FORMAT: "zeta",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: "3000",
+      },
     });
     try {
       server.enqueue("NO_EDITS");
@@ -314,11 +311,13 @@ describe("next edits from a misbehaving model server", () => {
   let relay: TestRelay;
   before(async () => {
     upstream = await startMisbehavingUpstream({ kind: "nested-json", bytes: 512 * 1024 });
-    relay = await modelRelay({
-      TAB_RELAY_UPSTREAM_URL: upstream.url,
-      TAB_RELAY_UPSTREAM_MODEL: "some-chat-model",
-      TAB_RELAY_UPSTREAM_TIMEOUT_MS: "600",
-      TAB_RELAY_UPSTREAM_DEADLINE_MS: "1500",
+    relay = await startTestRelay({
+      env: {
+        TAB_RELAY_UPSTREAM_URL: upstream.url,
+        TAB_RELAY_UPSTREAM_MODEL: "some-chat-model",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: "600",
+        TAB_RELAY_UPSTREAM_DEADLINE_MS: "1500",
+      },
     });
   });
   after(async () => {

@@ -1,14 +1,13 @@
 import {
   API_PREFIX,
-  ErrorEnvelope,
   NEXT_EDIT_LIMITS,
   NextEditRequest,
   NextEditResponse,
   TAB_NEXT_EDITS_PATH,
-  codeForStatus,
   type NextEdit,
   type RecentEdit,
 } from "@tab-relay/shared";
+import { errorOfBody, stopOnCancelOrTimeout } from "./request";
 import type { Clock, FetchLike } from "./types";
 
 export const NEXT_EDITS_PATH = API_PREFIX + TAB_NEXT_EDITS_PATH;
@@ -113,38 +112,18 @@ export async function requestNextEdit(
   const started = clock.now();
   const elapsed = () => clock.now() - started;
   if (request.signal.aborted) return { kind: "aborted", durationMs: 0 };
-  const controller = new AbortController();
-  let stopped: "aborted" | "timeout" | undefined;
-  const onCancel = () => {
-    stopped ??= "aborted";
-    controller.abort();
-  };
-  request.signal.addEventListener("abort", onCancel, { once: true });
-  const timer = clock.setTimeout(() => {
-    stopped ??= "timeout";
-    controller.abort();
-  }, request.timeoutMs);
+  const stop = stopOnCancelOrTimeout(clock, request.signal, request.timeoutMs);
   let status: number | undefined;
   try {
     const response = await deps.fetch(`${request.relayUrl}${NEXT_EDITS_PATH}`, {
       method: "POST",
       headers: { "Content-Type": "application/json", Authorization: `Bearer ${request.apiKey}` },
       body: JSON.stringify(request.body),
-      signal: controller.signal,
+      signal: stop.signal,
     });
     status = response.status;
     const text = await readCapped(response, MAX_ANSWER_CHARS);
-    if (!response.ok) {
-      let code: string = codeForStatus(response.status);
-      let message = `HTTP ${response.status}`;
-      try {
-        const envelope = ErrorEnvelope.safeParse(JSON.parse(text ?? ""));
-        if (envelope.success) ({ code, message } = envelope.data.error);
-      } catch {
-        // Not the relay's envelope (a proxy's page): the status has to do.
-      }
-      return { kind: "failed", status, code, message, durationMs: elapsed() };
-    }
+    if (!response.ok) return { kind: "failed", status, ...errorOfBody(status, text ?? ""), durationMs: elapsed() };
     if (text === undefined) return invalid(status, `answer over ${MAX_ANSWER_CHARS} characters`, elapsed());
     let json: unknown;
     try {
@@ -160,15 +139,15 @@ export async function requestNextEdit(
       return invalid(status, "answer is for another document version", elapsed());
     return { kind: "ok", answer: parsed.data, durationMs: elapsed() };
   } catch (error) {
-    if (stopped !== undefined) return { kind: stopped, durationMs: elapsed() };
+    if (stop.stopped !== undefined)
+      return { kind: stop.stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
     return {
       kind: "unreachable",
       message: error instanceof Error ? error.message : String(error),
       durationMs: elapsed(),
     };
   } finally {
-    clock.clearTimeout(timer);
-    request.signal.removeEventListener("abort", onCancel);
+    stop.release();
   }
 }
 

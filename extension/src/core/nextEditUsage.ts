@@ -1,6 +1,4 @@
-import { TAB_USAGE_LIMITS, type TabUsageEvent } from "@tab-relay/shared";
-import type { Clock } from "./types";
-import { lineCount } from "./usageTracker";
+import { UsageLifecycle, lineCount, usageFigures, type UsageLifecycleOptions } from "./usageLifecycle";
 
 /** What a shown next edit is reported with: its answer's id, when the pause ended, and its new text's size. */
 export interface ShownNextEdit {
@@ -13,15 +11,8 @@ export interface ShownNextEdit {
   readonly text: string;
 }
 
-export interface NextEditUsageOptions {
-  /**
-   * How long a next edit that ended by an edit of the document waits before it is reported: a ghost-text next edit's
-   * accept command runs after VS Code inserted it, and that insertion first looks like typing over it.
-   */
-  readonly settleMs?: number;
-  /** A next edit nothing happened to for this long was hidden some other way: it is dismissed. */
-  readonly maxOpenMs?: number;
-}
+/** settleMs: a ghost-text next edit's accept command runs after VS Code inserted it, which looks like typing over it. */
+export type NextEditUsageOptions = UsageLifecycleOptions;
 
 interface Open {
   readonly id: string;
@@ -34,36 +25,16 @@ interface Open {
   expiry: unknown;
 }
 
-const RECENT_IDS = 200;
-
 /**
  * Decides what became of each next edit the editor drew, as its own kind of usage event: applied (Tab, or its ghost
  * text's accept command), dismissed (Escape, another editor, another next edit, or nothing for a long while) or typed
  * over (the document changed some other way). One next edit is shown at a time, so one is tracked. Events carry the
  * new text's characters and lines and the time from the pause to the drawing, never the text.
  */
-export class NextEditUsage {
-  private open: Open | undefined;
-  /** Ids already reported or being tracked: one answer is reported once, however often it is drawn again. */
-  private readonly seen: string[] = [];
-  private readonly settleMs: number;
-  private readonly maxOpenMs: number;
-
-  constructor(
-    private readonly deps: {
-      readonly clock: Clock;
-      readonly enabled: () => boolean;
-      readonly report: (event: TabUsageEvent) => void;
-    },
-    options: NextEditUsageOptions = {},
-  ) {
-    this.settleMs = options.settleMs ?? 1_000;
-    this.maxOpenMs = options.maxOpenMs ?? 120_000;
-  }
-
+export class NextEditUsage extends UsageLifecycle<Open, "accepted" | "dismissed" | "typed_over"> {
   /** A next edit is drawn; one still open ends as dismissed (or as it was already ending). */
   shown(edit: ShownNextEdit): void {
-    if (!this.deps.enabled() || this.open?.id === edit.id || this.seen.includes(edit.id)) return;
+    if (!this.deps.enabled() || this.open?.id === edit.id || this.reportedBefore(edit.id)) return;
     if (this.open !== undefined) this.emit(this.open.ending ?? "dismissed");
     const open: Open = {
       id: edit.id,
@@ -75,12 +46,7 @@ export class NextEditUsage {
       timer: undefined,
       expiry: undefined,
     };
-    this.open = open;
-    open.expiry = this.deps.clock.setTimeout(() => {
-      if (this.open === open) this.emit(open.ending ?? "dismissed");
-    }, this.maxOpenMs);
-    this.seen.push(edit.id);
-    if (this.seen.length > RECENT_IDS) this.seen.shift();
+    this.begin(open, () => open.ending ?? "dismissed");
   }
 
   /** The next edit was applied, even if an edit of the document seemed to end it just before. */
@@ -93,9 +59,7 @@ export class NextEditUsage {
     const open = this.open;
     if (open === undefined || open.ending !== undefined) return;
     open.ending = how;
-    open.timer = this.deps.clock.setTimeout(() => {
-      if (this.open === open) this.emit(how);
-    }, this.settleMs);
+    this.settle(open, how);
   }
 
   /** Reports the open next edit now, with what is known of it (on deactivate). */
@@ -103,29 +67,22 @@ export class NextEditUsage {
     if (this.open !== undefined) this.emit(this.open.ending ?? "dismissed");
   }
 
-  private emit(outcome: "accepted" | "dismissed" | "typed_over"): void {
-    const open = this.open;
+  protected emit(outcome: "accepted" | "dismissed" | "typed_over"): void {
+    const open = this.close();
     if (open === undefined) return;
-    this.open = undefined;
-    if (open.timer !== undefined) this.deps.clock.clearTimeout(open.timer);
-    this.deps.clock.clearTimeout(open.expiry);
-    if (!this.deps.enabled()) return;
-    const chars = clamp(open.chars, TAB_USAGE_LIMITS.maxChars);
-    const lines = clamp(open.lines, TAB_USAGE_LIMITS.maxLines);
+    const accepted = outcome === "accepted";
     this.deps.report({
       id: open.id,
       kind: "next_edit",
       outcome,
-      shown_chars: chars,
-      accepted_chars: outcome === "accepted" ? chars : 0,
-      shown_lines: lines,
-      accepted_lines: outcome === "accepted" ? lines : 0,
-      time_to_ghost_ms: clamp(Math.round(open.timeToShowMs), TAB_USAGE_LIMITS.maxTimeToGhostMs),
+      ...usageFigures({
+        shownChars: open.chars,
+        acceptedChars: accepted ? open.chars : 0,
+        shownLines: open.lines,
+        acceptedLines: accepted ? open.lines : 0,
+        timeToGhostMs: open.timeToShowMs,
+      }),
       ...(open.language === "" ? {} : { language: open.language.slice(0, 128) }),
     });
   }
-}
-
-function clamp(value: number, max: number): number {
-  return Math.max(0, Math.min(max, value));
 }

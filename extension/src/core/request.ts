@@ -51,6 +51,54 @@ export interface RelayRequest {
   readonly signal: AbortSignal;
 }
 
+/**
+ * One request's cancellation, shared by completions and next edits: its own controller, aborted when the caller's
+ * signal aborts (the person typed on) or when `timeoutMs` passes on `clock`, whichever comes first. `stopped` says
+ * which; `release()` clears the timer and the listener, and must run when the request ends.
+ */
+export interface RequestStop {
+  readonly signal: AbortSignal;
+  readonly stopped: "cancelled" | "timeout" | undefined;
+  abort(): void;
+  release(): void;
+}
+
+export function stopOnCancelOrTimeout(clock: Clock, cancel: AbortSignal, timeoutMs: number): RequestStop {
+  const controller = new AbortController();
+  let stopped: "cancelled" | "timeout" | undefined;
+  const onCancel = () => {
+    stopped ??= "cancelled";
+    controller.abort();
+  };
+  cancel.addEventListener("abort", onCancel, { once: true });
+  const timer = clock.setTimeout(() => {
+    stopped ??= "timeout";
+    controller.abort();
+  }, timeoutMs);
+  return {
+    signal: controller.signal,
+    get stopped() {
+      return stopped;
+    },
+    abort: () => controller.abort(),
+    release() {
+      clock.clearTimeout(timer);
+      cancel.removeEventListener("abort", onCancel);
+    },
+  };
+}
+
+/** The relay's `{error: {code, message}}` in a failed answer's body, or the status's code when it is not there. */
+export function errorOfBody(status: number, body: string): { code: string; message: string } {
+  try {
+    const envelope = ErrorEnvelope.safeParse(JSON.parse(body));
+    if (envelope.success) return { code: envelope.data.error.code, message: envelope.data.error.message };
+  } catch {
+    // A proxy's HTML error page: the status alone has to do.
+  }
+  return { code: codeForStatus(status), message: `HTTP ${status}` };
+}
+
 export function buildRequestBody(settings: Settings, tabContext: TabContext): CompletionRequest {
   const body: CompletionRequest = { model: settings.model, stream: true, tab_context: tabContext };
   if (settings.maxCompletionTokens !== undefined) body.max_completion_tokens = settings.maxCompletionTokens;
@@ -70,17 +118,7 @@ export async function requestCompletion(
   const elapsed = () => clock.now() - started;
   if (request.signal.aborted) return { kind: "aborted", durationMs: 0 };
 
-  const controller = new AbortController();
-  let stopped: "cancelled" | "timeout" | undefined;
-  const onCancel = () => {
-    stopped ??= "cancelled";
-    controller.abort();
-  };
-  request.signal.addEventListener("abort", onCancel, { once: true });
-  const timer = clock.setTimeout(() => {
-    stopped ??= "timeout";
-    controller.abort();
-  }, request.timeoutMs);
+  const stop = stopOnCancelOrTimeout(clock, request.signal, request.timeoutMs);
 
   let text = "";
   let firstChunkAt: number | undefined;
@@ -108,11 +146,11 @@ export async function requestCompletion(
           Authorization: `Bearer ${request.apiKey}`,
         },
         body: JSON.stringify(request.body),
-        signal: controller.signal,
+        signal: stop.signal,
       });
     } catch (error) {
-      if (stopped !== undefined)
-        return { kind: stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
+      if (stop.stopped !== undefined)
+        return { kind: stop.stopped === "cancelled" ? "aborted" : "timeout", durationMs: elapsed() };
       return { kind: "unreachable", message: describe(error), durationMs: elapsed() };
     }
     status = response.status;
@@ -135,8 +173,8 @@ export async function requestCompletion(
     }
     return failed(status, "UPSTREAM_ERROR", "Completion stream ended early", elapsed());
   } catch (error) {
-    if (stopped === "cancelled") return { kind: "aborted", durationMs: elapsed() };
-    if (stopped === "timeout") {
+    if (stop.stopped === "cancelled") return { kind: "aborted", durationMs: elapsed() };
+    if (stop.stopped === "timeout") {
       // Whole lines that arrived in time are worth showing; a half line is not.
       const lastNewline = request.singleLine ? -1 : text.lastIndexOf("\n");
       return lastNewline > 0
@@ -146,10 +184,9 @@ export async function requestCompletion(
     if (error instanceof RelayError) return failed(status, error.code, error.message, elapsed());
     return failed(status, "UPSTREAM_ERROR", describe(error), elapsed());
   } finally {
-    clock.clearTimeout(timer);
-    request.signal.removeEventListener("abort", onCancel);
+    stop.release();
     // Releases the connection when the stream was left early (first line, or an error).
-    if (!consumed) controller.abort();
+    if (!consumed) stop.abort();
   }
 }
 
@@ -189,14 +226,7 @@ export async function sendUsageBatch(
 
 async function failure(response: Response, clock: Clock, elapsed: () => number): Promise<RequestOutcome> {
   const body = await response.text().catch(() => "");
-  let code: string = codeForStatus(response.status);
-  let message = `HTTP ${response.status}`;
-  try {
-    const envelope = ErrorEnvelope.safeParse(JSON.parse(body));
-    if (envelope.success) ({ code, message } = envelope.data.error);
-  } catch {
-    // A proxy's HTML error page: the status alone has to do.
-  }
+  const { code, message } = errorOfBody(response.status, body);
   return {
     kind: "failed",
     status: response.status,

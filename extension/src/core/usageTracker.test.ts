@@ -6,7 +6,8 @@ import { DEFAULT_SETTINGS } from "./settings";
 import { StatusController, initialStatus } from "./status";
 import { FakeClock, FakeFetch, inputAt } from "./testing";
 import type { Suggestion } from "./types";
-import { UsageTracker, lineCount } from "./usageTracker";
+import { lineCount } from "./usageLifecycle";
+import { UsageTracker } from "./usageTracker";
 
 const URI = "file:///work/project/src/app.ts";
 /** Where the ghost text starts in the document. */

@@ -1,5 +1,6 @@
-import { TAB_USAGE_LIMITS, type TabUsageEvent, type TabUsageOutcome } from "@tab-relay/shared";
-import type { Clock, Suggestion } from "./types";
+import type { TabUsageOutcome } from "@tab-relay/shared";
+import type { Suggestion } from "./types";
+import { UsageLifecycle, lineCount, usageFigures, type UsageLifecycleOptions } from "./usageLifecycle";
 
 /** What the pipeline knows about a suggestion it returns, beyond the suggestion itself. */
 export interface SuggestionOrigin {
@@ -20,15 +21,7 @@ export interface DocumentChange {
   readonly text: string;
 }
 
-export interface UsageTrackerOptions {
-  /**
-   * How long an ended suggestion waits before it is reported, so that VS Code's accept command, which runs after
-   * the accepted text is inserted, still counts it as accepted whatever shape that edit had.
-   */
-  readonly settleMs?: number;
-  /** A suggestion nothing happened to for this long was hidden (focus moved, editor closed): it is dismissed. */
-  readonly maxOpenMs?: number;
-}
+export type UsageTrackerOptions = UsageLifecycleOptions;
 
 interface Open {
   readonly id: string;
@@ -54,8 +47,6 @@ interface Open {
   expiry: unknown;
 }
 
-const RECENT_IDS = 200;
-
 /**
  * Decides what became of each suggestion the editor showed, from what the adapters forward: shown, the accept
  * command VS Code runs after Tab, Escape, and every document edit. Edits that insert the suggestion's next
@@ -64,25 +55,8 @@ const RECENT_IDS = 200;
  * over; an edit elsewhere, or a new suggestion, ends it as dismissed (accepted in part when some was accepted).
  * Only one ghost text is visible at a time, so one suggestion is tracked.
  */
-export class UsageTracker {
+export class UsageTracker extends UsageLifecycle<Open, "accepted" | "typed_over" | "left"> {
   private readonly origins = new WeakMap<Suggestion, SuggestionOrigin>();
-  private open: Open | undefined;
-  /** Ids already reported or being tracked: a suggestion served again from the cache is not a new one. */
-  private readonly seen: string[] = [];
-  private readonly settleMs: number;
-  private readonly maxOpenMs: number;
-
-  constructor(
-    private readonly deps: {
-      readonly clock: Clock;
-      readonly enabled: () => boolean;
-      readonly report: (event: TabUsageEvent) => void;
-    },
-    options: UsageTrackerOptions = {},
-  ) {
-    this.settleMs = options.settleMs ?? 1_000;
-    this.maxOpenMs = options.maxOpenMs ?? 120_000;
-  }
 
   /** The pipeline announces a suggestion it returns (it may still not be shown: VS Code can cancel). */
   offer(suggestion: Suggestion, origin: SuggestionOrigin): void {
@@ -100,7 +74,7 @@ export class UsageTracker {
       this.emit(this.open.ending);
       return undefined;
     }
-    if (this.seen.includes(origin.id)) return undefined;
+    if (this.reportedBefore(origin.id)) return undefined;
     if (this.open !== undefined) this.emit("left");
     const replaced = suggestion.end - suggestion.start;
     const added = suggestion.insertText.slice(Math.min(replaced, suggestion.insertText.length));
@@ -122,10 +96,7 @@ export class UsageTracker {
       expiry: undefined,
     };
     const open = this.open;
-    open.expiry = this.deps.clock.setTimeout(() => {
-      if (this.open === open) this.emit(open.ending ?? "left");
-    }, this.maxOpenMs);
-    this.remember(origin.id);
+    this.begin(open, () => open.ending ?? "left");
     return origin.id;
   }
 
@@ -185,18 +156,12 @@ export class UsageTracker {
 
   private end(open: Open, ending: "typed_over" | "left"): void {
     open.ending = ending;
-    open.timer = this.deps.clock.setTimeout(() => {
-      if (this.open === open) this.emit(ending);
-    }, this.settleMs);
+    this.settle(open, ending);
   }
 
-  private emit(ending: "accepted" | "typed_over" | "left"): void {
-    const open = this.open;
+  protected emit(ending: "accepted" | "typed_over" | "left"): void {
+    const open = this.close();
     if (open === undefined) return;
-    this.open = undefined;
-    if (open.timer !== undefined) this.deps.clock.clearTimeout(open.timer);
-    this.deps.clock.clearTimeout(open.expiry);
-    if (!this.deps.enabled()) return;
     const outcome: TabUsageOutcome =
       ending === "accepted" || (open.shownChars > 0 && open.acceptedChars >= open.shownChars)
         ? "accepted"
@@ -211,28 +176,14 @@ export class UsageTracker {
     this.deps.report({
       id: open.id,
       outcome,
-      shown_chars: clamp(open.shownChars, TAB_USAGE_LIMITS.maxChars),
-      accepted_chars: clamp(open.acceptedChars, TAB_USAGE_LIMITS.maxChars),
-      shown_lines: clamp(open.shownLines, TAB_USAGE_LIMITS.maxLines),
-      accepted_lines: clamp(Math.min(keptLines, open.shownLines), TAB_USAGE_LIMITS.maxLines),
-      time_to_ghost_ms: clamp(Math.round(open.timeToGhostMs), TAB_USAGE_LIMITS.maxTimeToGhostMs),
+      ...usageFigures({
+        shownChars: open.shownChars,
+        acceptedChars: open.acceptedChars,
+        shownLines: open.shownLines,
+        acceptedLines: Math.min(keptLines, open.shownLines),
+        timeToGhostMs: open.timeToGhostMs,
+      }),
       ...(open.language === "" ? {} : { language: open.language.slice(0, 128) }),
     });
   }
-
-  private remember(id: string): void {
-    this.seen.push(id);
-    if (this.seen.length > RECENT_IDS) this.seen.shift();
-  }
-}
-
-/** Lines with at least one character of `text`: `a` and `a\n` are one, `a\nb` two, an empty text none. */
-export function lineCount(text: string): number {
-  let lines = 0;
-  for (const char of text) if (char === "\n") lines++;
-  return text === "" || text.endsWith("\n") ? lines : lines + 1;
-}
-
-function clamp(value: number, max: number): number {
-  return Math.max(0, Math.min(max, value));
 }

@@ -131,6 +131,8 @@ export class NextEditPresenter implements vscode.Disposable {
     this.shown = { proposal, editor, edit };
     this.draw();
     void vscode.commands.executeCommand("setContext", VISIBLE_KEY, true);
+    // The wall-clock end of the pause, so the time to the screen can be measured where the screen is (the e2e).
+    this.log.info(`next edit ${proposal.id} drawn; its pause ended at ${proposal.pausedAt}`);
   }
 
   private draw(): void {

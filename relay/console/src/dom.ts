@@ -166,6 +166,19 @@ export interface SecretItem {
   value: string;
 }
 
+/** A labelled value shown whole, with a button that copies it (a secret, or a line to paste). */
+export function copyable(item: SecretItem): HTMLElement {
+  const labelId = uid("secret-label");
+  const value = h(
+    "code",
+    { class: "secret-value", "data-testid": `secret-${item.key}`, "aria-labelledby": labelId },
+    item.value,
+  );
+  const copy = h("button", { type: "button", "data-testid": `copy-${item.key}` }, `Copy ${inline(item.label)}`);
+  copy.addEventListener("click", () => void copyText(item.value, item.label, copy, value));
+  return h("div", { class: "secret" }, h("span", { class: "secret-label", id: labelId }, item.label), value, copy);
+}
+
 /** Secrets the relay shows once: visible values, copy buttons and a plain warning. */
 export function secretsPanel(title: string, items: SecretItem[], extra?: Node): HTMLElement {
   const titleId = uid("secrets");
@@ -180,17 +193,7 @@ export function secretsPanel(title: string, items: SecretItem[], extra?: Node): 
       h("strong", null, "You will not see this again."),
       " Copy it now and keep it somewhere safe: the relay cannot show it a second time.",
     ),
-    items.map((item) => {
-      const labelId = uid("secret-label");
-      const value = h(
-        "code",
-        { class: "secret-value", "data-testid": `secret-${item.key}`, "aria-labelledby": labelId },
-        item.value,
-      );
-      const copy = h("button", { type: "button", "data-testid": `copy-${item.key}` }, `Copy ${inline(item.label)}`);
-      copy.addEventListener("click", () => void copyText(item.value, item.label, copy, value));
-      return h("div", { class: "secret" }, h("span", { class: "secret-label", id: labelId }, item.label), value, copy);
-    }),
+    items.map(copyable),
     extra ?? null,
     h(
       "div",

@@ -59,6 +59,7 @@ export function createCompletionService(deps: {
         maxTokens,
         countTokens,
         ...(provider.stopSequences ? { stops: provider.stopSequences } : {}),
+        ...(provider.fillInTheMiddle ? { chatWrapping: false } : {}),
       });
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;

@@ -1,17 +1,14 @@
-import { countTokens as countGptTokens } from "gpt-tokenizer";
+import { loadO200kCounter } from "./o200k";
 import { isHighSurrogate } from "./text";
 
 /**
- * Special-token strings (`<|endoftext|>`, `<|im_start|>`, `<|fim_prefix|>`) count as the text they are. By default
- * gpt-tokenizer throws "Disallowed special token found" on them: its `disallowedSpecial` defaults to 'all' and every
- * counting call checks the text against that regex first. An empty `disallowedSpecial` with no `allowedSpecial` leaves
- * no regex and no special-token splitting, so the text is counted by the ordinary BPE
- * (github.com/niieani/gpt-tokenizer, src/GptEncoding.ts: `processSpecialTokens` and `countTokens`;
- * src/BytePairEncodingCore.ts: `countNative`, which only looks for special tokens among the allowed ones).
- * A repository's own files hold such strings (templates, tokenizers, this relay's prompt templates), and counting
- * must never throw on a client's text.
+ * Special-token strings (`<|endoftext|>`, `<|im_start|>`, `<|fim_prefix|>`) count as the text they are: a
+ * repository's own files hold such strings (templates, tokenizers, this relay's prompt templates), and counting must
+ * never throw on a client's text. They count as gpt-tokenizer counts them with an empty `disallowedSpecial` and no
+ * `allowedSpecial` (github.com/niieani/gpt-tokenizer, src/GptEncoding.ts: `processSpecialTokens` and
+ * `countTokens`), by the ordinary BPE; the compact counter has no special tokens at all.
  */
-const AS_TEXT = Object.freeze({ disallowedSpecial: new Set<string>() });
+const o200k = loadO200kCounter();
 
 /** The BPE's cost grows with the square of a run without spaces; pieces this long keep it linear. */
 const PIECE_CHARS = 256;
@@ -31,7 +28,7 @@ export function countTokens(text: string): number {
 
 /** Counts one piece that tokenPieces gave, whole; special-token strings count as text. */
 export function countPiece(piece: string): number {
-  return countGptTokens(piece, AS_TEXT);
+  return o200k.count(piece);
 }
 
 /** The pieces countTokens counts one by one: at most PIECE_CHARS each, cut before whitespace where there is some. */

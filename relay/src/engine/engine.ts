@@ -330,6 +330,7 @@ export function createEngine(deps: {
 
   const provider: ModelProvider = {
     name: "engine",
+    fillInTheMiddle: true,
     complete(input, signal, onText) {
       if (signal.aborted) return Promise.reject(signal.reason as Error);
       if (state !== "ready") return Promise.reject(unavailable());

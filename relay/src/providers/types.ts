@@ -27,5 +27,10 @@ export interface ModelProvider {
    * which it may write as text): the postprocessor cuts the output there.
    */
   readonly stopSequences?: readonly string[];
+  /**
+   * The text is a fill-in-the-middle continuation the model writes after its own FIM tokens (the embedded engine),
+   * never a chat answer, so the postprocessor does not look for chat wrapping.
+   */
+  readonly fillInTheMiddle?: boolean;
   complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void>;
 }

@@ -8,7 +8,8 @@ import { after, test } from "node:test";
 import express from "express";
 import { createErrorHandler } from "../http/errors";
 import { silentLogger } from "../logger";
-import { EXTENSION_DOWNLOAD_PATH, createDownloadsRouter } from "./downloads";
+import { EXTENSION_DOWNLOAD_PATH } from "@tab-relay/shared";
+import { createDownloadsRouter } from "./downloads";
 
 const dir = mkdtempSync(join(tmpdir(), "tab-relay-downloads-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,10 +1,7 @@
 import { createReadStream, statSync } from "node:fs";
-import { RelayError } from "@tab-relay/shared";
+import { EXTENSION_DOWNLOAD_PATH, RelayError } from "@tab-relay/shared";
 import { Router } from "express";
 import { named } from "../http/requestContext";
-
-/** Where a team member downloads the VS Code extension that matches this relay. */
-export const EXTENSION_DOWNLOAD_PATH = "/downloads/tab-relay.vsix";
 
 /**
  * The extension's package, as `npm start` builds it in a checkout (extension/dist/tab-relay-vscode.vsix): a team

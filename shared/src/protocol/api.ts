@@ -382,3 +382,6 @@ export interface AgentApiMe {
   agent: Pick<AgentFields, "id" | "name" | "description" | "state" | "created_at">;
   workspace: { slug: string; name: string };
 }
+
+/** Where a relay serves the VS Code extension that matches it (a checkout's build; 404 where it has none). */
+export const EXTENSION_DOWNLOAD_PATH = "/downloads/tab-relay.vsix";

@@ -7,6 +7,7 @@ import {
   type StandInBase,
   applyStops,
   isRecord,
+  jsonType,
   roughTokens,
   sendJson,
   sendText,
@@ -32,10 +33,25 @@ import {
  *   `capabilities` holds `completion` (a GGUF model without pooling_type) and `insert` when the template uses
  *   .Suffix (server/images.go ggufCapabilities, goTemplateCapabilities). Errors are the native API's
  *   `{"error":"…"}`: 400 "missing request body" or "model is required", 404 "model 'x' not found".
- * - `POST /api/chat` (docs/api.md "Generate a chat completion"; api/types.go ChatRequest, ChatResponse), the native
- *   route Continue's Ollama class uses: `model` and `messages` (`role`, `content`), `stream` (default true:
- *   `application/x-ndjson` lines, the last with `done: true` and `done_reason`), `options` an object; native errors
- *   `{"error":"…"}`: 400 "model is required", 404 "model 'x' not found", 400 with Go's decode error for a wrong type.
+ * - `POST /api/chat` (docs/api.md "Generate a chat completion"), the native route Continue's Ollama class uses
+ *   (continuedev/continue core/llm/llms/Ollama.ts `_streamChat`), as server/routes.go `ChatHandler` (route at
+ *   `r.POST("/api/chat", …)` in `GenerateRoutes`) and api/types.go `ChatRequest`, `Message`, `ChatResponse`,
+ *   `Options`, `Runner` and `Options.FromMap` handle it, in this order:
+ *   - the body is bound with gin's `c.ShouldBindJSON`: no body is 400 "missing request body"; a wrong type is 400
+ *     with Go's decode error; an unknown field is IGNORED, as encoding/json does (the repository never turns on
+ *     gin's `EnableDecoderDisallowUnknownFields`), so the stand-in does not refuse one either;
+ *   - `top_logprobs` outside 0..20 is 400; an empty `model` is 400 "model is required"; an unknown one is 404
+ *     "model 'x' not found";
+ *   - `options` goes through `Options.FromMap` when the runner is scheduled: an unknown option is only logged
+ *     ("invalid option provided") and ignored; a known one of the wrong type fails the request with
+ *     `option "x" must be of type float32` (integer, boolean, string, array), which `handleScheduleError` answers
+ *     as 500; a number for an integer option is truncated, not refused;
+ *   - `stream` defaults to true: `application/x-ndjson` lines, the last with `done: true` and `done_reason`; with
+ *     `stream: false` one `ChatResponse` (`model`, `created_at`, `message {role, content}`, `done`, `done_reason`
+ *     and the metrics).
+ *   Where the stand-in differs: Go's decode error inside a message (`messages[i].role` a number) is approximated in
+ *   its wording (Message has its own UnmarshalJSON, so Go names the field through an alias type); `format` and
+ *   `think` are checked for their JSON type only, not for the values Ollama then refuses; nothing is generated.
  * Each request records what the model would read (`rendered`), so tests can check the FIM prompt Ollama builds.
  */
 export interface OllamaModel {
@@ -85,19 +101,73 @@ const GO_FIELD_TYPES: Record<string, string> = {
   stream_options: "openai.StreamOptions",
 };
 
-const CHAT_FIELDS: Record<string, readonly JsonType[]> = {
-  model: ["string", "null"],
-  messages: ["array", "null"],
-  stream: ["boolean", "null"],
-  format: ["string", "object", "null"],
-  keep_alive: ["string", "number", "null"],
-  options: ["object", "null"],
+/** api.ChatRequest's fields (api/types.go): JSON types Go decodes into them, and the Go type its error names. */
+const CHAT_FIELDS: Record<string, { json: readonly JsonType[]; go: string }> = {
+  model: { json: ["string", "null"], go: "string" },
+  messages: { json: ["array", "null"], go: "[]api.Message" },
+  stream: { json: ["boolean", "null"], go: "bool" },
+  // json.RawMessage: any JSON value.
+  format: { json: ["string", "object", "array", "number", "boolean", "null"], go: "json.RawMessage" },
+  // *api.Duration has its own UnmarshalJSON: a number of seconds or a duration string.
+  keep_alive: { json: ["string", "number", "null"], go: "api.Duration" },
+  tools: { json: ["array", "null"], go: "api.Tools" },
+  options: { json: ["object", "null"], go: "map[string]interface {}" },
+  think: { json: ["boolean", "string", "null"], go: "api.ThinkValue" },
+  truncate: { json: ["boolean", "null"], go: "bool" },
+  shift: { json: ["boolean", "null"], go: "bool" },
+  _debug_render_only: { json: ["boolean", "null"], go: "bool" },
+  logprobs: { json: ["boolean", "null"], go: "bool" },
+  top_logprobs: { json: ["integer", "null"], go: "int" },
 };
-const CHAT_GO_TYPES: Record<string, string> = {
-  messages: "[]api.Message",
-  stream: "bool",
-  options: "map[string]interface {}",
+/** api.Message's fields. */
+const MESSAGE_FIELDS: Record<string, readonly JsonType[]> = {
+  role: ["string", "null"],
+  content: ["string", "null"],
+  thinking: ["string", "null"],
+  images: ["array", "null"],
+  tool_calls: ["array", "null"],
+  tool_name: ["string", "null"],
+  tool_call_id: ["string", "null"],
 };
+/** The kinds of api.Options and api.Runner fields, by JSON name, as Options.FromMap checks them. */
+const OPTION_KINDS: Record<string, "integer" | "float32" | "boolean" | "array"> = {
+  num_ctx: "integer",
+  num_batch: "integer",
+  num_gpu: "integer",
+  main_gpu: "integer",
+  use_mmap: "boolean",
+  num_thread: "integer",
+  draft_num_predict: "integer",
+  num_keep: "integer",
+  seed: "integer",
+  num_predict: "integer",
+  top_k: "integer",
+  top_p: "float32",
+  min_p: "float32",
+  typical_p: "float32",
+  repeat_last_n: "integer",
+  temperature: "float32",
+  repeat_penalty: "float32",
+  presence_penalty: "float32",
+  frequency_penalty: "float32",
+  stop: "array",
+};
+
+/** Options.FromMap's error for the first known option of the wrong type; unknown ones are ignored. */
+function optionProblem(options: Record<string, unknown>): string | undefined {
+  for (const [key, value] of Object.entries(options)) {
+    const kind = OPTION_KINDS[key];
+    if (kind === undefined || value === null) continue;
+    if ((kind === "integer" || kind === "float32") && typeof value !== "number")
+      return `option "${key}" must be of type ${kind}`;
+    if (kind === "boolean" && typeof value !== "boolean") return `option "${key}" must be of type boolean`;
+    if (kind === "array") {
+      if (!Array.isArray(value)) return `option "${key}" must be of type array`;
+      if (!value.every((item) => typeof item === "string")) return `option "${key}" must be of an array of strings`;
+    }
+  }
+  return undefined;
+}
 
 /** Qwen2.5-Coder's FIM template in Ollama's library (UNVERIFIED: library templates are not in ollama/ollama). */
 export const QWEN_FIM_TEMPLATE = "<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>";
@@ -244,30 +314,43 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
   }
 
   function chat(request: RecordedRequest, res: ServerResponse, generation: Generation): void {
-    if (request.raw === "") return sendJson(res, 400, { error: "missing request body" });
-    if (!isRecord(request.body))
-      return sendJson(res, 400, { error: "invalid character looking for beginning of value" });
+    // gin's c.JSON, which the native API answers with.
+    const native = (out: ServerResponse, status: number, value: unknown) =>
+      sendJson(out, status, value, { contentType: "application/json; charset=utf-8" });
+    if (request.raw === "") return native(res, 400, { error: "missing request body" });
+    if (!isRecord(request.body)) return native(res, 400, { error: "invalid character looking for beginning of value" });
     const body = request.body;
-    const wrong = typeProblem(body, CHAT_FIELDS);
+    const wrong = typeProblem(body, Object.fromEntries(Object.entries(CHAT_FIELDS).map(([k, v]) => [k, v.json])));
     if (wrong)
-      return sendJson(res, 400, {
-        error: `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field ChatRequest.${wrong.field} of type ${CHAT_GO_TYPES[wrong.field] ?? "string"}`,
+      return native(res, 400, {
+        error: `json: cannot unmarshal ${GO_TYPES[wrong.received] ?? wrong.received} into Go struct field ChatRequest.${wrong.field} of type ${CHAT_FIELDS[wrong.field]?.go ?? "string"}`,
       });
     const messages = (body["messages"] ?? []) as unknown[];
-    const bad = messages.find((m) => !isRecord(m) || typeof m["role"] !== "string" || typeof m["content"] !== "string");
-    if (bad !== undefined)
-      return sendJson(res, 400, {
-        error: "json: cannot unmarshal into Go struct field ChatRequest.messages of type api.Message",
-      });
+    for (const message of messages) {
+      const problem = isRecord(message) ? typeProblem(message, MESSAGE_FIELDS) : undefined;
+      if (!isRecord(message) && message !== null)
+        return native(res, 400, {
+          error: `json: cannot unmarshal ${GO_TYPES[jsonType(message)] ?? "value"} into Go struct field ChatRequest.messages of type api.Message`,
+        });
+      if (problem)
+        return native(res, 400, {
+          error: `json: cannot unmarshal ${GO_TYPES[problem.received] ?? problem.received} into Go struct field Alias.${problem.field} of type ${problem.field === "images" || problem.field === "tool_calls" ? "array" : "string"}`,
+        });
+    }
+    const topLogprobs = body["top_logprobs"];
+    if (typeof topLogprobs === "number" && (topLogprobs < 0 || topLogprobs > 20))
+      return native(res, 400, { error: "top_logprobs must be between 0 and 20" });
     const name = typeof body["model"] === "string" ? body["model"] : "";
-    if (name === "") return sendJson(res, 400, { error: "model is required" });
-    if (!(models[name] ?? models[`${name}:latest`])) return sendJson(res, 404, { error: `model '${name}' not found` });
+    if (name === "") return native(res, 400, { error: "model is required" });
+    if (!(models[name] ?? models[`${name}:latest`])) return native(res, 404, { error: `model '${name}' not found` });
+    const option = isRecord(body["options"]) ? optionProblem(body["options"]) : undefined;
+    if (option !== undefined) return native(res, 500, { error: option });
     if (options.record !== false)
       rendered.push(
         messages
           .map(
             (m) =>
-              `${String((m as Record<string, unknown>)["role"])}: ${String((m as Record<string, unknown>)["content"])}`,
+              `${String((m as Record<string, unknown> | null)?.["role"] ?? "")}: ${String((m as Record<string, unknown> | null)?.["content"] ?? "")}`,
           )
           .join("\n"),
       );
@@ -286,7 +369,7 @@ export async function startOllamaStandIn(options: OllamaOptions = {}): Promise<S
       eval_count: roughTokens(drawn.pieces.join("")),
       eval_duration: 100_000,
     });
-    if (body["stream"] === false || drawn.json) return sendJson(res, 200, done(drawn.pieces.join("")));
+    if (body["stream"] === false || drawn.json) return native(res, 200, done(drawn.pieces.join("")));
     res.writeHead(200, { "content-type": "application/x-ndjson" });
     for (const piece of drawn.pieces)
       res.write(

@@ -256,6 +256,35 @@ describe("Ollama stand-in", () => {
     assert.equal(await missing.text(), "404 page not found");
   });
 
+  test("/api/chat binds as Ollama's ChatHandler: unknown fields ignored, wrong types 400, bad options 500", async () => {
+    const chat = (body: Record<string, unknown>) =>
+      post(`${ollama.origin}/api/chat`, {
+        model: "llama3.2:1b",
+        messages: [{ role: "user", content: "hi" }],
+        stream: false,
+        ...body,
+      });
+    ollama.enqueue("hello");
+    const ok = await chat({ not_a_field: 1, options: { temperature: 0, num_predict: 12.7, not_an_option: "x" } });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get("content-type"), "application/json; charset=utf-8");
+    const answer = (await ok.json()) as { message: { role: string; content: string }; done: boolean };
+    assert.deepEqual([answer.message, answer.done], [{ role: "assistant", content: "hello" }, true]);
+    const stream = await chat({ stream: "no" });
+    assert.equal(stream.status, 400);
+    assert.deepEqual(await stream.json(), {
+      error: "json: cannot unmarshal string into Go struct field ChatRequest.stream of type bool",
+    });
+    assert.equal((await chat({ messages: [{ role: "user", content: 7 }] })).status, 400);
+    assert.equal((await chat({ top_logprobs: 21 })).status, 400);
+    assert.deepEqual(await (await chat({ model: "" })).json(), { error: "model is required" });
+    assert.equal((await chat({ model: "nope" })).status, 404);
+    const option = await chat({ options: { temperature: "0" } });
+    assert.equal(option.status, 500);
+    assert.deepEqual(await option.json(), { error: 'option "temperature" must be of type float32' });
+    assert.equal((await chat({ options: { stop: ["a", 1] } })).status, 500);
+  });
+
   test("/api/show lists insert only for a model whose template takes a suffix; native errors", async () => {
     const capabilities = async (model: string) =>
       ((await (await post(`${ollama.origin}/api/show`, { model })).json()) as { capabilities: string[] }).capabilities;

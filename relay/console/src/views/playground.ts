@@ -4,13 +4,12 @@
  */
 import { ApiError, postForEvents } from "../api";
 import { clearError, errorSlot, field, h, onSubmit, uid } from "../dom";
+import { emptyAnswerNote, PLAYGROUND_SAMPLE } from "../playgroundText";
 import { app } from "../state";
 import type { View } from "./view";
 
 const SURFACES = ["code", "docs", "notes", "messages"] as const;
 const LANGUAGES = ["typescript", "javascript", "python", "go", "rust", "java", "markdown", "plaintext"];
-const SAMPLE =
-  "function total(items) {\n  return items.reduce((sum, item) => sum + item.price, 0);\n}\n\nfunction totalWithTax(items, rate) {\n  ";
 
 interface Chunk {
   choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
@@ -32,7 +31,7 @@ export function playgroundView(): View {
     class: "code-input",
     "data-testid": "playground-text",
   });
-  text.value = SAMPLE;
+  text.value = PLAYGROUND_SAMPLE;
   const cursor = h("p", { class: "hint", "aria-live": "polite", "data-testid": "playground-cursor" });
   const surface = h(
     "select",
@@ -176,7 +175,7 @@ export function playgroundView(): View {
         controller.signal,
       );
       totalMs.textContent = since();
-      if (!sawText) answer.append(h("span", { class: "muted" }, "(nothing: the model had no completion here)"));
+      if (!sawText) answer.append(h("span", { class: "muted" }, emptyAnswerNote(await relayProvider())));
       if (!raw.textContent) raw.append(h("span", { class: "muted" }, "(none)"));
       result.dataset.state = "done";
     } catch (failure) {
@@ -202,4 +201,14 @@ export function playgroundView(): View {
     result,
   );
   return { title: "Playground", element, focusTarget: heading };
+}
+
+/** Which provider answers (`provider` of GET /healthz), to say why an answer is empty; undefined when unknown. */
+async function relayProvider(): Promise<string | undefined> {
+  try {
+    const health = (await (await fetch("/healthz", { cache: "no-store" })).json()) as { provider?: unknown };
+    return typeof health.provider === "string" ? health.provider : undefined;
+  } catch {
+    return undefined;
+  }
 }

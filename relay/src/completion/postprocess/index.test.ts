@@ -143,3 +143,20 @@ describe("postprocess: streaming", () => {
     assert.equal(post.end(), "");
   });
 });
+
+describe("postprocess: a fill-in-the-middle model's output", () => {
+  it("is released from its first fragment, where a chat model's could still become a lead-in", () => {
+    const ctx = context("const greeting = ");
+    const chat = createPostprocessor({ context: ctx, maxTokens: 50, countTokens: countWords });
+    const fim = createPostprocessor({ context: ctx, maxTokens: 50, countTokens: countWords, chatWrapping: false });
+    assert.equal(chat.push("he"), "", "held: it may be the start of 'Here is'");
+    assert.equal(fim.push("he"), "he");
+  });
+
+  it("keeps text a chat filter would take for wrapping", () => {
+    const ctx = context("// ");
+    const output = "Here is the code:\n```\nx\n```";
+    const fim = createPostprocessor({ context: ctx, maxTokens: 50, countTokens: countWords, chatWrapping: false });
+    assert.equal(fim.push(output) + fim.end(), output);
+  });
+});

@@ -53,6 +53,7 @@ interface Completion {
       signal: AbortSignal;
       stopOnAbortSignal: true;
       customStopTriggers: (string | Token)[][];
+      contextShiftSize: number;
       onToken: (tokens: Token[]) => void;
       onTextChunk: (text: string) => void;
     },
@@ -216,8 +217,14 @@ async function main(): Promise<void> {
 
   async function complete(message: Extract<ParentMessage, { type: "complete" }>): Promise<void> {
     const received = performance.now();
+    // node-llama-cpp keeps only the last `contextSize - contextShiftSize` input tokens (fitInputIntoContext in
+    // LlamaCompletion.js, 3.21.1; its default shift is a tenth of the context). A prompt longer than that lost its
+    // start, <|fim_prefix|> included, and the window it kept slid with every keystroke, so no prefix was ever
+    // reused. The prompt is cut here instead, to what fits with room for the answer, and the shift is passed so
+    // both sides use the same number (one more token for a beginning-of-sequence token some vocabularies prepend).
+    const reserve = Math.max(message.maxTokens, Math.floor(contextSize / 10));
     const promptTokens = buildInfillTokens(message.prompt, tokens, (t) => model.tokenize(t, false), {
-      maxTokens: Math.max(16, contextSize - message.maxTokens - 1),
+      maxTokens: Math.max(16, contextSize - reserve - 1),
     });
     const choice = chooseSequence(
       slots.map((s) => ({ index: s.index, busy: s.busy, tokens: s.sequence.contextTokens, lastUsed: s.lastUsed })),
@@ -243,6 +250,7 @@ async function main(): Promise<void> {
         signal: controller.signal,
         stopOnAbortSignal: true,
         customStopTriggers: stops,
+        contextShiftSize: reserve,
         onToken: (generatedTokens) => {
           if (firstTokenMs === undefined) firstTokenMs = performance.now() - received;
           generated += generatedTokens.length;

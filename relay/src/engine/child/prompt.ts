@@ -32,6 +32,23 @@ export interface PromptBudget {
 /** Share of the budget the suffix may take; the rest goes to the prefix first, then to other files. */
 const SUFFIX_SHARE = 0.25;
 
+/** A prefix too long for its room loses its start in steps of this share of the room (see cutFromStart). */
+const CUT_STEP_SHARE = 0.25;
+
+/**
+ * How many tokens to drop from the start of a prefix of `length` tokens so that it fits in `room`. The cut moves in
+ * steps of a quarter of the room rather than token by token: the next keystroke adds a token or two at the end, and
+ * a cut that followed it would shift the whole prompt, so the sequence holding the last one could reuse nothing
+ * (llama.cpp's server likewise drops a block, `n_discard = n_left / 2` by default, when a slot's context is full;
+ * tools/server/server.cpp). With steps, keystrokes on a long prefix keep the same start until the prefix has grown
+ * by a step.
+ */
+export function cutFromStart(length: number, room: number): number {
+  if (length <= room) return 0;
+  const step = Math.max(1, Math.floor(room * CUT_STEP_SHARE));
+  return Math.min(length, Math.ceil((length - room) / step) * step);
+}
+
 export function buildInfillTokens(
   input: PromptInput,
   tokens: PromptTokens,
@@ -44,7 +61,7 @@ export function buildInfillTokens(
   const suffix = suffixAll.slice(0, Math.min(suffixAll.length, Math.floor(left * SUFFIX_SHARE)));
   left -= suffix.length;
   const prefixAll = tokenize(input.prefix);
-  const prefix = prefixAll.slice(Math.max(0, prefixAll.length - left));
+  const prefix = prefixAll.slice(cutFromStart(prefixAll.length, left));
   left -= prefix.length;
   const fim = [tokens.prefix, ...prefix, tokens.suffix, ...suffix, tokens.middle];
   if (tokens.fileSeparator === undefined || input.files.length === 0) return fim;

@@ -1,4 +1,7 @@
-/** The home page: every conversation the person can see, and the forms that create a channel or start a DM. */
+/**
+ * The home page: how to get ghost text in VS Code, every conversation the person can see, and the forms that create a
+ * channel or start a DM.
+ */
 import { api } from "../../api";
 import { InputError, announce, clearError, errorSlot, field, h, headed, onSubmit } from "../../dom";
 import { navigate } from "../../router";
@@ -14,6 +17,7 @@ import {
   onConversationsChanged,
 } from "../sidebar";
 import type { View } from "../view";
+import { vscodeBlock } from "../vscodeBlock";
 
 export function homeView(): View {
   const heading = h("h1", { tabindex: "-1" }, "Conversations");
@@ -55,6 +59,7 @@ export function homeView(): View {
       { class: "muted" },
       `Channels and direct messages in ${app.session?.workspace.name ?? "this workspace"}. Pick one from the list, or start a new one.`,
     ),
+    hasScope("tab.complete") ? vscodeBlock() : null,
     headed("All conversations", "h2", list, empty),
     canCreateChannel ? createChannelForm() : null,
     canPost ? createDmForm() : null,

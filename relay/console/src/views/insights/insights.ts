@@ -6,6 +6,7 @@
 import uPlot from "uplot";
 import { clearError, errorSlot, h, headed } from "../../dom";
 import type { TabUsageReport, TabUsageRow } from "@tab-relay/shared/api";
+import { installLine, SET_API_KEY_COMMAND } from "../../vscodeSetup";
 import {
   type DailySeries,
   RANGES,
@@ -128,8 +129,12 @@ function emptyState(self: boolean): HTMLElement {
     h(
       "ol",
       null,
-      h("li", null, "Install the tab-relay extension in VS Code."),
-      h("li", null, "Set this relay's URL and workspace in its settings, then run “Tab: Set API Key” with your key."),
+      h("li", null, "Install this relay's extension in VS Code: ", h("code", null, installLine(location.origin))),
+      h(
+        "li",
+        null,
+        `Set this relay's URL and workspace in its settings, then run “${SET_API_KEY_COMMAND}” with your key.`,
+      ),
       h(
         "li",
         null,

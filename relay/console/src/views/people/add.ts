@@ -3,11 +3,7 @@ import { api } from "../../api";
 import { InputError, announce, errorSlot, field, h, headed, onSubmit, reveal, secretsPanel } from "../../dom";
 import { app, forgetDirectory } from "../../state";
 import type { Role, UserCreated } from "@tab-relay/shared/api";
-
-/** The extension's settings (extension/README.md) for this relay and workspace, as one line for settings.json. */
-export function setupLine(relayUrl: string, slug: string): string {
-  return `"tabRelay.relayUrl": ${JSON.stringify(relayUrl)}, "tabRelay.workspaceSlug": ${JSON.stringify(slug)}`;
-}
+import { installLine, SET_API_KEY_COMMAND, setupLine } from "../../vscodeSetup";
 
 export function addPersonForm(roles: readonly Role[], added: () => Promise<void>): HTMLElement {
   const name = h("input", { name: "name", autocomplete: "off", maxlength: "80", "data-testid": "person-name" });
@@ -38,6 +34,7 @@ export function addPersonForm(roles: readonly Role[], added: () => Promise<void>
       `${who} was added: their first key`,
       [
         { key: "api-key", label: "API key", value: created.api_key.secret },
+        { key: "install", label: "Install in VS Code", value: installLine(location.origin) },
         {
           key: "setup",
           label: "VS Code settings",
@@ -47,7 +44,7 @@ export function addPersonForm(roles: readonly Role[], added: () => Promise<void>
       h(
         "p",
         { class: "small", "data-testid": "setup-steps" },
-        `Give both to ${who}: the settings line goes into VS Code's settings.json, then the command “Tab: Set API Key” stores the key.`,
+        `Give these to ${who}: the install line runs in a terminal, the settings line goes into VS Code's settings.json, then “${SET_API_KEY_COMMAND}” stores the key.`,
         noTab ? " This key cannot ask for completions (your session does not hold tab.complete)." : null,
       ),
     );
