@@ -283,6 +283,7 @@ function createServices(
         model: config.upstream.model,
         apiKey: config.upstream.apiKey,
         timeoutMs: config.upstream.timeoutMs,
+        deadlineMs: config.upstream.limits.deadlineMs,
         format: config.upstream.nextEditFormat,
       },
       post: options.post ?? transport,

@@ -480,6 +480,27 @@ describe("webhook URLs in the audit log", () => {
     const stored = JSON.stringify(storedRows(relay));
     assert.ok(!stored.includes(slackToken) && !stored.includes(discordToken), "no token in any stored row");
   });
+
+  test("a Slack token that happens to hold no digit (about one in 70) is masked too; a path of words is kept", async () => {
+    const slackToken = "abcDEFghiJKLmnoPQRstuVWX";
+    for (const [n, url] of [
+      `http://127.0.0.1:9/services/T0ABCDEF1/B0ABCDEF2/${slackToken}`,
+      "http://127.0.0.1:9/hooks/tab-relay-notifications/incoming_events",
+    ].entries())
+      await dataOf(
+        await relay.request("/api/v1/agents", { method: "POST", json: { webhook_url: url, name: `Hook${n}` } }),
+        201,
+      );
+    const log = await auditOf(relay, `?limit=2`);
+    assert.deepEqual(
+      log.map((entry) => entry.details?.["webhook_url"]),
+      [
+        "http://127.0.0.1:9/hooks/tab-relay-notifications/incoming_events",
+        "http://127.0.0.1:9/services/T0ABCDEF1/B0ABCDEF2/***",
+      ],
+    );
+    assert.ok(!JSON.stringify(storedRows(relay)).includes(slackToken), "no token in any stored row");
+  });
 });
 
 describe("each workspace sees its own records", () => {

@@ -461,6 +461,32 @@ describe("malformed HTTP against a relay", () => {
     await assertServing("a request with two Host headers");
   });
 
+  test("a JSON body nested past 64 or holding over 10,000 values is refused unparsed (400 naming body), signed in or not", async () => {
+    // Within the 512 KiB body limit, such JSON took JSON.parse a fifth of a second each, before the sign-in route
+    // knew who was asking. What is refused is the shape; the same bytes as one string are an ordinary bad body.
+    const bodies = {
+      nested: `{"api_key":${"[".repeat(200_000)}${"]".repeat(200_000)}}`,
+      wide: `[${Array.from({ length: 20_000 }, () => "0").join(",")}]`,
+    };
+    for (const [shape, body] of Object.entries(bodies)) {
+      for (const [path, headers] of [
+        ["/api/v1/sessions", {}],
+        ["/api/v1/tab/chat/completions", { authorization: `Bearer ${relay.apiKey}` }],
+      ] as const) {
+        const response = await fetch(`${url}${path}`, {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body,
+        });
+        assert.equal(response.status, 400, `${shape} body to ${path}`);
+        const { error } = (await response.json()) as { error: { code: string; message: string } };
+        assert.equal(error.code, "VALIDATION_ERROR");
+        assert.match(error.message, /^body: JSON nested more than 64 deep or holding more than 10000 values/, path);
+      }
+    }
+    await assertServing("nested and wide JSON bodies");
+  });
+
   test("an HTTP/1.0 request without Host is served (Host is HTTP/1.1's)", async () => {
     const result = await exchange(url, ["GET /healthz HTTP/1.0\r\n\r\n"]);
     assert.equal(result.answers[0]?.status, 200, result.answers[0]?.head);

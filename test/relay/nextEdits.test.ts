@@ -3,6 +3,7 @@ import { after, before, describe, test } from "node:test";
 import { NextEditResponse, type NextEditRequest } from "@tab-relay/shared";
 import type { Api } from "@tab-relay/shared";
 import { dataOf, expectError, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { type MisbehavingUpstream, startMisbehavingUpstream } from "../support/misbehavingUpstream";
 import { metricValue, type StandInRelay, startStandInRelay } from "../support/standInRelay";
 import { startOllamaStandIn } from "../support/standIns/ollama";
 import type { StandIn } from "../support/standIns/server";
@@ -302,5 +303,48 @@ describe("next edits from any chat model through /v1/chat/completions", () => {
     } finally {
       await zeta.close();
     }
+  });
+});
+
+describe("next edits from a misbehaving model server", () => {
+  let upstream: MisbehavingUpstream;
+  let relay: TestRelay;
+  before(async () => {
+    upstream = await startMisbehavingUpstream({ kind: "nested-json", bytes: 512 * 1024 });
+    relay = await startTestRelay({
+      env: {
+        TAB_RELAY_UPSTREAM_URL: upstream.url,
+        TAB_RELAY_UPSTREAM_MODEL: "some-chat-model",
+        TAB_RELAY_UPSTREAM_TIMEOUT_MS: "600",
+        TAB_RELAY_UPSTREAM_DEADLINE_MS: "1500",
+      },
+    });
+  });
+  after(async () => {
+    await relay.close();
+    await upstream.close();
+  });
+
+  test("an answer nested a quarter of a million deep (within the size limit) is refused unparsed: 502 naming it", async () => {
+    upstream.fault = { kind: "nested-json", bytes: 512 * 1024 };
+    await expectError(
+      await relay.request(PATH, { method: "POST", json: renameRequest() }),
+      502,
+      "UPSTREAM_ERROR",
+      /nested more than 64 deep/,
+    );
+  });
+
+  test("a server that keeps sending within the idle timeout is cut off at the completion deadline", async () => {
+    // A chunk every 50 ms: never silent for the 600 ms idle timeout, and a megabyte would take minutes.
+    upstream.fault = { kind: "deltas-forever", text: "a", everyMs: 50 };
+    const started = performance.now();
+    const response = await relay.request(PATH, {
+      method: "POST",
+      json: renameRequest(),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await expectError(response, 502, "UPSTREAM_ERROR", /within 1500 ms.*TAB_RELAY_UPSTREAM_DEADLINE_MS/);
+    assert.ok(performance.now() - started < 5_000, `answered after ${Math.round(performance.now() - started)} ms`);
   });
 });

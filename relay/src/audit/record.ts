@@ -77,11 +77,14 @@ export const MASKED_SEGMENT = "***";
 /**
  * Whether a path segment may be a secret: Slack's incoming webhooks carry a 24-character token as the last segment
  * (`/services/T…/B…/<token>`), Discord's a 68-character one (`/api/webhooks/<id>/<token>`), and other receivers
- * do the same. Words people choose for paths (`/hooks/tab-relay`) are short or have no digits; a token is long and
- * mixes them, or is very long.
+ * do the same. Words people choose for paths (`/hooks/tab-relay`) are short, or have no digits and are in one case or
+ * split by separators; a token is long and mixes digits or cases, or is very long. Slack's token is 24 letters and
+ * digits drawn at random, so about one in 70 has no digit at all: mixed case without separators counts as a token too.
  */
 function secretLike(segment: string): boolean {
-  return (segment.length >= 16 && /\d/.test(segment)) || segment.length >= 32;
+  if (segment.length >= 32) return true;
+  if (segment.length < 16) return false;
+  return /\d/.test(segment) || (/[a-z]/.test(segment) && /[A-Z]/.test(segment) && !/[-_.~]/.test(segment));
 }
 
 /**

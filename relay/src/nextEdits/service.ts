@@ -8,6 +8,7 @@ import {
 import type { Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import { type HttpPost, UpstreamSilence } from "../providers/httpPost";
+import { JSON_SHAPE_LIMITS, jsonShapeProblem } from "../jsonShape";
 import { type NextEditDocument, documentOf, mapLines } from "./document";
 import { type FormatInput, type NextEditFormatName, nextEditFormat } from "./formats";
 import { type Judgement, isNoChangeMarker, judgeRewrite } from "./guards";
@@ -33,6 +34,8 @@ export interface NextEditUpstream {
   model: string;
   apiKey?: string | undefined;
   timeoutMs: number;
+  /** TAB_RELAY_UPSTREAM_DEADLINE_MS: the longest one answer may take, however steadily it arrives. */
+  deadlineMs: number;
   /** TAB_RELAY_NEXT_EDIT_FORMAT; otherwise chosen from the model's name. */
   format?: NextEditFormatName | undefined;
 }
@@ -43,7 +46,7 @@ const MAX_ANSWER_BYTES = 1_048_576;
 export function createNextEditService(deps: {
   upstream?: NextEditUpstream | undefined;
   post: HttpPost;
-  metrics: Pick<Metrics, "nextEdits">;
+  metrics: Pick<Metrics, "nextEdits" | "upstreamLimits">;
   logger: Logger;
 }): NextEditService {
   const { upstream, metrics } = deps;
@@ -88,7 +91,7 @@ export function createNextEditService(deps: {
         maxTokens: maxTokensFor(shown),
       };
       const { url, body } = format.request(input, upstream.url);
-      const reply = format.text(await postJson(deps.post, url, headers, body, signal, upstream.timeoutMs));
+      const reply = format.text(await postJson(deps.post, url, headers, body, signal, upstream, metrics));
       if (reply === undefined)
         throw new RelayError("UPSTREAM_ERROR", "Upstream answer holds no text where the format expects it");
       // A reply that is only a "no edit" marker, in any model's spelling, is an empty answer whatever the format.
@@ -129,11 +132,26 @@ async function postJson(
   url: string,
   headers: Record<string, string>,
   body: Record<string, unknown>,
-  signal: AbortSignal,
-  timeoutMs: number,
+  outer: AbortSignal,
+  { timeoutMs, deadlineMs }: Pick<NextEditUpstream, "timeoutMs" | "deadlineMs">,
+  metrics: Pick<Metrics, "upstreamLimits">,
 ): Promise<unknown> {
+  // A model server is not trusted (SECURITY.md): one that keeps sending a little within every idle timeout would
+  // hold the request for as long as it liked, so the answer has the completions' deadline too.
+  const limiter = new AbortController();
+  const deadline = setTimeout(() => {
+    metrics.upstreamLimits.inc({ limit: "deadline" });
+    limiter.abort(
+      new RelayError(
+        "UPSTREAM_ERROR",
+        `Upstream did not finish within ${deadlineMs} ms (the completion deadline, TAB_RELAY_UPSTREAM_DEADLINE_MS)`,
+      ),
+    );
+  }, deadlineMs);
+  const signal = AbortSignal.any([outer, limiter.signal]);
   const classify = (error: unknown): unknown => {
-    if (signal.aborted) return signal.reason;
+    if (outer.aborted) return outer.reason;
+    if (limiter.signal.aborted) return limiter.signal.reason;
     if (error instanceof RelayError) return error;
     if (error instanceof UpstreamSilence)
       return new RelayError("UPSTREAM_TIMEOUT", `Upstream was silent for ${timeoutMs} ms`);
@@ -160,6 +178,13 @@ async function postJson(
       const said = text.replace(/\s+/g, " ").trim().slice(0, 200);
       throw new RelayError("UPSTREAM_ERROR", `Upstream answered ${response.status}${said ? `: ${said}` : ""}`);
     }
+    if (jsonShapeProblem(text) !== undefined) {
+      metrics.upstreamLimits.inc({ limit: "json" });
+      throw new RelayError(
+        "UPSTREAM_ERROR",
+        `Upstream sent JSON nested more than ${JSON_SHAPE_LIMITS.maxDepth} deep or holding more than ${JSON_SHAPE_LIMITS.maxValues} values, too costly to parse; a next edit needs neither`,
+      );
+    }
     try {
       return JSON.parse(text) as unknown;
     } catch {
@@ -167,5 +192,7 @@ async function postJson(
     }
   } catch (error) {
     throw classify(error);
+  } finally {
+    clearTimeout(deadline);
   }
 }

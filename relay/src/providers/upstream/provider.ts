@@ -6,7 +6,8 @@ import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPo
 import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
-import { JSON_SHAPE_LIMITS, field, jsonShapeProblem } from "./json";
+import { JSON_SHAPE_LIMITS, jsonShapeProblem } from "../../jsonShape";
+import { field } from "./json";
 import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimitName, type UpstreamLimits } from "./limits";
 import type { Hint, UpstreamMode } from "./modes/mode";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { jsonShapeProblem } from "./json";
+import { jsonShapeProblem } from "./jsonShape";
 
 const limits = { maxDepth: 4, maxValues: 6 };
 /** Long enough to be scanned (short texts are parsed without a look). */
