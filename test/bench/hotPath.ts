@@ -15,16 +15,16 @@ export const HOT_PATH_GOALS = {
 } as const;
 
 export const HOT_PATH_FLOORS = {
-  /** Measured 0.40× to 0.50× at 1-minute load averages of 5 to 22 (2026-11-27); main measured 0.36×. */
+  /** Measured 0.44× to 0.61× at 1-minute load averages of 12 to 22 (2026-11-27); 25cf559 measured 0.36×. */
   streamsRatioAt50: 0.3,
   /**
-   * Measured +0.5 to +1.1 ms at load averages up to 15 and +3.3 ms at 22: one stream at a time is the figure the
+   * Measured +0.45 to +0.83 ms at load averages of 12 to 16 and +3.3 ms at 22: one stream at a time is the figure the
    * machine's other work moves most, so this floor catches milliseconds added per request, not fractions.
    */
   addedFirstByteMs: 5,
-  /** Measured 97 to 102 MB, against 137 to 142 MB before the compact token table. */
+  /** Measured 97 to 103 MB, against 137 to 142 MB before the compact token table. */
   idleRssMb: 110,
-  /** Measured 122 MB after 2,000 and 148 MB after 10,000. */
+  /** Measured 122 MB after 2,000 and 130 to 148 MB after 10,000. */
   rssAfterCompletionsMb: 170,
 } as const;
 
