@@ -32,6 +32,10 @@ const O200K_SPLIT = new RegExp(
 const LONE_SURROGATE = /\p{Cs}/u;
 
 const MAGIC = 0x6b303032; // "200k"
+/** Pieces whose counts are remembered: most of a completion's pieces (words, operators, indentation) recur. */
+const COUNTED_PIECES = 8_192;
+/** Above every rank: no merge there. */
+const NO_MERGE = 0x7fffffff;
 const HEADER_WORDS = 4;
 
 /** Writes the table: header, offsets by rank, hash slots, then the bytes. `ranks` is gpt-tokenizer's array. */
@@ -84,6 +88,9 @@ export class O200kCounter {
   private readonly mask: number;
   private readonly encoder = new TextEncoder();
   private scratch = new Uint8Array(1024);
+  private readonly counted = new Map<string, number>();
+  private starts = new Int32Array(256);
+  private ranks = new Int32Array(256);
 
   constructor(table: Uint8Array) {
     // A copy aligned for the typed arrays: readFileSync's Buffer may share a pool at any offset.
@@ -122,30 +129,58 @@ export class O200kCounter {
     O200K_SPLIT.lastIndex = 0;
     for (let match = O200K_SPLIT.exec(text); match !== null; match = O200K_SPLIT.exec(text)) {
       const piece = match[0];
-      if (this.scratch.length < piece.length * 3) this.scratch = new Uint8Array(piece.length * 3);
-      const length = this.encoder.encodeInto(piece, this.scratch).written;
-      if (!LONE_SURROGATE.test(piece) && this.rank(this.scratch, 0, length) !== -1) total++;
-      else total += this.mergeCount(this.scratch, length);
+      let count = this.counted.get(piece);
+      if (count === undefined) {
+        count = this.countPiece(piece);
+        // Bounded: emptied when full, where gpt-tokenizer's merge cache kept up to 100,000 pieces for good.
+        if (this.counted.size >= COUNTED_PIECES) this.counted.clear();
+        this.counted.set(piece, count);
+      }
+      total += count;
     }
     return total;
   }
 
-  /** gpt-tokenizer's `bytePairMerge`, counting the parts instead of naming them. */
+  private countPiece(piece: string): number {
+    if (this.scratch.length < piece.length * 3) this.scratch = new Uint8Array(piece.length * 3);
+    const length = this.utf8(piece);
+    if (!LONE_SURROGATE.test(piece) && this.rank(this.scratch, 0, length) !== -1) return 1;
+    return this.mergeCount(this.scratch, length);
+  }
+
+  /** Writes `piece` as UTF-8 into the scratch buffer; ASCII without a call into C++, as most code is. */
+  private utf8(piece: string): number {
+    const scratch = this.scratch;
+    for (let i = 0; i < piece.length; i++) {
+      const code = piece.charCodeAt(i);
+      if (code >= 0x80) return this.encoder.encodeInto(piece, scratch).written;
+      scratch[i] = code;
+    }
+    return piece.length;
+  }
+
+  /**
+   * gpt-tokenizer's `bytePairMerge`, counting the parts instead of naming them: `starts` are the parts' first bytes
+   * and `ranks[i]` the rank of merging parts i and i + 1, in reused typed arrays rather than arrays spliced per merge.
+   */
   private mergeCount(piece: Uint8Array, length: number): number {
-    const starts: number[] = [];
-    const ranks: number[] = [];
+    if (this.starts.length < length + 1) {
+      this.starts = new Int32Array(length + 1);
+      this.ranks = new Int32Array(length + 1);
+    }
+    const { starts, ranks } = this;
+    let count = length + 1;
     const pairRank = (index: number): number => {
-      const end = starts[index + 2];
-      if (end === undefined) return Number.POSITIVE_INFINITY;
-      const rank = this.rank(piece, starts[index] as number, end);
-      return rank === -1 ? Number.POSITIVE_INFINITY : rank;
+      if (index + 2 >= count) return NO_MERGE;
+      const rank = this.rank(piece, starts[index] as number, starts[index + 2] as number);
+      return rank === -1 ? NO_MERGE : rank;
     };
-    for (let i = 0; i <= length; i++) starts.push(i);
-    for (let i = 0; i <= length; i++) ranks.push(i < length - 1 ? pairRank(i) : Number.POSITIVE_INFINITY);
-    while (starts.length > 1) {
-      let lowest = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < count; i++) starts[i] = i;
+    for (let i = 0; i < count; i++) ranks[i] = pairRank(i);
+    while (count > 1) {
+      let lowest = NO_MERGE;
       let at = -1;
-      for (let i = 0; i < ranks.length - 1; i++) {
+      for (let i = 0; i < count - 1; i++) {
         const rank = ranks[i] as number;
         if (rank < lowest) {
           lowest = rank;
@@ -153,12 +188,13 @@ export class O200kCounter {
         }
       }
       if (at === -1) break;
-      starts.splice(at + 1, 1);
-      ranks.splice(at, 1);
+      starts.copyWithin(at + 1, at + 2, count);
+      ranks.copyWithin(at, at + 1, count);
+      count--;
       ranks[at] = pairRank(at);
       if (at > 0) ranks[at - 1] = pairRank(at - 1);
     }
-    return starts.length - 1;
+    return count - 1;
   }
 }
 
