@@ -53,7 +53,7 @@ function zetaExcerpt(input: FormatInput): string {
 }
 
 /** The nearest context lines that fit in `budget` characters on each side. */
-function withinChars(
+export function withinChars(
   context: { before: string[]; after: string[]; startsFile: boolean },
   budget: number,
 ): { before: { lines: string[]; startsFile: boolean }; after: string[] } {
