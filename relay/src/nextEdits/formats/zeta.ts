@@ -10,7 +10,11 @@ import { type FormatInput, type NextEditFormat, type ParsedReply, count, newestW
  * `format_zeta1_excerpt`): an instruction, the "User edited <path>:" events as diff blocks, oldest first, and the
  * excerpt in a fence named by the path, with `<|start_of_file|>` when it starts the file, the editable region
  * between its markers and the cursor marker. Budgets follow crates/zeta/src/zeta1.rs (about 150 tokens of context,
- * 500 of events, at about 3 bytes a token as `guess_token_count` counts them).
+ * 500 of events, at about 3 bytes a token as `guess_token_count` counts them). Checked again against the crate's
+ * `zeta1` module (`format_zeta1_prompt`, `format_zeta1_event`, `format_zeta1_excerpt`, `clean_zeta1_model_output`) and
+ * Zed's self-hosted request (crates/edit_prediction, `EditPredictionPromptFormat::Zeta`): Zed sends the region end
+ * marker as a stop sequence, so the server cuts it off and Zed reads to the end of the text; the relay sends no stop
+ * sequence and requires the marker, so a reply cut by max_tokens is refused instead of applied short.
  */
 export const ZETA_MARKERS = {
   cursor: "<|user_cursor_is_here|>",
