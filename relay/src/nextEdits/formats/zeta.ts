@@ -103,15 +103,24 @@ export function parseZetaReply(reply: string): ParsedReply {
   return { kind: "rewrite", text: body.slice(0, end) };
 }
 
+/**
+ * A prompt sent to an OpenAI-compatible `/completions` (vLLM, llama.cpp, Ollama's /v1): greedy, as Zeta's card runs it
+ * with vLLM, and with no stop sequence, since the reply's end marker is what proves it whole.
+ */
+export function completionsRequest(
+  input: FormatInput,
+  baseUrl: string,
+  prompt: string,
+): { url: string; body: Record<string, unknown> } {
+  return {
+    url: joinUrl(baseUrl, "/completions"),
+    body: { model: input.model, prompt, max_tokens: input.maxTokens, temperature: 0 },
+  };
+}
+
 export const zetaFormat: NextEditFormat = {
   name: "zeta",
-  request(input, baseUrl) {
-    return {
-      url: joinUrl(baseUrl, "/completions"),
-      // Greedy, as the card's vLLM example; no stop sequence, since the reply's end marker is what proves it whole.
-      body: { model: input.model, prompt: zetaPrompt(input), max_tokens: input.maxTokens, temperature: 0 },
-    };
-  },
+  request: (input, baseUrl) => completionsRequest(input, baseUrl, zetaPrompt(input)),
   text: completionText,
   parse: parseZetaReply,
 };

@@ -1,8 +1,7 @@
-import { joinUrl } from "../../providers/upstream/modes/mode";
 import { completionText } from "../../providers/upstream/json";
 import { contextLines, splitAtCursor } from "../document";
 import { type FormatInput, type NextEditFormat, type ParsedReply, snippetsOf, unifiedHunk } from "./format";
-import { withinChars } from "./zeta";
+import { completionsRequest, withinChars } from "./zeta";
 
 /**
  * Zed's Zeta 2 (the `zeta-2` model, a Seed-Coder-8B fine-tune served by vLLM, llama.cpp or Ollama), asked through an
@@ -117,12 +116,7 @@ export function neutraliseZeta2(text: string): string {
 
 export const zeta2Format: NextEditFormat = {
   name: "zeta2",
-  request(input, baseUrl) {
-    return {
-      url: joinUrl(baseUrl, "/completions"),
-      body: { model: input.model, prompt: zeta2Prompt(input), max_tokens: input.maxTokens, temperature: 0 },
-    };
-  },
+  request: (input, baseUrl) => completionsRequest(input, baseUrl, zeta2Prompt(input)),
   text: completionText,
   parse: parseZeta2Reply,
   neutralise: neutraliseZeta2,
