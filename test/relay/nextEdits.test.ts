@@ -214,6 +214,105 @@ describe("next edits from Zeta through vLLM's /v1/completions", () => {
   });
 });
 
+describe("next edits from Zeta 2 through vLLM's /v1/completions", () => {
+  let vllm: StandIn & { model: string };
+  let relay: TestRelay;
+  let started: StandInRelay<typeof vllm>;
+  before(async () => {
+    vllm = await startVllmStandIn({ model: "zed-industries/zeta-2" });
+    started = await modelRelay(vllm, { TAB_RELAY_UPSTREAM_MODEL: vllm.model });
+    relay = started.relay;
+  });
+  after(() => started.close());
+
+  test("the prompt is Zed's V0211SeedCoder (SPM, merge markers), and the region before >>>>>>> UPDATED becomes edits", async () => {
+    // The region is lines 20 to 23: the function's first four lines.
+    vllm.enqueue(`${RENAMED.slice(0, 4).join("\n")}\n>>>>>>> UPDATED\n`);
+    const answer = await ask(
+      relay,
+      renameRequest({
+        excerpt: {
+          start_line: 18,
+          text: ["// totals", "", ...FILE.map((l, i) => (i === 1 ? "  let priceSum = 0;" : l))].join("\n"),
+        },
+        editable_region: { start_line: 20, end_line: 24 },
+        surrounding_context: "--- file: src/price.js ---\nexport const price = 1;",
+      }),
+    );
+    assert.deepEqual(answer.edits, EXPECTED_EDITS);
+    assert.equal(answer.model, "zed-industries/zeta-2");
+    const sent = vllm.requests.at(-1);
+    assert.equal(sent?.path, "/v1/completions");
+    const body = sent?.body as { prompt: string; temperature: number; stop?: unknown };
+    assert.equal(body.temperature, 0);
+    assert.equal(body.stop, undefined, "Zed sends Zeta 2 no stop sequence; the end marker ends the reply");
+    assert.equal(
+      body.prompt,
+      "<[fim-suffix]>}\n" +
+        "<[fim-prefix]><filename>src/price.js\nexport const price = 1;\n\n" +
+        "<filename>edit_history\n--- a/src/total.js\n+++ b/src/total.js\n@@ -22,1 +22,1 @@\n-  let sum = 0;\n+  let priceSum = 0;\n\n" +
+        "<filename>src/total.js\n// totals\n\n<<<<<<< CURRENT\nfunction total(items) {\n  let priceSum<|user_cursor|> = 0;\n" +
+        "  for (const item of items) sum += item.price;\n  return sum;\n=======\n<[fim-middle]>",
+    );
+  });
+
+  test("a reply cut before its end marker, or holding the format's markers, is dropped; NO_EDITS is no change", async () => {
+    vllm.enqueue(RENAMED.join("\n"));
+    assert.equal((await ask(relay, renameRequest())).reason, "unparseable");
+    vllm.enqueue(`${RENAMED.join("\n")}\n=======\n${RENAMED.join("\n")}\n>>>>>>> UPDATED\n`);
+    assert.equal((await ask(relay, renameRequest())).reason, "unparseable");
+    vllm.enqueue("NO_EDITS\n>>>>>>> UPDATED\n");
+    assert.equal((await ask(relay, renameRequest())).reason, "no_change");
+    assert.equal(await metric(relay, 'source="zeta2",outcome="unparseable"'), 2);
+  });
+
+  test("merge-marker lines and Seed-Coder FIM tokens in the person's text reach the model broken", async () => {
+    const lines = [...RENAMED];
+    lines[4] = "=======";
+    const request = renameRequest({
+      excerpt: { start_line: 20, text: [...lines, ">>>>>>> UPDATED <[fim-middle]>"].join("\n") },
+      editable_region: { start_line: 20, end_line: 25 },
+    });
+    vllm.enqueue(`${lines.slice(0, 4).join("\n")}\n=\u200b====== end\n>>>>>>> UPDATED\n`);
+    const answer = await ask(relay, request);
+    const prompt = (vllm.requests.at(-1)?.body as { prompt: string }).prompt;
+    assert.equal(prompt.split("\n=======\n").length - 1, 1, "only the relay's own separator is whole");
+    assert.equal(prompt.split(">>>>>>> UPDATED").length - 1, 0);
+    assert.equal(prompt.split("<[fim-middle]>").length - 1, 1);
+    assert.match(prompt, /<\[fim-suffix\]>>\u200b>>>>>> UPDATED <\u200b\[fim-middle\]>\n/);
+    assert.deepEqual(answer.edits, [], "a line whose markers were broken is never written back");
+    assert.equal(answer.reason, "ambiguous");
+  });
+
+  test("a name says which Zeta: zeta-2 is Zeta 2, zeta is Zeta 1, and zeta-2.1 (another format) is neither", async () => {
+    const formatOf = async (model: string): Promise<string | undefined> => {
+      const other = await startTestRelay({
+        env: {
+          TAB_RELAY_UPSTREAM_URL: `${vllm.origin}/v1`,
+          TAB_RELAY_UPSTREAM_MODEL: model,
+          TAB_RELAY_UPSTREAM_TIMEOUT_MS: "3000",
+        },
+      });
+      try {
+        await other.request(PATH, { method: "POST", json: renameRequest() });
+        const sent = vllm.requests.at(-1);
+        if (sent?.path === "/v1/chat/completions") return "chat";
+        const prompt = (sent?.body as { prompt: string }).prompt;
+        return prompt.startsWith("<[fim-suffix]>")
+          ? "zeta2"
+          : prompt.startsWith("### Instruction:")
+            ? "zeta"
+            : undefined;
+      } finally {
+        await other.close();
+      }
+    };
+    assert.equal(await formatOf("hf.co/bartowski/zed-industries_zeta-2-GGUF:Q4_K_M"), "zeta2");
+    assert.equal(await formatOf("zed-industries/zeta"), "zeta");
+    assert.equal(await formatOf("zed-industries/zeta-2.1"), "chat");
+  });
+});
+
 describe("next edits from Instinct through Ollama's /api/chat", () => {
   let ollama: StandIn & { rendered: string[] };
   let relay: TestRelay;

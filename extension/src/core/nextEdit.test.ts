@@ -120,21 +120,36 @@ test("an answer whose edits leave the excerpt, overlap, or name another document
   }
 });
 
-test("after a pause that follows a rename, the session asks once with the edit history and returns the relay's edit; a second pause without an edit asks nothing", async () => {
-  const range = { start: { line: 2, character: 9 }, end: { line: 2, character: 10 } };
-  const server = await relay(answerWith([{ range, text: "w1" }]));
-  const files = new RecentFiles(systemClock);
-  const uri = "file:///work/src/area.ts";
-  files.open({ uri, path: "src/area.ts", scheme: "file", folder: "file:///work" }, source);
-  const settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: server.url, workspaceSlug: "acme" };
-  const session = new NextEditSession({
+/** A session over `files` asking the relay at `relayUrl`, with the settings `settings()` gives and a stored key. */
+function sessionOver(
+  files: RecentFiles,
+  settings: () => Settings,
+  getApiKey: () => Promise<string | undefined> = () => Promise.resolve("tr_key"),
+): NextEditSession {
+  return new NextEditSession({
     clock: systemClock,
     fetch: (url, init) => fetch(url, init),
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    getSettings: () => settings,
-    getApiKey: () => Promise.resolve("tr_key"),
+    getSettings: settings,
+    getApiKey,
     files,
   });
+}
+
+/** RecentFiles holding src/area.ts (the `source` above), under the workspace folder /work. */
+function areaFiles(): { files: RecentFiles; uri: string } {
+  const files = new RecentFiles(systemClock);
+  const uri = "file:///work/src/area.ts";
+  files.open({ uri, path: "src/area.ts", scheme: "file", folder: "file:///work" }, source);
+  return { files, uri };
+}
+
+test("after a pause that follows a rename, the session asks once with the edit history and returns the relay's edit; a second pause without an edit asks nothing", async () => {
+  const range = { start: { line: 2, character: 9 }, end: { line: 2, character: 10 } };
+  const server = await relay(answerWith([{ range, text: "w1" }]));
+  const { files, uri } = areaFiles();
+  const settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: server.url, workspaceSlug: "acme" };
+  const session = sessionOver(files, () => settings);
   try {
     const at = source.indexOf("w = width");
     files.edit(uri, [changeAt(source, at, 1, "w1")]);
@@ -158,26 +173,21 @@ test("after a pause that follows a rename, the session asks once with the edit h
 test("a pause cancelled before its answer came leaves the edit unasked: the next pause for the same text asks, once", async () => {
   const range = { start: { line: 2, character: 9 }, end: { line: 2, character: 10 } };
   const server = await relay(answerWith([{ range, text: "w1" }]));
-  const files = new RecentFiles(systemClock);
-  const uri = "file:///work/src/area.ts";
-  files.open({ uri, path: "src/area.ts", scheme: "file", folder: "file:///work" }, source);
+  const { files, uri } = areaFiles();
   const settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: server.url, workspaceSlug: "acme" };
   let keyAsked: () => void = () => undefined;
   const keyWanted = new Promise<void>((resolve) => (keyAsked = resolve));
   let slowKey = true;
-  const session = new NextEditSession({
-    clock: systemClock,
-    fetch: (url, init) => fetch(url, init),
-    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    getSettings: () => settings,
-    // The first pause waits on the key store, and VS Code's next call for the same text ends that pause meanwhile.
-    getApiKey: () => {
+  // The first pause waits on the key store, and VS Code's next call for the same text ends that pause meanwhile.
+  const session = sessionOver(
+    files,
+    () => settings,
+    () => {
       if (!slowKey) return Promise.resolve("tr_key");
       keyAsked();
       return new Promise((resolve) => setTimeout(() => resolve("tr_key"), 50));
     },
-    files,
-  });
+  );
   try {
     const at = source.indexOf("w = width");
     files.edit(uri, [changeAt(source, at, 1, "w1")]);
@@ -205,14 +215,7 @@ test("no next edit is asked for a file that is excluded or not held, nor when ta
   files.setExcludes({ excludeGlobs: ["secret*"] });
   const folder = "file:///work";
   let settings: Settings = { ...DEFAULT_SETTINGS, relayUrl: server.url, workspaceSlug: "acme" };
-  const session = new NextEditSession({
-    clock: systemClock,
-    fetch: (url, init) => fetch(url, init),
-    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    getSettings: () => settings,
-    getApiKey: () => Promise.resolve("tr_key"),
-    files,
-  });
+  const session = sessionOver(files, () => settings);
   try {
     const secret = `${folder}/src/secrets.ts`;
     files.open({ uri: secret, path: "src/secrets.ts", scheme: "file", folder }, source);

@@ -7,7 +7,7 @@ import {
   type NextEdit,
   type RecentEdit,
 } from "@tab-relay/shared";
-import { errorOfBody, stopOnCancelOrTimeout } from "./request";
+import { type RequestFailed, type RequestUnanswered, errorOfBody, stopOnCancelOrTimeout } from "./request";
 import type { Clock, FetchLike } from "./types";
 
 export const NEXT_EDITS_PATH = API_PREFIX + TAB_NEXT_EDITS_PATH;
@@ -89,15 +89,8 @@ export function buildNextEditRequest(
 
 export type NextEditOutcome =
   | { readonly kind: "ok"; readonly answer: NextEditResponse; readonly durationMs: number }
-  | { readonly kind: "aborted" | "timeout"; readonly durationMs: number }
-  | { readonly kind: "unreachable"; readonly message: string; readonly durationMs: number }
-  | {
-      readonly kind: "failed";
-      readonly status: number | undefined;
-      readonly code: string;
-      readonly message: string;
-      readonly durationMs: number;
-    };
+  | RequestUnanswered
+  | RequestFailed;
 
 /**
  * POSTs one next-edit request. Never throws. The answer is checked against the shared schema, and each edit must

@@ -28,17 +28,22 @@ export type RequestOutcome =
       /** The answer's `id`, which usage reports name the suggestion by; absent when no chunk arrived. */
       readonly completionId?: string;
     }
-  | { readonly kind: "aborted"; readonly durationMs: number }
-  | { readonly kind: "timeout"; readonly durationMs: number }
-  | { readonly kind: "unreachable"; readonly message: string; readonly durationMs: number }
-  | {
-      readonly kind: "failed";
-      readonly status: number | undefined;
-      readonly code: string;
-      readonly message: string;
-      readonly retryAfterMs: number | undefined;
-      readonly durationMs: number;
-    };
+  | RequestUnanswered
+  | (RequestFailed & { readonly retryAfterMs: number | undefined });
+
+/** How a request to the relay ends without an answer: stopped (typing on, the timeout), or the relay not reached. */
+export type RequestUnanswered =
+  | { readonly kind: "aborted" | "timeout"; readonly durationMs: number }
+  | { readonly kind: "unreachable"; readonly message: string; readonly durationMs: number };
+
+/** The relay answered with an error (its envelope's code and message), or with an answer the client refuses. */
+export interface RequestFailed {
+  readonly kind: "failed";
+  readonly status: number | undefined;
+  readonly code: string;
+  readonly message: string;
+  readonly durationMs: number;
+}
 
 export interface RelayRequest {
   readonly relayUrl: string;

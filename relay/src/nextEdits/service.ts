@@ -77,7 +77,10 @@ export function createNextEditService(deps: {
       signal.throwIfAborted();
       const doc = documentOf(request);
       // The person's text goes to the model with its control tokens broken, so it cannot end a region early.
-      const neutral = (text: string) => neutraliseControlTokens(text).text;
+      const neutral = (text: string) => {
+        const broken = neutraliseControlTokens(text).text;
+        return format.neutralise ? format.neutralise(broken) : broken;
+      };
       const shown = mapLines(doc, neutral);
       const changedLines = new Set<number>();
       shown.lines.forEach((line, i) => {

@@ -2,7 +2,7 @@ import type { RecentEdit } from "@tab-relay/shared";
 import type { NextEditDocument } from "../document";
 
 /** The formats the relay speaks to a team's model for next edits (TAB_RELAY_NEXT_EDIT_FORMAT). */
-export const NEXT_EDIT_FORMATS = ["zeta", "instinct", "chat"] as const;
+export const NEXT_EDIT_FORMATS = ["zeta", "zeta2", "instinct", "chat"] as const;
 export type NextEditFormatName = (typeof NEXT_EDIT_FORMATS)[number];
 
 /** What a format builds its prompt from; every piece of the person's text has had its control tokens neutralised. */
@@ -27,6 +27,11 @@ export interface NextEditFormat {
   /** The model's text in the server's (not streamed) JSON answer. */
   text(json: unknown): string | undefined;
   parse(reply: string): ParsedReply;
+  /**
+   * What else of the person's text the format's model would read as its prompt's structure, broken the way control
+   * tokens are; applied after the control tokens every format breaks.
+   */
+  neutralise?(text: string): string;
 }
 
 /**

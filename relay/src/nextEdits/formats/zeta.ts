@@ -10,7 +10,11 @@ import { type FormatInput, type NextEditFormat, type ParsedReply, count, newestW
  * `format_zeta1_excerpt`): an instruction, the "User edited <path>:" events as diff blocks, oldest first, and the
  * excerpt in a fence named by the path, with `<|start_of_file|>` when it starts the file, the editable region
  * between its markers and the cursor marker. Budgets follow crates/zeta/src/zeta1.rs (about 150 tokens of context,
- * 500 of events, at about 3 bytes a token as `guess_token_count` counts them).
+ * 500 of events, at about 3 bytes a token as `guess_token_count` counts them). Checked again against the crate's
+ * `zeta1` module (`format_zeta1_prompt`, `format_zeta1_event`, `format_zeta1_excerpt`, `clean_zeta1_model_output`) and
+ * Zed's self-hosted request (crates/edit_prediction, `EditPredictionPromptFormat::Zeta`): Zed sends the region end
+ * marker as a stop sequence, so the server cuts it off and Zed reads to the end of the text; the relay sends no stop
+ * sequence and requires the marker, so a reply cut by max_tokens is refused instead of applied short.
  */
 export const ZETA_MARKERS = {
   cursor: "<|user_cursor_is_here|>",
@@ -53,7 +57,7 @@ function zetaExcerpt(input: FormatInput): string {
 }
 
 /** The nearest context lines that fit in `budget` characters on each side. */
-function withinChars(
+export function withinChars(
   context: { before: string[]; after: string[]; startsFile: boolean },
   budget: number,
 ): { before: { lines: string[]; startsFile: boolean }; after: string[] } {
@@ -99,15 +103,24 @@ export function parseZetaReply(reply: string): ParsedReply {
   return { kind: "rewrite", text: body.slice(0, end) };
 }
 
+/**
+ * A prompt sent to an OpenAI-compatible `/completions` (vLLM, llama.cpp, Ollama's /v1): greedy, as Zeta's card runs it
+ * with vLLM, and with no stop sequence, since the reply's end marker is what proves it whole.
+ */
+export function completionsRequest(
+  input: FormatInput,
+  baseUrl: string,
+  prompt: string,
+): { url: string; body: Record<string, unknown> } {
+  return {
+    url: joinUrl(baseUrl, "/completions"),
+    body: { model: input.model, prompt, max_tokens: input.maxTokens, temperature: 0 },
+  };
+}
+
 export const zetaFormat: NextEditFormat = {
   name: "zeta",
-  request(input, baseUrl) {
-    return {
-      url: joinUrl(baseUrl, "/completions"),
-      // Greedy, as the card's vLLM example; no stop sequence, since the reply's end marker is what proves it whole.
-      body: { model: input.model, prompt: zetaPrompt(input), max_tokens: input.maxTokens, temperature: 0 },
-    };
-  },
+  request: (input, baseUrl) => completionsRequest(input, baseUrl, zetaPrompt(input)),
   text: completionText,
   parse: parseZetaReply,
 };
