@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
  * split the text with the o200k pre-tokenisation regex; a piece that is itself a token counts one; any other piece is
  * merged from its UTF-8 bytes, always merging the adjacent pair of lowest rank (the leftmost on a tie), and counts
  * the parts left. Its lookups by string and by byte array are one lookup by bytes here: a string token's bytes are
- * its UTF-8, and byte tokens are the ones that are not valid UTF-8. `test/relay/o200kTable.test.ts` compares the
+ * its UTF-8, and byte tokens are the ones that are not valid UTF-8. `o200k.test.ts` beside it compares the
  * two on real source and on generated text of every script.
  */
 
