@@ -9,8 +9,9 @@ import { copyAtomically, writeAtomically, writeOutputs } from "../atomicWrite.mj
 const here = dirname(fileURLToPath(import.meta.url));
 const outdir = join(here, "..", "dist", "console");
 // The console should load fast on a phone; a budget makes growth a conscious decision. 64 KiB since the People and
-// Audit views (about 7.7 KB minified together, most of it their words) joined the 55 KB before them.
-const BUDGET_BYTES = 64 * 1024;
+// Audit views (about 7.7 KB minified together, most of it their words) joined the 55 KB before them; 66 KiB since the
+// extension's install line (home, People) and the playground's "Answered by" joined them (about 1.8 KB together).
+const BUDGET_BYTES = 66 * 1024;
 // uPlot is about 50 KB minified; the view around it about 5 KB.
 const INSIGHTS_BUDGET_BYTES = 64 * 1024;
 

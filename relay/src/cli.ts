@@ -17,7 +17,9 @@ import {
   loadOperatorConfig,
   secretFlagWarnings,
 } from "./config";
-import { runDoctor } from "./doctor";
+import { type DoctorCheck, runDoctor } from "./doctor";
+import { engineCheck } from "./doctor/engineCheck";
+import { forkEngineChild } from "./engine/engine";
 import { operatorChecks } from "./doctor/operator";
 import { DATABASE_FILE, databasePath, openStore, startRelay } from "./main";
 import { looseModeWarnings } from "./dataFolder";
@@ -53,6 +55,10 @@ Usage:
                    relay's own code, and the environment lines for serve (the API key from TAB_RELAY_UPSTREAM_API_KEY,
                    never printed); exit 0 when the round trip works, 1 when the server answered but it failed, 2 when
                    nothing answered
+  tab-relay doctor --model NAME|FILE.gguf [--engine-dir DIR] [--gpu auto|off] [--fim-template T] [--json]
+                   load a model into the embedded engine as start --model would (a NAME must be pulled already):
+                   the llama.cpp build in use (CPU, CUDA, Vulkan or Metal), the FIM tokens, and one timed
+                   completion; exit 0 when it answers, 1 when the model cannot be loaded or does not answer
   tab-relay doctor [--data DIR | --database URL] [--redis URL] [--host H] [--port N] [--public-url URL] [...]
                    check a deployment (DIR defaults to ./data, as for start), with the settings serve would read: the data folder's permissions, the database
                    (reachable, migrations current), Redis, the public URL against the listen address, the clock
@@ -76,10 +82,22 @@ ${Object.values(SETTINGS)
 const settingFlags = Object.fromEntries(
   Object.values(SETTINGS).map((s) => [s.flag, { type: s.flag === "allow-unverified" ? "boolean" : "string" }] as const),
 ) as Record<string, { type: "string" | "boolean" }>;
+/** The settings `doctor --model` loads the model with, as `start --model` reads them. */
+const DOCTOR_ENGINE_SETTINGS = [
+  "model",
+  "engineDir",
+  "engineThreads",
+  "engineContext",
+  "gpu",
+  "modelRegistry",
+] as const satisfies readonly SettingName[];
 /** `doctor` takes the upstream settings (the model server) and the deployment's (see loadOperatorConfig). */
 const DOCTOR_OPTIONS = {
   ...Object.fromEntries(
-    [...DOCTOR_SETTINGS, ...OPERATOR_SETTINGS].map((name) => [SETTINGS[name].flag, { type: "string" as const }]),
+    [...DOCTOR_SETTINGS, ...OPERATOR_SETTINGS, ...DOCTOR_ENGINE_SETTINGS].map((name) => [
+      SETTINGS[name].flag,
+      { type: "string" as const },
+    ]),
   ),
   json: { type: "boolean" as const },
 };
@@ -336,8 +354,12 @@ async function restore(values: Record<string, unknown>): Promise<void> {
  * or database is (--data, --database or theirs); the exit code says how it went (see USAGE).
  */
 async function doctor(values: Record<string, unknown>): Promise<void> {
-  const upstreamGiven =
-    (overridesFrom(values).upstreamUrl ?? process.env[SETTINGS.upstreamUrl.env] ?? "").trim() !== "";
+  const given = (name: SettingName) =>
+    (overridesFrom(values)[name] ?? process.env[SETTINGS[name].env] ?? "").trim() !== "";
+  const upstreamGiven = given("upstreamUrl");
+  const modelGiven = given("model");
+  // With --model alone, just the model (the data folder only to find a model by name and the engine).
+  const modelOnly = modelGiven && !upstreamGiven && !given("dataDir") && !given("databaseUrl");
   // Alone, doctor checks the deployment `npm start` makes; with --upstream-url alone, just the model server.
   if (!upstreamGiven) defaultToStartFolder("doctor", values);
   const overrides = overridesFrom(values);
@@ -351,17 +373,46 @@ async function doctor(values: Record<string, unknown>): Promise<void> {
       return undefined;
     }
   };
-  const operator = collect(() => loadOperatorConfig(process.env, overrides));
+  const operator = modelOnly ? undefined : collect(() => loadOperatorConfig(process.env, overrides));
   const deployment = operator !== undefined || problems.length > 0;
-  const upstream = upstreamGiven || !deployment ? collect(() => loadDoctorConfig(process.env, overrides)) : undefined;
-  if (!upstreamGiven && !deployment)
+  const upstream =
+    upstreamGiven || (!deployment && !modelGiven) ? collect(() => loadDoctorConfig(process.env, overrides)) : undefined;
+  const withModel = modelGiven ? collect(() => loadConfig(process.env, overrides)) : undefined;
+  if (!upstreamGiven && !deployment && !modelGiven)
     problems.push(
       `or ${SETTINGS.dataDir.env} (--${SETTINGS.dataDir.flag}) or ${SETTINGS.databaseUrl.env} (--${SETTINGS.databaseUrl.flag}): the deployment to check`,
     );
   if (problems.length > 0) fail(new ConfigError(problems).message);
-  const more = operator
+  const operatorMore = operator
     ? await operatorChecks(operator, { clock: systemClock, databaseFile: DATABASE_FILE })
     : undefined;
+  let engineMore: DoctorCheck[] = [];
+  if (withModel?.engine) {
+    let registry;
+    try {
+      registry = await loadRegistry(withModel.models.registryFile);
+    } catch (error) {
+      await operatorMore?.close();
+      fail(error instanceof Error ? error.message : String(error));
+    }
+    engineMore = [
+      engineCheck({
+        engine: withModel.engine,
+        dataDir: withModel.dataDir || ".",
+        registry,
+        fork: forkEngineChild(process.env),
+        clock: systemClock,
+      }),
+    ];
+  }
+  const more =
+    operatorMore || engineMore.length > 0
+      ? {
+          checks: [...engineMore, ...(operatorMore?.checks ?? [])],
+          secrets: operatorMore?.secrets ?? [],
+          close: async () => operatorMore?.close(),
+        }
+      : undefined;
   const code = await runDoctor(
     upstream,
     {

@@ -404,3 +404,31 @@ describe("loadDoctorConfig", () => {
     );
   });
 });
+
+describe("the embedded engine's FIM template", () => {
+  test("a family's template reaches the engine as its text, a custom one as given, none as undefined", () => {
+    const engine = (env: Record<string, string>) =>
+      loadConfig({ TAB_RELAY_DATA: "/tmp/x", TAB_RELAY_MODEL: "./m.gguf", ...env }).engine;
+    assert.equal(
+      engine({ TAB_RELAY_FIM_TEMPLATE: "qwen-coder" })?.fimTemplate,
+      "<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>",
+    );
+    assert.equal(
+      engine({ TAB_RELAY_FIM_TEMPLATE: "starcoder2" })?.fimTemplate,
+      "<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>",
+    );
+    assert.equal(
+      engine({ TAB_RELAY_FIM_TEMPLATE: "<A>{prefix}<B>{suffix}<C>" })?.fimTemplate,
+      "<A>{prefix}<B>{suffix}<C>",
+    );
+    assert.equal(engine({})?.fimTemplate, undefined);
+  });
+
+  test("a template without {prefix} is refused for the engine too", () => {
+    assert.throws(
+      () =>
+        loadConfig({ TAB_RELAY_DATA: "/tmp/x", TAB_RELAY_MODEL: "./m.gguf", TAB_RELAY_FIM_TEMPLATE: "<A>{suffix}" }),
+      (error: ConfigError) => error.problems.some((p) => /must contain \{prefix\}/.test(p)),
+    );
+  });
+});

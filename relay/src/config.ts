@@ -7,7 +7,13 @@ import { DEPRECATED_APIS, UPSTREAM_APIS, type UpstreamApi } from "./providers/up
 import { NEXT_EDIT_FORMATS, type NextEditFormatName } from "./nextEdits/formats/format";
 import { DEFAULT_INFILL_MAX_PREDICT_MS } from "./providers/upstream/modes/infill";
 import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimits } from "./providers/upstream/limits";
-import { FIM_FAMILIES, customTemplateProblems, familyForModel, isFimFamily } from "./providers/upstream/templates";
+import {
+  FIM_FAMILIES,
+  customTemplateProblems,
+  familyForModel,
+  isFimFamily,
+  templateText,
+} from "./providers/upstream/templates";
 import { DEFAULT_HUB_URL } from "./engine/models/registry";
 import type { ProxySettings } from "./engine/models/transport";
 
@@ -115,6 +121,8 @@ export interface EngineConfig {
   contextSize: number;
   gpu: "auto" | "off";
   allowUnverified: boolean;
+  /** TAB_RELAY_FIM_TEMPLATE as a template string (a family's own, see templateText), used instead of the metadata. */
+  fimTemplate: string | undefined;
 }
 
 /**
@@ -435,6 +443,12 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
             contextSize: c.engineContext,
             gpu: c.gpu,
             allowUnverified: c.allowUnverified,
+            fimTemplate:
+              c.fimTemplate === undefined
+                ? undefined
+                : isFimFamily(c.fimTemplate)
+                  ? templateText(c.fimTemplate)
+                  : c.fimTemplate,
           })
         : undefined,
     rateLimits: Object.freeze(rateLimits),

@@ -632,6 +632,7 @@ async function startEngine(
       threads: settings.threads,
       contextSize: settings.contextSize,
       gpu: settings.gpu,
+      ...(settings.fimTemplate === undefined ? {} : { fimTemplate: settings.fimTemplate }),
     },
     logger,
     clock,

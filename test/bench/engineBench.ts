@@ -207,7 +207,16 @@ async function compare(label: string, path: string, lines: number, n: number) {
     } | ${m(xs, "tps").toFixed(1)} | ${(m(xs, "tps") / m(base, "tps")).toFixed(2)}× | ${
       xs[0]!.childTps === undefined ? "" : m(xs, "childTps").toFixed(1)
     } |`;
+  const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+  const ttftGap = m(r.warm, "ttft") - m(f.warm, "ttft");
+  const tpsRatio = m(r.cold, "tps") / m(f.cold, "tps");
+  const reuse = m(r.warm, "ttft") / m(r.cold, "ttft");
   return {
+    goals: [
+      `${label}: first token (prefix reused) within 2 ms of the floor: ${ttftGap.toFixed(1)} ms ${verdict(ttftGap <= 2)}`,
+      `${label}: tokens/s at least 0.95x the floor: ${tpsRatio.toFixed(2)}x ${verdict(tpsRatio >= 0.95)}`,
+      `${label}: reused-prefix first token at most 30 % of a cold one's: ${(100 * reuse).toFixed(0)} % ${verdict(reuse <= 0.3)}`,
+    ],
     rows: [
       row("floor, cold", f.cold, f.cold),
       row("relay, cold", r.cold, f.cold),
@@ -254,6 +263,8 @@ console.log("|---|---|---|---|---|---|---|---|");
 for (const r of results) for (const row of r.rows) console.log(row);
 console.log("");
 for (const r of results) console.log(r.reuse);
+console.log("");
+for (const r of results) for (const goal of r.goals) console.log(goal);
 if (together.length > 0) {
   console.log("\nPeople at once (Qwen shape, 2 sequences, cold prompts):\n");
   console.log(

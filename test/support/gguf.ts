@@ -30,6 +30,11 @@ export interface GgufModelOptions {
   quantized?: boolean;
   /** Leave out the FIM tokens and keys: a model that cannot fill in the middle. */
   withoutFim?: boolean;
+  /**
+   * More control tokens, after the specials, and no FIM keys for them: FIM markers under names llama.cpp does not
+   * recognise (with `withoutFim`, a model only a configured template can fill in the middle with).
+   */
+  controlTokens?: readonly string[];
   /** Which tokens the weights favour: printable text (default), or one control token (end-of-text, say) at once. */
   favour?: "text" | (typeof SPECIAL_TOKENS)[number];
   /** Make newlines as unlikely as control tokens: one long line, which no postprocessing rule ends early. */
@@ -110,9 +115,17 @@ export interface Vocabulary {
   types: number[];
   merges: string[];
   special: Record<(typeof SPECIAL_TOKENS)[number], number>;
+  /** `controlTokens`, by name. */
+  control: Record<string, number>;
 }
 
-export function buildVocabulary(size: number, withFim: boolean): Vocabulary {
+export function buildVocabulary(
+  size: number,
+  withFim: boolean,
+  controlTokens: readonly string[] = [],
+  /** Fillers as ordinary tokens of text (`_f12`) rather than unused ones, which print nothing. */
+  printableFillers = false,
+): Vocabulary {
   const tokens = byteToUnicode();
   const types = tokens.map(() => 1);
   const merges = MERGES.map(([a, b]) => {
@@ -127,11 +140,17 @@ export function buildVocabulary(size: number, withFim: boolean): Vocabulary {
     tokens.push(name);
     types.push(3); // control
   }
-  for (let i = 0; tokens.length < size; i++) {
-    tokens.push(`<|filler_${i}|>`);
-    types.push(5); // unused
+  const control: Record<string, number> = {};
+  for (const name of controlTokens) {
+    control[name] = tokens.length;
+    tokens.push(name);
+    types.push(3);
   }
-  return { tokens, types, merges, special };
+  for (let i = 0; tokens.length < size; i++) {
+    tokens.push(printableFillers ? `_f${i}` : `<|filler_${i}|>`);
+    types.push(printableFillers ? 1 : 5); // normal, or unused
+  }
+  return { tokens, types, merges, special, control };
 }
 
 /** A printable token: text of visible ASCII, space, tab or newline; never a control or filler token. */
@@ -235,7 +254,8 @@ interface TensorSpec {
   /** Innermost first, as ggml's ne[]. */
   dims: number[];
   type: TensorType;
-  fill: (out: Buffer, random: () => number) => void;
+  /** Fills `out`, the tensor's bytes from `offset` on (whole rows: a big tensor is written in slices). */
+  fill: (out: Buffer, random: () => number, offset: number) => void;
 }
 
 function tensorBytes(spec: TensorSpec): number {
@@ -274,6 +294,34 @@ function randomFill(type: TensorType, scale: number): TensorSpec["fill"] {
   };
 }
 
+/**
+ * Q8_0 rows of `width` values whose dimension LEAD (in each row's first block) is `lead(row)` and the rest random
+ * within `scale`: the quantised form of the F32 embeddings and output below, so the realistic shape writes text too.
+ */
+function ledQ8Fill(width: number, scale: number, lead: (row: number) => number): TensorSpec["fill"] {
+  const rowBytes = (width / 32) * 34;
+  const randomHalf = toHalf(scale / 127);
+  return (out, random, offset) => {
+    for (let row = 0; row * rowBytes < out.length; row++) {
+      const start = row * rowBytes;
+      const value = lead(offset / rowBytes + row);
+      const firstScale = Math.max(Math.abs(value), scale) / 127;
+      out.writeUInt16LE(toHalf(firstScale), start);
+      out.writeInt8(Math.round(value / firstScale), start + 2);
+      for (let i = 1; i < 32; i++) out.writeInt8(Math.round(((random() * 2 - 1) * scale) / firstScale), start + 2 + i);
+      // The other blocks as randomFill writes them: two int8s per random draw keeps 151,936 rows within seconds.
+      for (let at = start + 34; at < start + rowBytes; at += 34) {
+        out.writeUInt16LE(randomHalf, at);
+        for (let i = 0; i < 32; i += 2) {
+          const r = (random() * 65536) | 0;
+          out.writeInt8((r & 0xff) - 128, at + 2 + i);
+          out.writeInt8((r >>> 8) - 128, at + 3 + i);
+        }
+      }
+    }
+  };
+}
+
 /** Writes the model to `path`; returns its vocabulary (token ids for the tests). */
 export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vocabulary {
   const n = {
@@ -285,7 +333,14 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
     ff: options.feedForward ?? 128,
     ctx: options.contextLength ?? 1024,
   };
-  const vocab = buildVocabulary(options.vocabSize ?? 512, !options.withoutFim);
+  // The realistic shape's 151,936 tokens are nearly all fillers, which random weights pick as often as any: they
+  // must print, or its completions would be empty text and nothing would stream.
+  const vocab = buildVocabulary(
+    options.vocabSize ?? 512,
+    !options.withoutFim,
+    options.controlTokens,
+    options.quantized === true,
+  );
   const nVocab = vocab.tokens.length;
   const headDim = n.embd / n.heads;
   const big = options.quantized ? TensorType.Q8_0 : TensorType.F32;
@@ -294,12 +349,20 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
     options.favour === undefined || options.favour === "text" ? undefined : vocab.special[options.favour];
   // Dimension 0 carries a constant that dominates the residual stream (see the file comment).
   const LEAD = 0;
-  // The realistic shape quantises its embeddings too (as Qwen's Q8_0 file does); its text is not read.
+  const good = (t: number) =>
+    favoured !== undefined ? t === favoured : wanted(vocab.tokens[t]!, vocab.types[t]!, options.oneLine === true);
+  // The realistic shape quantises its embeddings too (as Qwen's Q8_0 file does), with the same lead dimension.
   const tensors: TensorSpec[] = options.quantized
     ? [
-        matrix("token_embd.weight", [n.embd, nVocab], big, 0.5),
+        { name: "token_embd.weight", dims: [n.embd, nVocab], type: big, fill: ledQ8Fill(n.embd, 0.5, () => 4) },
         ones("output_norm.weight", n.embd),
-        matrix("output.weight", [n.embd, nVocab], big, 0.5),
+        {
+          name: "output.weight",
+          dims: [n.embd, nVocab],
+          type: big,
+          // Stronger than the F32 output's ±0.5: over 24 layers and 151,936 rows the random part is much larger.
+          fill: ledQ8Fill(n.embd, 0.8, (t) => (good(t) ? 6 : -6)),
+        },
       ]
     : [
         {
@@ -319,12 +382,8 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
           type: TensorType.F32,
           fill: (out, random) => {
             for (let t = 0; t < nVocab; t++) {
-              const good =
-                favoured !== undefined
-                  ? t === favoured
-                  : wanted(vocab.tokens[t]!, vocab.types[t]!, options.oneLine === true);
               for (let d = 0; d < n.embd; d++)
-                out.writeFloatLE(d === LEAD ? (good ? 0.5 : -0.5) : (random() * 2 - 1) * 0.8, (t * n.embd + d) * 4);
+                out.writeFloatLE(d === LEAD ? (good(t) ? 0.5 : -0.5) : (random() * 2 - 1) * 0.8, (t * n.embd + d) * 4);
             }
           },
         },
@@ -413,10 +472,12 @@ export function writeGgufModel(path: string, options: GgufModelOptions = {}): Vo
       written = offsets[i]!;
       // Big tensors go out in row-aligned slices, so a 670 MB model never sits in memory whole.
       const size = tensorBytes(tensor);
-      const sliceBytes = tensor.type === TensorType.F32 || size <= 1 << 24 ? size : 34 * 16_384;
+      const rowBytes = (tensor.dims[0]! / 32) * 34;
+      const sliceBytes =
+        tensor.type === TensorType.F32 || size <= 1 << 24 ? size : rowBytes * Math.floor((34 * 16_384) / rowBytes);
       for (let done = 0; done < size; done += sliceBytes) {
         const out = Buffer.alloc(Math.min(sliceBytes, size - done));
-        tensor.fill(out, random);
+        tensor.fill(out, random, done);
         writeSync(fd, out);
       }
       written += size;

@@ -26,7 +26,7 @@ import { RelayError } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { CompletionInput, ModelProvider, TextSink } from "../providers/types";
-import { contextSnippets } from "../providers/upstream/context";
+import { contextSnippets, pathCommentContext } from "../providers/upstream/context";
 import type { ChildMessage, CompletionStats, EngineInfo, ParentMessage, PromptInput } from "./protocol";
 import { restartDelay } from "./restartPolicy";
 
@@ -39,6 +39,11 @@ export interface EngineSettings {
   threads: number;
   contextSize: number;
   gpu: "auto" | "off";
+  /**
+   * A FIM template with `{prefix}`, `{suffix}` and `{context}` (templates.ts's `templateText` for a family), used
+   * instead of the FIM tokens in the model's metadata; a model without them is refused unless one is set.
+   */
+  fimTemplate?: string;
 }
 
 export type EngineState = "starting" | "ready" | "restarting" | "stopped";
@@ -116,7 +121,8 @@ interface Job {
 /** The prompt's text from the editor context: the cursor's file and the ranked snippets of others. */
 export function promptInput(input: CompletionInput): PromptInput {
   const context = input.context;
-  const files = contextSnippets(context)
+  const snippets = contextSnippets(context);
+  const files = snippets
     .filter((snippet) => snippet.path !== undefined)
     .map((snippet) => ({ path: snippet.path!, text: snippet.text }));
   return {
@@ -125,6 +131,7 @@ export function promptInput(input: CompletionInput): PromptInput {
     files,
     path: context.file_path,
     repoName: context.workspace_slug,
+    contextText: pathCommentContext(snippets, context),
   };
 }
 
@@ -267,6 +274,7 @@ export function createEngine(deps: {
       TAB_RELAY_ENGINE_THREADS: String(settings.threads),
       TAB_RELAY_ENGINE_CONTEXT: String(settings.contextSize),
       TAB_RELAY_ENGINE_GPU: settings.gpu,
+      ...(settings.fimTemplate === undefined ? {} : { TAB_RELAY_ENGINE_FIM_TEMPLATE: settings.fimTemplate }),
     };
     const current = spawnChild(env);
     child = current;

@@ -15,6 +15,8 @@ export interface PromptInput {
   path: string | undefined;
   /** The repository's name, for `<|repo_name|>`. */
   repoName: string;
+  /** The other files as path comments, for a configured template's `{context}`. */
+  contextText: string;
 }
 
 export type ParentMessage =
@@ -31,6 +33,8 @@ export interface FimTokens {
   middle: string;
   fileSeparator: string | undefined;
   repoName: string | undefined;
+  /** The configured FIM template (TAB_RELAY_FIM_TEMPLATE), when one is used instead of the model's metadata. */
+  template?: string;
 }
 
 export interface EngineInfo {

@@ -2,7 +2,7 @@
  * The completion playground: a real streamed completion from this relay, sent with the signed-in session as the
  * editor would send it, with its timing and the model's text before the relay's postprocessing.
  */
-import { ApiError, postForEvents } from "../api";
+import { ApiError, api, postForEvents } from "../api";
 import { clearError, errorSlot, field, h, onSubmit, uid } from "../dom";
 import { emptyAnswerNote, PLAYGROUND_SAMPLE } from "../playgroundText";
 import { app } from "../state";
@@ -12,7 +12,21 @@ const SURFACES = ["code", "docs", "notes", "messages"] as const;
 const LANGUAGES = ["typescript", "javascript", "python", "go", "rust", "java", "markdown", "plaintext"];
 
 interface Chunk {
+  /** The relay's model id the answer is for (tab-v1). */
+  model?: string;
   choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
+}
+
+/** What GET /tab/models says serves a model (TabModel in @tab-relay/shared, as far as this page reads it). */
+interface ModelsAnswer {
+  models: { id: string; served_by?: { provider: string; model?: string; engine?: string } }[];
+}
+
+/** The model that answered: the relay's id, and what serves it there when the relay says (the embedded engine's GGUF). */
+export function answeredBy(id: string, servedBy: ModelsAnswer["models"][number]["served_by"]): string {
+  if (servedBy?.model !== undefined)
+    return `${id}: ${servedBy.model}${servedBy.provider === "engine" ? " on the embedded engine" : ""}${servedBy.engine ? ` (${servedBy.engine})` : ""}`;
+  return id;
 }
 
 /** Line and column (both from 1) of an offset in a text. */
@@ -64,6 +78,7 @@ export function playgroundView(): View {
   const firstMs = h("dd", { "data-testid": "playground-first-ms" }, "–");
   const totalMs = h("dd", { "data-testid": "playground-total-ms" }, "–");
   const finish = h("dd", { "data-testid": "playground-finish" }, "–");
+  const model = h("dd", { "data-testid": "playground-model" }, "–");
   const result = h(
     "section",
     {
@@ -84,6 +99,8 @@ export function playgroundView(): View {
       totalMs,
       h("dt", null, "Finish reason"),
       finish,
+      h("dt", null, "Answered by"),
+      model,
     ),
     h("h2", null, "The model's raw text"),
     h(
@@ -138,6 +155,8 @@ export function playgroundView(): View {
     firstMs.textContent = "–";
     totalMs.textContent = "–";
     finish.textContent = "–";
+    model.textContent = "–";
+    let modelId: string | undefined;
     result.dataset.state = "streaming";
     const controller = new AbortController();
     running = controller;
@@ -163,7 +182,12 @@ export function playgroundView(): View {
             return;
           }
           if (data === "[DONE]") return;
-          const choice = (JSON.parse(data) as Chunk).choices?.[0];
+          const chunk = JSON.parse(data) as Chunk;
+          if (modelId === undefined && chunk.model) {
+            modelId = chunk.model;
+            model.textContent = modelId;
+          }
+          const choice = chunk.choices?.[0];
           const content = choice?.delta?.content;
           if (content) {
             if (!sawText) firstMs.textContent = since();
@@ -175,6 +199,12 @@ export function playgroundView(): View {
         controller.signal,
       );
       totalMs.textContent = since();
+      if (modelId !== undefined) {
+        // The answer names the relay's model id; the model list says what serves it on this relay.
+        const listed = await api<ModelsAnswer>("GET", "/tab/models").catch(() => undefined);
+        const id = modelId;
+        model.textContent = answeredBy(id, listed?.models.find((m) => m.id === id)?.served_by);
+      }
       if (!sawText) answer.append(h("span", { class: "muted" }, emptyAnswerNote(await relayProvider())));
       if (!raw.textContent) raw.append(h("span", { class: "muted" }, "(none)"));
       result.dataset.state = "done";

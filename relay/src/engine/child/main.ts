@@ -9,7 +9,14 @@
 import { open } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ChildMessage, CompletionStats, EngineBinary, EngineInfo, ParentMessage } from "../protocol";
-import { type PromptTokens, buildInfillTokens } from "./prompt";
+import {
+  type PromptTokens,
+  type TemplatePart,
+  buildInfillTokens,
+  buildTemplateTokens,
+  templateMarkers,
+  templatePieces,
+} from "./prompt";
 import { chooseSequence } from "./sequences";
 
 // The few parts of node-llama-cpp 3.21.1 this file uses (its .d.ts files); it is not a dependency of the relay, so
@@ -151,24 +158,86 @@ async function main(): Promise<void> {
       message: `llama.cpp could not load ${modelPath} (${(error as Error).message}): the file is damaged or cut short, or its architecture is one this llama.cpp does not know. Download it again (\`tab-relay models rm\`, then \`models pull\`)`,
     });
   }
-  const infill = model.tokens.infill;
-  const missing = (Object.keys(FIM_KEYS) as (keyof typeof FIM_KEYS)[]).filter((k) => infill[k] === null);
-  if (missing.length > 0) {
-    return void send({
-      type: "load-failed",
-      reason: "no_fim",
-      message: `${basename(modelPath)} has no fill-in-the-middle tokens: its GGUF metadata lacks ${missing.map((k) => FIM_KEYS[k]).join(", ")} (and no <|fim_…|> tokens were found in its vocabulary). Use a code model trained for FIM (\`tab-relay models list\`)`,
-    });
-  }
   const ggml = model.fileInfo.metadata.tokenizer?.ggml ?? {};
   const tokenId = (key: string) => (typeof ggml[key] === "number" ? ggml[key] : undefined);
-  const tokens: PromptTokens = {
-    prefix: infill.prefix!,
-    suffix: infill.suffix!,
-    middle: infill.middle!,
-    fileSeparator: tokenId("fim_sep_token_id"),
-    repoName: tokenId("fim_rep_token_id"),
-  };
+  const text = (token: number | undefined) => (token === undefined ? undefined : model.detokenize([token], true));
+  const template = env["TAB_RELAY_ENGINE_FIM_TEMPLATE"];
+  let layout: { kind: "metadata"; tokens: PromptTokens } | { kind: "template"; parts: TemplatePart[] };
+  let fim: EngineInfo["fim"];
+  let stopTokens: (number | undefined)[];
+  if (template !== undefined && template !== "") {
+    // A configured template wins over the metadata: its markers must each be one token of this vocabulary, or the
+    // model would read them as text and write nonsense.
+    const parts: TemplatePart[] = [];
+    const markers: number[] = [];
+    for (const piece of templatePieces(template)) {
+      if ("slot" in piece) {
+        parts.push(piece);
+        continue;
+      }
+      for (const marker of templateMarkers(piece.text)) {
+        const ids = model.tokenize(marker, true);
+        if (ids.length !== 1) {
+          return void send({
+            type: "load-failed",
+            reason: "no_fim",
+            message: `the FIM template (TAB_RELAY_FIM_TEMPLATE) names ${marker}, which is not a token of ${basename(modelPath)}'s vocabulary (it reads as ${ids.length} tokens of text): use the template the model was trained with`,
+          });
+        }
+        markers.push(ids[0]!);
+      }
+      parts.push({ tokens: model.tokenize(piece.text, true) });
+    }
+    const before = (slot: string) => {
+      const at = parts.findIndex((part) => "slot" in part && part.slot === slot);
+      const previous = at > 0 ? parts[at - 1] : undefined;
+      return previous && "tokens" in previous ? model.detokenize(previous.tokens, true).trim() : "";
+    };
+    const last = parts[parts.length - 1];
+    layout = { kind: "template", parts };
+    fim = {
+      prefix: before("prefix"),
+      suffix: before("suffix"),
+      middle: last && "tokens" in last ? model.detokenize(last.tokens, true).trim() : "",
+      fileSeparator: undefined,
+      repoName: undefined,
+      template,
+    };
+    stopTokens = markers;
+  } else {
+    const infill = model.tokens.infill;
+    const missing = (Object.keys(FIM_KEYS) as (keyof typeof FIM_KEYS)[]).filter((k) => infill[k] === null);
+    if (missing.length > 0) {
+      return void send({
+        type: "load-failed",
+        reason: "no_fim",
+        message: `${basename(modelPath)} has no fill-in-the-middle tokens: its GGUF metadata lacks ${missing.map((k) => FIM_KEYS[k]).join(", ")} (and no <|fim_…|> tokens were found in its vocabulary). Use a code model trained for FIM (\`tab-relay models list\`), or, for a model whose FIM markers are tokens under other names, set its template (TAB_RELAY_FIM_TEMPLATE, --fim-template)`,
+      });
+    }
+    const tokens: PromptTokens = {
+      prefix: infill.prefix!,
+      suffix: infill.suffix!,
+      middle: infill.middle!,
+      fileSeparator: tokenId("fim_sep_token_id"),
+      repoName: tokenId("fim_rep_token_id"),
+    };
+    layout = { kind: "metadata", tokens };
+    fim = {
+      prefix: text(tokens.prefix)!,
+      suffix: text(tokens.suffix)!,
+      middle: text(tokens.middle)!,
+      fileSeparator: text(tokens.fileSeparator),
+      repoName: text(tokens.repoName),
+    };
+    stopTokens = [
+      tokens.fileSeparator,
+      tokens.prefix,
+      tokens.suffix,
+      tokens.middle,
+      tokens.repoName,
+      tokenId("fim_pad_token_id"),
+    ];
+  }
   const context = await model.createContext({ contextSize, sequences, threads });
   const slots: Slot[] = [];
   for (let index = 0; index < sequences; index++) {
@@ -181,7 +250,6 @@ async function main(): Promise<void> {
       lastUsed: 0,
     });
   }
-  const text = (token: number | undefined) => (token === undefined ? undefined : model.detokenize([token], true));
   const binary: EngineBinary =
     llama.gpu === "cuda" ? "CUDA" : llama.gpu === "vulkan" ? "Vulkan" : llama.gpu === "metal" ? "Metal" : "CPU";
   const info: EngineInfo = {
@@ -191,26 +259,11 @@ async function main(): Promise<void> {
     sequences,
     threads,
     binary,
-    fim: {
-      prefix: text(tokens.prefix)!,
-      suffix: text(tokens.suffix)!,
-      middle: text(tokens.middle)!,
-      fileSeparator: text(tokens.fileSeparator),
-      repoName: text(tokens.repoName),
-    },
+    fim,
     loadMs: Math.round(performance.now() - started),
   };
   // Tokens that end a completion besides end-of-generation: the file separator and the FIM tokens themselves.
-  const stops = [
-    tokens.fileSeparator,
-    tokens.prefix,
-    tokens.suffix,
-    tokens.middle,
-    tokens.repoName,
-    tokenId("fim_pad_token_id"),
-  ]
-    .filter((t): t is number => t !== undefined)
-    .map((t) => [t]);
+  const stops = [...new Set(stopTokens.filter((t): t is number => t !== undefined))].map((t) => [t]);
 
   const running = new Map<number, AbortController>();
   let clock = 0;
@@ -223,9 +276,12 @@ async function main(): Promise<void> {
     // reused. The prompt is cut here instead, to what fits with room for the answer, and the shift is passed so
     // both sides use the same number (one more token for a beginning-of-sequence token some vocabularies prepend).
     const reserve = Math.max(message.maxTokens, Math.floor(contextSize / 10));
-    const promptTokens = buildInfillTokens(message.prompt, tokens, (t) => model.tokenize(t, false), {
-      maxTokens: Math.max(16, contextSize - reserve - 1),
-    });
+    const tokenize = (t: string) => model.tokenize(t, false);
+    const budget = { maxTokens: Math.max(16, contextSize - reserve - 1) };
+    const promptTokens =
+      layout.kind === "template"
+        ? buildTemplateTokens(message.prompt, layout.parts, tokenize, budget)
+        : buildInfillTokens(message.prompt, layout.tokens, tokenize, budget);
     const choice = chooseSequence(
       slots.map((s) => ({ index: s.index, busy: s.busy, tokens: s.sequence.contextTokens, lastUsed: s.lastUsed })),
       promptTokens,

@@ -81,3 +81,52 @@ export function buildInfillTokens(
   if (files.length === 0) return fim;
   return [...head, ...files, ...current, ...fim];
 }
+
+/** A configured FIM template, parsed: its own markers as tokens, and where the user's text goes. */
+export type TemplatePart = { tokens: number[] } | { slot: "prefix" | "suffix" | "context" };
+
+const SLOT = /\{(prefix|suffix|context)\}/;
+
+/** Splits a template (`<PRE> {context}{prefix} <SUF>{suffix} <MID>`) into its literal text and its slots. */
+export function templatePieces(template: string): ({ text: string } | { slot: "prefix" | "suffix" | "context" })[] {
+  return template
+    .split(SLOT)
+    .map((piece, index) => (index % 2 === 1 ? { slot: piece as "prefix" | "suffix" | "context" } : { text: piece }))
+    .filter((piece) => !("text" in piece) || piece.text !== "");
+}
+
+/** The markers in a template's literal text that must each be one token of the model: `<…>` and `[…]`. */
+export function templateMarkers(text: string): string[] {
+  return text.match(/<[^\s<>]+>|\[[^\s[\]]+\]/g) ?? [];
+}
+
+/**
+ * The prompt in a configured template's layout: its markers as the model's tokens, the user's text tokenised with
+ * special-token parsing off, fitted to the budget as buildInfillTokens does (the suffix a quarter at most, the
+ * prefix cut at its start in steps, other files' context in what is left, cut at its start).
+ */
+export function buildTemplateTokens(
+  input: PromptInput,
+  parts: readonly TemplatePart[],
+  tokenize: Tokenize,
+  budget: PromptBudget,
+): number[] {
+  let left = budget.maxTokens;
+  for (const part of parts) if ("tokens" in part) left -= part.tokens.length;
+  left = Math.max(0, left);
+  const uses = (slot: string) => parts.some((part) => "slot" in part && part.slot === slot);
+  const suffixAll = uses("suffix") ? tokenize(input.suffix) : [];
+  const suffix = suffixAll.slice(0, Math.min(suffixAll.length, Math.floor(left * SUFFIX_SHARE)));
+  left -= suffix.length;
+  const prefixAll = tokenize(input.prefix);
+  const prefix = prefixAll.slice(cutFromStart(prefixAll.length, left));
+  left -= prefix.length;
+  const contextAll = uses("context") && input.contextText !== "" ? tokenize(input.contextText) : [];
+  const context = contextAll.length <= left ? contextAll : [];
+  const out: number[] = [];
+  for (const part of parts) {
+    if ("tokens" in part) out.push(...part.tokens);
+    else out.push(...(part.slot === "prefix" ? prefix : part.slot === "suffix" ? suffix : context));
+  }
+  return out;
+}

@@ -162,6 +162,20 @@ export function fimTemplate(family: FimFamily): FimTemplate {
 }
 
 /**
+ * A family's template as a custom template string (`<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>`),
+ * for the embedded engine, which tokenises the template's own markers itself. Other files' context is left out:
+ * with no snippets, every family renders none.
+ */
+export function templateText(family: FimFamily): string {
+  return TEMPLATES[family].render({
+    prefix: "{prefix}",
+    suffix: "{suffix}",
+    snippets: [],
+    context: { workspace_slug: "" } as TabContext,
+  });
+}
+
+/**
  * How a model name picks its family, on the lower-cased name, first match wins. Only names a first-party source
  * ties to the template: a name that matches nothing needs TAB_RELAY_FIM_TEMPLATE rather than a guess (a wrong
  * template makes a model write nonsense, not fail). Not matched on purpose: `codeqwen` (CodeQwen1.5 uses
