@@ -15,13 +15,14 @@ import { startRecordingProxy, type RecordingProxy } from "./recordingProxy";
 import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
 const OUTPUT = join(REPO_ROOT, "test-output/e2e/next-edits");
-const EXTENSION_ID = (() => {
-  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
-    publisher: string;
-    name: string;
-  };
-  return `${manifest.publisher}.${manifest.name}`;
-})();
+const MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
+  publisher: string;
+  name: string;
+  displayName: string;
+};
+const EXTENSION_ID = `${MANIFEST.publisher}.${MANIFEST.name}`;
+/** The extension's log output channel goes by its display name. */
+const LOG_CHANNEL = MANIFEST.displayName;
 const FILE = "prices.js";
 const EXCLUDED = "private/secretPrices.js";
 const FIXTURE = [
@@ -169,7 +170,7 @@ interface DrawnLine {
 
 /** The extension's log lines for drawn next edits. */
 function drawnInLog(session: VsCodeSession): DrawnLine[] {
-  const log = session.outputChannelLog(EXTENSION_ID, "Tab");
+  const log = session.outputChannelLog(EXTENSION_ID, LOG_CHANNEL);
   return [...log.matchAll(/^(\S+ \S+) \[info\] next edit (\S+) drawn; its pause ended at (\d+)$/gm)].map((m) => ({
     loggedAt: new Date((m[1] as string).replace(" ", "T")).getTime(),
     id: m[2] as string,

@@ -59,7 +59,7 @@ function percentile(values: number[], p: number): number {
 }
 
 test(
-  "under each upstream fault: no 500, no restart, /healthz p99 < 50 ms, RSS growth < 50 MB",
+  "under each upstream fault: no 500, no restart, /healthz answers, RSS kept < 50 MB",
   { timeout: 180_000 },
   async () => {
     const upstream = await startMisbehavingUpstream(FAULTS[0]!);
@@ -122,23 +122,29 @@ test(
         const p99 = percentile(latencies, 99);
         const worst = Math.max(...latencies);
         const growthMB = (peakKiB - baseKiB) / 1024;
+        await relay.collectGarbage();
+        const keptMB = ((relay.rssKiB() ?? 0) - baseKiB) / 1024;
         rows.push(
-          `| ${fault.kind}${"stream" in fault && fault.stream ? " (streamed)" : ""} | ${tally(statuses)} | ${latencies.length} | ${p99.toFixed(1)} | ${worst.toFixed(1)} | ${loop.p99.toFixed(1)} | ${loop.max.toFixed(1)} | ${growthMB.toFixed(1)} |`,
+          `| ${fault.kind}${"stream" in fault && fault.stream ? " (streamed)" : ""} | ${tally(statuses)} | ${latencies.length} | ${p99.toFixed(1)} | ${worst.toFixed(1)} | ${loop.p99.toFixed(1)} | ${loop.max.toFixed(1)} | ${growthMB.toFixed(1)} | ${keptMB.toFixed(1)} |`,
         );
         assert.ok(!statuses.includes(500), `${fault.kind}: ${statuses.join(", ")}`);
         assert.ok(relay.alive(), `${fault.kind}: the relay ended:\n${relay.tail()}`);
         // The goal is a p99 under 50 ms (the figures in docs/testing.md); the bound asserted leaves room for a loaded CI
         // machine, where this process (which also serves the faulty model server) is measured too.
         assert.ok(p99 < 1000, `${fault.kind}: /healthz p99 ${p99.toFixed(1)} ms`);
-        assert.ok(growthMB < 50, `${fault.kind}: RSS grew by ${growthMB.toFixed(1)} MB`);
+        // The goal (growth under 50 MB) is for what the relay keeps: measured after a full collection. The peak also
+        // holds garbage not yet collected, which V8's young generation lets reach tens of MB by itself (one CI run saw
+        // 51.8 MB under the endless line, another 0.4 MB), so it is bounded far below the 1.9 GB the fault once made.
+        assert.ok(keptMB < 50, `${fault.kind}: RSS kept ${keptMB.toFixed(1)} MB more after a full collection`);
+        assert.ok(growthMB < 150, `${fault.kind}: RSS peaked ${growthMB.toFixed(1)} MB above where it started`);
         // The relay's own stalls, apart from this process's: nested JSON within the size limits once held it 1 to 3 s.
         assert.ok(loop.max < 1000, `${fault.kind}: the relay's event loop stalled for ${loop.max} ms`);
       }
     } finally {
       console.log(
         [
-          "| fault | statuses | /healthz asked | /healthz p99 ms | worst ms | relay event-loop delay p99 ms | its worst ms | RSS growth MB |",
-          "|---|---|---|---|---|---|---|---|",
+          "| fault | statuses | /healthz asked | /healthz p99 ms | worst ms | relay event-loop delay p99 ms | its worst ms | RSS peak growth MB | RSS kept after a collection MB |",
+          "|---|---|---|---|---|---|---|---|---|",
           ...rows,
         ].join("\n"),
       );
