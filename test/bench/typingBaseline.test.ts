@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { buildTabContext } from "../../extension/src/core/context";
+import { buildTabContext, tailFromLineStart } from "../../extension/src/core/context";
 import { DEFAULT_SETTINGS } from "../../extension/src/core/settings";
 import { LEGACY_BUDGET_CHARS, LegacyContext, legacySurroundingContext, visibleHead } from "./typingBaseline";
 
@@ -45,7 +45,9 @@ test("through today's core, the old source sends exactly what the old core sent,
     offset: text.length,
   };
   const context = buildTabContext(input, settings, legacy);
-  const farBefore = text.slice(0, text.length - settings.contextCharsBefore);
+  // The text before the cursor starts at a line's start (tailFromLineStart); the far part is the rest.
+  const before = tailFromLineStart(text, settings.contextCharsBefore);
+  const farBefore = text.slice(0, text.length - before.length);
   assert.equal(context.surrounding_context, legacySurroundingContext("main.ts", farBefore, "", 500, visible));
-  assert.equal(context.active_text_before_cursor, text.slice(-settings.contextCharsBefore));
+  assert.equal(context.active_text_before_cursor, before);
 });

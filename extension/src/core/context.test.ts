@@ -191,6 +191,26 @@ test("allocate shares a budget equally and passes on what a source does not need
   assert.deepEqual(allocate(30, [100]), [30]);
 });
 
+test("the text before the cursor starts at a line's start, and keeps that start while the person types on", () => {
+  const lines = Array.from({ length: 40 }, (_, i) => `const value${i} = ${i};\n`).join("");
+  const narrow = { ...settings, contextCharsBefore: 100 };
+  const starts = new Set<string>();
+  let typed = "";
+  for (const char of "return total") {
+    typed += char;
+    const before = buildTabContext(inputAt(`${lines}${typed}█`), narrow).active_text_before_cursor;
+    assert.ok(before.length <= 100, `${before.length} chars`);
+    assert.ok(before.startsWith("const value"), JSON.stringify(before.slice(0, 20)));
+    assert.ok(before.endsWith(typed));
+    starts.add(before.slice(0, before.indexOf("\n")));
+  }
+  // Twelve keystrokes moved the character cut twelve times; the line start moved at most once.
+  assert.ok(starts.size <= 2, [...starts].join(" | "));
+  // A line longer than a quarter of the window keeps the cut by characters, so the window is not emptied.
+  const long = `${"x".repeat(300)}\nlet a = █`;
+  assert.equal(buildTabContext(inputAt(long), narrow).active_text_before_cursor.length, 100);
+});
+
 test("windows never split a surrogate pair", () => {
   assert.equal(tail("a😀b", 3), "😀b");
   assert.equal(tail("a😀b", 2), "b");

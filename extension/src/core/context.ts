@@ -62,7 +62,7 @@ export function buildTabContext(
   const cursor = cursorText(input);
   const beforeChars = Math.min(settings.contextCharsBefore, TAB_LIMITS.activeTextBeforeCursor);
   const afterChars = Math.min(settings.contextCharsAfter, TAB_LIMITS.activeTextAfterCursor);
-  const before = tail(cursor.before, beforeChars);
+  const before = tailFromLineStart(cursor.before, beforeChars);
   const after = head(cursor.after, afterChars);
   const surface = surfaceFor(input, settings);
   const budget = Math.min(settings.surroundingContextChars, TAB_LIMITS.surroundingContext);
@@ -183,6 +183,19 @@ export function tail(text: string, n: number): string {
   let start = text.length - n;
   if (isLowSurrogate(text.charCodeAt(start))) start++;
   return text.slice(start);
+}
+
+/**
+ * The last `n` characters at most, from the start of a line when one begins in their first quarter. Cut by
+ * characters alone, the text's start moved on with every keystroke, so a model server that keeps the last prompt's
+ * evaluated tokens (llama.cpp's `cache_prompt`, the embedded engine's sequences) found no common prefix with the
+ * next one and evaluated the whole prompt again; from a line's start it stays put until the cursor has moved a line.
+ */
+export function tailFromLineStart(text: string, n: number): string {
+  const cut = tail(text, n);
+  if (cut.length === text.length) return cut;
+  const newline = cut.indexOf("\n");
+  return newline !== -1 && newline < n / 4 ? cut.slice(newline + 1) : cut;
 }
 
 /** The first `n` characters, never ending in the middle of a surrogate pair. */
