@@ -22,7 +22,13 @@ const CLI = join(REPO_ROOT, "relay/bin/tab-relay.js");
 const relayEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_")));
 
 /** `tab-relay init` in a fresh data dir, then `tab-relay serve` on a free port with the local engine. */
-export async function startCliRelay(workspaceSlug: string, logFile: string, cli = CLI): Promise<RelayUnderTest> {
+export async function startCliRelay(
+  workspaceSlug: string,
+  logFile: string,
+  cli = CLI,
+  /** Settings for `serve` beside the test's environment (its own TAB_RELAY_* are left out): an embedded model, say. */
+  serveEnv: Record<string, string> = {},
+): Promise<RelayUnderTest> {
   const data = mkdtempSync(join(tmpdir(), "tab-relay-e2e-data-"));
   const init = spawnSync(
     process.execPath,
@@ -41,7 +47,7 @@ export async function startCliRelay(workspaceSlug: string, logFile: string, cli 
   let exited = true;
   const serve = (port: string) => {
     const child = spawn(process.execPath, [cli, "serve", "--data", data, "--port", port, "--host", "127.0.0.1"], {
-      env: relayEnv,
+      env: { ...relayEnv, ...serveEnv },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout.pipe(log, { end: false });
