@@ -1,8 +1,20 @@
 // Packages the extension exactly as a release would (`npm run package -w tab-relay-vscode`).
 import { spawnSync } from "node:child_process";
-import { copyFileSync, readdirSync, statSync } from "node:fs";
+import { copyFileSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, isAbsolute, join } from "node:path";
 import { REPO_ROOT } from "./codeServer";
+
+const MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
+  publisher: string;
+  name: string;
+  displayName: string;
+};
+/** The extension's id, as VS Code names its folders and logs. */
+export const EXTENSION_ID = `${MANIFEST.publisher}.${MANIFEST.name}`;
+/** The extension's name as people see it: its commands' category and its notifications' prefix. */
+export const EXTENSION_DISPLAY_NAME = MANIFEST.displayName;
+/** The extension's log output channel goes by its display name. */
+export const LOG_CHANNEL = MANIFEST.displayName;
 
 /** Builds and packages the extension, and copies the .vsix into `destDir` (so later packaging cannot change it). */
 export function packageTabRelayExtension(destDir: string): string {

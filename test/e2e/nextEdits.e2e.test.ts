@@ -10,19 +10,11 @@ import { after, before, describe, test } from "node:test";
 import { NextEditRequest, TAB_NEXT_EDITS_PATH } from "@tab-relay/shared";
 import type { Locator, Page } from "playwright-core";
 import { ensurePrerequisites, REPO_ROOT, sleep, VsCodeSession, waitUntil } from "./codeServer";
-import { packageTabRelayExtension } from "./extensionPackage";
+import { EXTENSION_ID, LOG_CHANNEL, packageTabRelayExtension } from "./extensionPackage";
 import { startRecordingProxy, type RecordingProxy } from "./recordingProxy";
 import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
 const OUTPUT = join(REPO_ROOT, "test-output/e2e/next-edits");
-const MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
-  publisher: string;
-  name: string;
-  displayName: string;
-};
-const EXTENSION_ID = `${MANIFEST.publisher}.${MANIFEST.name}`;
-/** The extension's log output channel goes by its display name. */
-const LOG_CHANNEL = MANIFEST.displayName;
 const FILE = "prices.js";
 const EXCLUDED = "private/secretPrices.js";
 const FIXTURE = [

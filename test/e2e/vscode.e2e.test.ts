@@ -18,7 +18,7 @@ import {
   waitUntil,
   watchKeyToGhost,
 } from "./codeServer";
-import { packageTabRelayExtension } from "./extensionPackage";
+import { EXTENSION_DISPLAY_NAME, EXTENSION_ID, LOG_CHANNEL, packageTabRelayExtension } from "./extensionPackage";
 import { startRecordingProxy, type RecordedExchange, type RecordingProxy } from "./recordingProxy";
 import { ensureRelayBuilt, startCliRelay, type RelayUnderTest } from "./relay";
 
@@ -82,15 +82,6 @@ const KEY_TO_GHOST_ROUNDS = 10;
  * (code-server's --disable-telemetry still keeps VS Code's own telemetry from going anywhere).
  */
 const USAGE_REPORTS_ON = { "telemetry.telemetryLevel": "error" };
-
-const MANIFEST = JSON.parse(readFileSync(join(REPO_ROOT, "extension/package.json"), "utf8")) as {
-  publisher: string;
-  name: string;
-  displayName: string;
-};
-const EXTENSION_ID = `${MANIFEST.publisher}.${MANIFEST.name}`;
-/** The extension's log output channel goes by its display name. */
-const LOG_CHANNEL = MANIFEST.displayName;
 
 const prerequisites = ensurePrerequisites();
 const skip = !prerequisites.ready && !process.env.CI ? `SKIPPED, NOT TESTED: ${prerequisites.reason}` : false;
@@ -515,18 +506,21 @@ describe("the extension in a real VS Code", { skip }, () => {
           const commands = await waitUntil("the palette to list the extension's commands", 10_000, async () => {
             const ours = (await rows.allInnerTexts())
               .map((text) => text.trim())
-              .filter((text) => text.startsWith(`${MANIFEST.displayName}: `));
+              .filter((text) => text.startsWith(`${EXTENSION_DISPLAY_NAME}: `));
             return ours.length >= 6 ? ours : undefined;
           });
           await page.keyboard.press("Escape");
           for (const title of ["Set Up", "Open Settings", "Show Log", "Snooze Inline Completions…"])
             assert.ok(
-              commands.includes(`${MANIFEST.displayName}: ${title}`) ||
-                commands.some((text) => text.startsWith(`${MANIFEST.displayName}: ${title} `)),
+              commands.includes(`${EXTENSION_DISPLAY_NAME}: ${title}`) ||
+                commands.some((text) => text.startsWith(`${EXTENSION_DISPLAY_NAME}: ${title} `)),
               `${title} not in ${String(commands)}`,
             );
           for (const title of ["Resume Inline Completions", "Enable Inline Completions"])
-            assert.ok(!commands.includes(`${MANIFEST.displayName}: ${title}`), `${title} offered: ${String(commands)}`);
+            assert.ok(
+              !commands.includes(`${EXTENSION_DISPLAY_NAME}: ${title}`),
+              `${title} offered: ${String(commands)}`,
+            );
 
           // What was saved takes effect in this remote window: ghost text comes.
           const editor = await vscode.openFile(FILE);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../logger";
-import { connectRedis } from "../rateLimit/redisStore";
+import { closeRedis, connectRedis } from "../rateLimit/redisStore";
 
 /** A place under a socket cap, held while the socket is open. Releasing it twice is harmless. */
 export interface SocketSlot {
@@ -165,15 +165,7 @@ export function createRedisSocketSlots(options: RedisSocketSlotsOptions): Socket
       closed = true;
       clearInterval(renewal);
       for (const member of [...held.keys()]) forget(member);
-      if (client.status === "ready") {
-        try {
-          await client.quit();
-          return;
-        } catch {
-          // Falls through to dropping the connection.
-        }
-      }
-      client.disconnect();
+      await closeRedis(client);
     },
   };
 }

@@ -43,6 +43,19 @@ if count == 1 then redis.call("PEXPIRE", KEYS[1], ARGV[1]) end
 return count`;
 const HIT_SCRIPT_SHA = createHash("sha1").update(HIT_SCRIPT).digest("hex");
 
+/** Ends a connection: QUIT when it is up, so pending replies arrive first, else dropped at once. */
+export async function closeRedis(client: Redis): Promise<void> {
+  if (client.status === "ready") {
+    try {
+      await client.quit();
+      return;
+    } catch {
+      // Falls through to dropping the connection.
+    }
+  }
+  client.disconnect();
+}
+
 /**
  * A connection for counters that are worth nothing late (rate limits, socket places): commands fail at once while it
  * is down, and it reconnects in the background. The socket places (live/socketSlots.ts) use it too.
@@ -173,15 +186,7 @@ export function createRedisRateLimitStore(options: RedisRateLimitStoreOptions): 
     async close() {
       if (closed) return;
       closed = true;
-      if (client.status === "ready") {
-        try {
-          await client.quit();
-          return;
-        } catch {
-          // Falls through to dropping the connection.
-        }
-      }
-      client.disconnect();
+      await closeRedis(client);
     },
 
     ready() {
