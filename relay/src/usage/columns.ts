@@ -1,3 +1,15 @@
+/** The counters migration 0008 added; 0007 created the others, and keeps creating only those. */
+export const NEXT_EDIT_COUNTERS = [
+  "next_edits_shown",
+  "next_edits_accepted",
+  "next_edits_dismissed",
+  "next_edits_typed_over",
+  "next_edit_chars_shown",
+  "next_edit_chars_accepted",
+  /** Sum of the reported times from the pause to the next edit on screen: their mean is this over next_edits_shown. */
+  "next_edit_show_ms",
+] as const;
+
 /**
  * The counters of one daily usage row (workspace × day × user × language × model), and its time-to-ghost-text
  * histogram: every column adds up, so relays sharing a database merge their counts with one additive upsert and a
@@ -18,27 +30,9 @@ export const USAGE_COUNTERS = [
   "shown_lines",
   "accepted_lines",
   // From migration 0008 on: next edits the extension showed and what became of them, apart from completions.
-  "next_edits_shown",
-  "next_edits_accepted",
-  "next_edits_dismissed",
-  "next_edits_typed_over",
-  "next_edit_chars_shown",
-  "next_edit_chars_accepted",
-  /** Sum of the reported times from the pause to the next edit on screen: their mean is this over next_edits_shown. */
-  "next_edit_show_ms",
+  ...NEXT_EDIT_COUNTERS,
 ] as const;
 export type UsageCounter = (typeof USAGE_COUNTERS)[number];
-
-/** The counters migration 0008 added; 0007 created the others, and keeps creating only those. */
-export const NEXT_EDIT_COUNTERS = [
-  "next_edits_shown",
-  "next_edits_accepted",
-  "next_edits_dismissed",
-  "next_edits_typed_over",
-  "next_edit_chars_shown",
-  "next_edit_chars_accepted",
-  "next_edit_show_ms",
-] as const satisfies readonly UsageCounter[];
 
 /**
  * Upper bounds (ms, inclusive) of the time-to-ghost-text buckets; a last bucket holds everything above. Percentiles
