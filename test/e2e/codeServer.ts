@@ -476,6 +476,17 @@ function killGroup(server: ChildProcess): void {
   }
 }
 
+/** Runs a command by its title through the command palette (F1), as a user would. */
+export async function runFromPalette(vscode: VsCodeSession, title: string): Promise<void> {
+  await vscode.page.keyboard.press("F1");
+  const quickInput = vscode.page.locator(".quick-input-widget");
+  await quickInput.locator("input").waitFor({ state: "visible" });
+  await vscode.page.keyboard.type(title);
+  await quickInput.locator(".monaco-list-row", { hasText: title }).first().waitFor();
+  await vscode.page.keyboard.press("Enter");
+  await quickInput.waitFor({ state: "hidden" });
+}
+
 /**
  * The ghost text currently shown in `editor`, or undefined when there is none: the part on the cursor's line,
  * then the lines below it. Those are a view zone whose lines are `.view-line`s of syntax-highlighted spans.

@@ -245,7 +245,7 @@ describe("next edits in a real VS Code", { skip }, () => {
         "tabRelay.workspaceSlug": relay.workspaceSlug,
         "tabRelay.excludeGlobs": [".env*", "*.pem", "*.key", "id_*", "private/**"],
         // A loaded CI machine can take seconds to answer the first request; the default 5 s would drop it.
-        "tabRelay.requestTimeoutMs": 30_000,
+        "tabRelay.requestTimeoutMilliseconds": 30_000,
         // Room for the drawn hint in the docs picture.
         "editor.minimap.enabled": false,
       },

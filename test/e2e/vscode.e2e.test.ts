@@ -12,6 +12,7 @@ import {
   lastKeyToGhostMs,
   readGhostText,
   REPO_ROOT,
+  runFromPalette,
   sleep,
   typeAndWaitForGhostText,
   VsCodeSession,
@@ -239,17 +240,6 @@ async function allRequestsHandled(
       { cause: error },
     );
   }
-}
-
-/** Runs a command by its title through the command palette (F1), as a user would. */
-async function runFromPalette(vscode: VsCodeSession, title: string): Promise<void> {
-  await vscode.page.keyboard.press("F1");
-  const quickInput = vscode.page.locator(".quick-input-widget");
-  await quickInput.locator("input").waitFor({ state: "visible" });
-  await vscode.page.keyboard.type(title);
-  await quickInput.locator(".monaco-list-row", { hasText: title }).first().waitFor();
-  await vscode.page.keyboard.press("Enter");
-  await quickInput.waitFor({ state: "hidden" });
 }
 
 /**

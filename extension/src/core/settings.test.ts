@@ -4,10 +4,16 @@ import { test } from "node:test";
 import { SECRET_PREFIXES, generateSecret } from "@tab-relay/shared";
 import {
   DEFAULT_SETTINGS,
+  FORMER_SETTING_KEYS,
+  SETTING_KEYS,
   apiKeyFormatProblem,
   isLanguageEnabled,
   missingConfiguration,
   parseSettings,
+  readSettingValues,
+  type ConfigurationSource,
+  type SettingInspection,
+  type Settings,
 } from "./settings";
 
 test("missing values take the documented defaults", () => {
@@ -46,7 +52,7 @@ test("an invalid value falls back to its default and is reported by setting name
   assert.equal(settings.model, "tab-v2");
   assert.equal(problems.length, 2);
   assert.match(problems[0] ?? "", /^tabRelay\.relayUrl: /);
-  assert.match(problems[1] ?? "", /^tabRelay\.debounceMs: /);
+  assert.match(problems[1] ?? "", /^tabRelay\.debounceMilliseconds: /);
 });
 
 test("a trailing slash on the relay URL is dropped so paths join cleanly", () => {
@@ -76,22 +82,82 @@ test("a workspace slug cleared by hand is required before any request", () => {
 });
 
 test("every default VS Code shows in package.json is the one the pipeline applies", () => {
-  // VS Code answers an unset setting with package.json's default, the core with DEFAULT_SETTINGS: they must agree.
+  // VS Code answers an unset setting with package.json's default, the core with DEFAULT_SETTINGS: they must agree,
+  // for the current keys and for the former ones it still declares.
   const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
     contributes: { configuration: { properties: Record<string, { default?: unknown }> } };
   };
   const properties = manifest.contributes.configuration.properties;
-  assert.deepEqual(
-    Object.keys(properties).sort(),
-    Object.keys(DEFAULT_SETTINGS)
-      .map((key) => `tabRelay.${key}`)
-      .sort(),
-  );
+  const fieldOf = new Map<string, keyof Settings>();
+  for (const [field, key] of Object.entries(SETTING_KEYS)) fieldOf.set(key, field as keyof Settings);
+  for (const [field, key] of Object.entries(FORMER_SETTING_KEYS)) fieldOf.set(key, field as keyof Settings);
+  assert.deepEqual(Object.keys(properties).sort(), [...fieldOf.keys()].map((key) => `tabRelay.${key}`).sort());
   for (const [name, property] of Object.entries(properties)) {
-    const { settings, problems } = parseSettings({ [name.slice("tabRelay.".length)]: property.default });
+    const field = fieldOf.get(name.slice("tabRelay.".length));
+    assert.ok(field, name);
+    const { settings, problems } = parseSettings({ [field]: property.default });
     assert.deepEqual(problems, [], name);
     assert.deepEqual(settings, parseSettings({}).settings, name);
   }
+});
+
+/**
+ * A stand-in for `vscode.WorkspaceConfiguration` over the `tabRelay` section: `user` and `workspace` hold what a
+ * person wrote in settings.json, `defaults` what package.json declares; `get` answers like VS Code (the most
+ * specific level that has the key, else the default).
+ */
+function configuration(levels: {
+  user?: Record<string, unknown>;
+  workspace?: Record<string, unknown>;
+  defaults?: Record<string, unknown>;
+}): ConfigurationSource {
+  const { user = {}, workspace = {}, defaults = {} } = levels;
+  return {
+    get: (key) => workspace[key] ?? user[key] ?? defaults[key],
+    inspect: (key): SettingInspection => ({ globalValue: user[key], workspaceValue: workspace[key] }),
+  };
+}
+
+const DECLARED_DEFAULTS = { debounceMilliseconds: 120, debounceMs: 120, requestTimeoutMilliseconds: 5_000 };
+
+test("a renamed setting's former key still takes effect while the new key is set nowhere", () => {
+  const old = readSettingValues(
+    configuration({ user: { debounceMs: 300, contextCharsBefore: 900 }, defaults: DECLARED_DEFAULTS }),
+  );
+  const { settings, problems } = parseSettings(old.raw, old.keys);
+  assert.deepEqual(problems, []);
+  assert.equal(settings.debounceMs, 300);
+  assert.equal(settings.contextCharsBefore, 900);
+  assert.equal(settings.requestTimeoutMs, 5_000);
+  // Set in a workspace's settings.json only, it counts too.
+  const inWorkspace = readSettingValues(configuration({ workspace: { requestTimeoutMs: 9_000 } }));
+  assert.equal(parseSettings(inWorkspace.raw, inWorkspace.keys).settings.requestTimeoutMs, 9_000);
+});
+
+test("the new key wins over the former one when both are set, at any level", () => {
+  const both = readSettingValues(
+    configuration({ user: { debounceMs: 300, debounceMilliseconds: 50 }, defaults: DECLARED_DEFAULTS }),
+  );
+  assert.equal(parseSettings(both.raw, both.keys).settings.debounceMs, 50);
+  // The new key in the user settings beats the old one in a workspace's: one moved to the new key is not
+  // surprised by an old value left in some workspace.
+  const split = readSettingValues(
+    configuration({ user: { debounceMilliseconds: 50 }, workspace: { debounceMs: 300 }, defaults: DECLARED_DEFAULTS }),
+  );
+  assert.equal(parseSettings(split.raw, split.keys).settings.debounceMs, 50);
+  // A new key set to its default value is still set: it wins.
+  const atDefault = readSettingValues(configuration({ user: { debounceMilliseconds: 120, debounceMs: 300 } }));
+  assert.equal(parseSettings(atDefault.raw, atDefault.keys).settings.debounceMs, 120);
+});
+
+test("an invalid value under a former key is reported by that key", () => {
+  const values = readSettingValues(configuration({ user: { debounceMs: -5 } }));
+  const { settings, problems } = parseSettings(values.raw, values.keys);
+  assert.equal(settings.debounceMs, DEFAULT_SETTINGS.debounceMs);
+  assert.deepEqual(
+    problems.map((line) => line.split(":")[0]),
+    ["tabRelay.debounceMs"],
+  );
 });
 
 test("disabled languages win over enabled ones, and * enables the rest", () => {

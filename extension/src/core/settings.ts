@@ -106,33 +106,139 @@ const FIELDS = {
   "nextEdits.enabled": z.boolean(),
 } satisfies { [K in keyof Settings]: z.ZodType<Settings[K], unknown> };
 
+/**
+ * The `tabRelay.*` key each field is read from. VS Code 1.100.3 titles a contributed setting on the Settings page
+ * from its key alone: `settingKeyToDisplayFormat` (src/vs/workbench/contrib/preferences/browser/
+ * settingsTreeModels.ts) runs `wordifyKey` (src/vs/workbench/contrib/preferences/common/preferences.ts) on the
+ * key's last segment, and a manifest cannot give a setting a title (ISetting.title is internal, set only for
+ * extension-toggle rows in settingsEditor2.ts). So "debounceMs" showed as "Debounce Ms", and the keys whose unit
+ * was abbreviated now spell it out (issue 24); the fields keep their short names, which only code reads.
+ */
+export const SETTING_KEYS = {
+  enabled: "enabled",
+  relayUrl: "relayUrl",
+  workspaceSlug: "workspaceSlug",
+  model: "model",
+  debounceMs: "debounceMilliseconds",
+  adaptiveDebounce: "adaptiveDebounce",
+  requestTimeoutMs: "requestTimeoutMilliseconds",
+  maxCompletionTokens: "maxCompletionTokens",
+  contextCharsBefore: "contextCharactersBefore",
+  contextCharsAfter: "contextCharactersAfter",
+  surroundingContextChars: "surroundingContextCharacters",
+  excludeGlobs: "excludeGlobs",
+  enabledLanguages: "enabledLanguages",
+  disabledLanguages: "disabledLanguages",
+  surfaces: "surfaces",
+  reportUsage: "reportUsage",
+  "nextEdits.enabled": "nextEdits.enabled",
+} as const satisfies { readonly [K in keyof Settings]: string };
+
+/**
+ * The keys the renamed settings had in 0.1.0, still read so that a settings.json written for it keeps working (see
+ * `readSettingValues`). package.json still declares them with a `markdownDeprecationMessage`: VS Code 1.100.3 then
+ * warns on them in settings.json with that message instead of fading them as "Unknown Configuration Setting"
+ * (preferencesRenderers.ts), and the Settings page lists a deprecated setting only where it is set
+ * (`createSettingsTreeGroupElement` in settingsTreeModels.ts).
+ */
+export const FORMER_SETTING_KEYS = {
+  debounceMs: "debounceMs",
+  requestTimeoutMs: "requestTimeoutMs",
+  contextCharsBefore: "contextCharsBefore",
+  contextCharsAfter: "contextCharsAfter",
+  surroundingContextChars: "surroundingContextChars",
+} as const satisfies { readonly [K in keyof Settings]?: string };
+
 export interface ParsedSettings {
   readonly settings: Settings;
-  /** One line per rejected value, e.g. `tabRelay.debounceMs: Too big: expected number to be <=5000`. */
+  /** One line per rejected value, e.g. `tabRelay.debounceMilliseconds: Too big: expected number to be <=5000`. */
   readonly problems: readonly string[];
 }
 
 /**
  * Validates raw configuration values field by field. A missing value takes its default; an invalid one takes
- * its default too and is reported, so one typo in settings.json does not switch completions off.
+ * its default too and is reported, by the key it was read from (`keys`, the current keys unless a former one was
+ * read), so one typo in settings.json does not switch completions off.
  */
-export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSettings {
+export function parseSettings(
+  raw: Readonly<Partial<Record<keyof Settings, unknown>>>,
+  keys: Readonly<Record<keyof Settings, string>> = SETTING_KEYS,
+): ParsedSettings {
   const problems: string[] = [];
   const out: Record<string, unknown> = {};
-  for (const [key, schema] of Object.entries(FIELDS) as [keyof Settings, z.ZodType][]) {
-    const value = raw[key];
+  for (const [field, schema] of Object.entries(FIELDS) as [keyof Settings, z.ZodType][]) {
+    const value = raw[field];
     if (value === undefined) {
-      out[key] = DEFAULT_SETTINGS[key];
+      out[field] = DEFAULT_SETTINGS[field];
       continue;
     }
     const parsed = schema.safeParse(value);
-    if (parsed.success) out[key] = parsed.data;
+    if (parsed.success) out[field] = parsed.data;
     else {
-      out[key] = DEFAULT_SETTINGS[key];
-      problems.push(`tabRelay.${key}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      out[field] = DEFAULT_SETTINGS[field];
+      problems.push(`tabRelay.${keys[field]}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     }
   }
   return { settings: Object.freeze(out) as unknown as Settings, problems };
+}
+
+/**
+ * What VS Code's `WorkspaceConfiguration.inspect(key)` tells apart: the value at each level a person can set. The
+ * default (`defaultValue`) is left out on purpose: it is there whether or not anyone set the key.
+ */
+export interface SettingInspection {
+  readonly globalValue?: unknown;
+  readonly workspaceValue?: unknown;
+  readonly workspaceFolderValue?: unknown;
+  readonly globalLanguageValue?: unknown;
+  readonly workspaceLanguageValue?: unknown;
+  readonly workspaceFolderLanguageValue?: unknown;
+}
+
+/** The two calls of `vscode.WorkspaceConfiguration` (for the `tabRelay` section) the settings are read with. */
+export interface ConfigurationSource {
+  get(key: string): unknown;
+  inspect(key: string): SettingInspection | undefined;
+}
+
+/** Whether a person set the key at some level (user, workspace, folder, or one of those for a language). */
+export function isSetAnywhere(inspection: SettingInspection | undefined): boolean {
+  if (inspection === undefined) return false;
+  return (
+    inspection.globalValue !== undefined ||
+    inspection.workspaceValue !== undefined ||
+    inspection.workspaceFolderValue !== undefined ||
+    inspection.globalLanguageValue !== undefined ||
+    inspection.workspaceLanguageValue !== undefined ||
+    inspection.workspaceFolderLanguageValue !== undefined
+  );
+}
+
+/** The raw value of every field, for `parseSettings`, and the key each was read from, for its problems. */
+export interface SettingValues {
+  readonly raw: Readonly<Record<keyof Settings, unknown>>;
+  readonly keys: Readonly<Record<keyof Settings, string>>;
+}
+
+/**
+ * Reads every field from its key. A renamed field reads its former key only when its current key is set nowhere
+ * and the former one is set somewhere: then an old settings.json (`"tabRelay.debounceMs": 300`) still takes
+ * effect, and once the new key is set, at any level, it wins over the old one at every level, so a person who
+ * moved to the new key never sees a forgotten old value come back.
+ */
+export function readSettingValues(config: ConfigurationSource): SettingValues {
+  const raw: Partial<Record<keyof Settings, unknown>> = {};
+  const keys: Partial<Record<keyof Settings, string>> = {};
+  for (const [field, key] of Object.entries(SETTING_KEYS) as [keyof Settings, string][]) {
+    const former: string | undefined = (FORMER_SETTING_KEYS as Partial<Record<keyof Settings, string>>)[field];
+    const read =
+      former !== undefined && !isSetAnywhere(config.inspect(key)) && isSetAnywhere(config.inspect(former))
+        ? former
+        : key;
+    raw[field] = config.get(read);
+    keys[field] = read;
+  }
+  return { raw: raw as Record<keyof Settings, unknown>, keys: keys as Record<keyof Settings, string> };
 }
 
 /** What still has to be set before a request can be made, as setting names people can look up. */

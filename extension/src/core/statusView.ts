@@ -108,7 +108,7 @@ export function describeStatus(
     case "timingOut":
       return {
         text,
-        tooltip: `Tab: the last ${model.timeoutStreak} requests got no answer in time (tabRelay.requestTimeoutMs); the relay or its model server may be overloaded or hung`,
+        tooltip: `Tab: the last ${model.timeoutStreak} requests got no answer in time (tabRelay.requestTimeoutMilliseconds); the relay or its model server may be overloaded or hung`,
         severity: "warning",
         actions: ["showLog", "snooze", ...languageSwitch, "disable", "openSettings"],
       };

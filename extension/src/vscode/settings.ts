@@ -1,20 +1,19 @@
 import * as vscode from "vscode";
-import { DEFAULT_SETTINGS, parseSettings, type ParsedSettings, type Settings } from "../core";
+import { parseSettings, readSettingValues, type ParsedSettings } from "../core";
 
 export const SECTION = "tabRelay";
-
-// Every field of Settings is a `tabRelay.*` setting of the same name.
-const KEYS = Object.keys(DEFAULT_SETTINGS) as (keyof Settings)[];
 
 /** The two settings setup needs, as "Open settings" shows them. */
 export const SETUP_SETTINGS = [`${SECTION}.relayUrl`, `${SECTION}.workspaceSlug`] as const;
 
-/** Reads `tabRelay.*` and validates it in core. */
+/**
+ * Reads `tabRelay.*` and validates it in core; core decides which key a renamed setting is read from, with
+ * `inspect`, which tells a value a person set (user, workspace, folder) from the manifest's default.
+ */
 export function readSettings(): ParsedSettings {
   const config = vscode.workspace.getConfiguration(SECTION);
-  const raw: Record<string, unknown> = {};
-  for (const key of KEYS) raw[key] = config.get(key);
-  return parseSettings(raw);
+  const { raw, keys } = readSettingValues({ get: (key) => config.get(key), inspect: (key) => config.inspect(key) });
+  return parseSettings(raw, keys);
 }
 
 export function onSettingsChanged(listener: () => void): vscode.Disposable {
