@@ -5,7 +5,8 @@ import { runCommand } from "../support/relayProcess";
 
 /**
  * What a relay loads to start: pg, ioredis and undici are loaded when a setting needs them, not by every relay
- * (together some 20 MB of resident memory on a relay that never uses them; docs/benchmarks.md).
+ * (together some 20 MB of resident memory on a relay that never uses them; docs/benchmarks.md), and ws with the
+ * first WebSocket upgrade (test/relay/upgrade.test.ts and socketMode.test.ts upgrade through it).
  * better-sqlite3 is the control: it is always loaded, so a package the check cannot see would show there.
  */
 
@@ -28,7 +29,7 @@ async function footprint(mode: "local" | "upstream"): Promise<Footprint> {
   return JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as Footprint;
 }
 
-test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici", async () => {
+test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici nor ws", async () => {
   assert.deepEqual((await footprint("local")).loaded, ["better-sqlite3"]);
 });
 
