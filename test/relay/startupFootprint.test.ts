@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { runCommand } from "../support/relayProcess";
@@ -41,4 +43,13 @@ test("a non-streamed completion counts its prompt tokens without starting a thre
   const { threadsBefore, threadsAfter, promptTokens } = await footprint("local");
   assert.equal(promptTokens, 5);
   assert.equal(threadsAfter, threadsBefore);
+});
+
+test("the relay's bundle has no character above U+00FF, so V8 holds its source as one byte per character", () => {
+  // A single one (a literal U+FF5C in a template esbuild cannot escape) doubled the 0.7 MB source string every relay
+  // keeps in its heap (docs/benchmarks.md, issue 23).
+  const source = readFileSync(join(root, "relay/dist/cli.js"), "utf8");
+  const lines = source.split("\n");
+  const wide = lines.flatMap((line, index) => (/[\u0100-\uffff]/.test(line) ? [`${index + 1}: ${line.trim()}`] : []));
+  assert.deepEqual(wide, []);
 });
