@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { existsSync } from "node:fs";
+import { setTimeout } from "node:timers";
 import { setFlagsFromString } from "node:v8";
 
 const cli = new URL("../dist/cli.js", import.meta.url);
@@ -21,6 +22,25 @@ if (!existsSync(cli)) {
 const ownYoungGeneration = /--(max[-_]semi[-_]space[-_]size|semi[-_]space[-_]growth[-_]factor)\b/;
 if (![...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) => ownYoungGeneration.test(arg))) {
   setFlagsFromString("--semi-space-growth-factor=1");
+}
+
+// V8's optimizing compiler (TurboFan) is off while the relay loads and on again once it has started
+// (resumeOptimizer in src/startupCompiler.ts, called by startRelay): loading some 500 module files makes Node's
+// module loader hot, and optimizing it touched about 6 MB of TurboFan's own code and memory that an idle relay then
+// kept resident, for functions it never calls again (docs/benchmarks.md, issue 23). V8 asks whether to optimize each
+// time a function gets hot (Isolate::use_optimizer reads v8_flags.turbofan), so the flag can be turned back on.
+// Commands that never start a relay get it back after 10 s. An operator who sets the flag keeps what they set.
+const ownOptimizer = /--(no-)?(opt|turbofan|jitless)\b/;
+if (![...process.execArgv, process.env.NODE_OPTIONS ?? ""].some((arg) => ownOptimizer.test(arg))) {
+  setFlagsFromString("--no-opt");
+  let resumed = false;
+  const resume = () => {
+    if (resumed) return;
+    resumed = true;
+    setFlagsFromString("--opt");
+  };
+  globalThis[Symbol.for("tab-relay.resumeOptimizer")] = resume;
+  setTimeout(resume, 10_000).unref();
 }
 
 await import(cli.href);
