@@ -45,6 +45,7 @@ import { type Engine, EngineLoadError, createEngine, forkEngineChild } from "./e
 import { engineInstalled, engineModuleUrl, notInstalledMessage } from "./engine/install";
 import type { EngineConfig } from "./config";
 import type { Store } from "./store/types";
+import { resumeOptimizer } from "./startupCompiler";
 
 export const DATABASE_FILE = "relay.db";
 /** How long a relay's record of an agent socket lasts without renewal (renewed every third of it). */
@@ -204,6 +205,9 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   // Said at start, not only in each failed delivery: a relay restarted without the setting its agents were made under.
   for (const refused of await refusedWebhooks(store, config.webhooks.allowPrivate))
     logger.warn(refusedWebhookWarning(refused), { agent_id: refused.agent.id });
+  // Start-up is over: V8 may optimize again what gets hot from here on (src/startupCompiler.ts). In an immediate of
+  // its own, queued after the tokenizer's warm-up above, so that one run is not optimized either.
+  setImmediate(resumeOptimizer);
   const close = closer({ config, logger, store, bus, rateLimits, services, realtime, http, usage, unlockDataFolder });
   return {
     url,

@@ -22,10 +22,13 @@ export const HOT_PATH_FLOORS = {
    * machine's other work moves most, so this floor catches milliseconds added per request, not fractions.
    */
   addedFirstByteMs: 5,
-  /** Measured 97 to 103 MB, against 137 to 142 MB before the compact token table. */
-  idleRssMb: 110,
-  /** Measured 122 MB after 2,000 and 130 to 148 MB after 10,000. */
-  rssAfterCompletionsMb: 170,
+  /**
+   * Measured 75.5 to 78.1 MB (2026-11-27, load averages 11 to 17), against 97 to 103 MB before the young generation
+   * was kept small and TurboFan kept off during start-up, and 137 to 142 MB before the compact token table.
+   */
+  idleRssMb: 90,
+  /** Measured 98.9 to 101.2 MB after 10,000 (2026-11-27), against 128 to 150 MB with V8's default young generation. */
+  rssAfterCompletionsMb: 130,
 } as const;
 
 interface Ratio {

@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { runCommand } from "../support/relayProcess";
 
 /**
  * What a relay loads to start: pg, ioredis and undici are loaded when a setting needs them, not by every relay
- * (together some 20 MB of resident memory on a relay that never uses them; docs/benchmarks.md).
+ * (together some 20 MB of resident memory on a relay that never uses them; docs/benchmarks.md), and ws with the
+ * first WebSocket upgrade (test/relay/upgrade.test.ts and socketMode.test.ts upgrade through it).
  * better-sqlite3 is the control: it is always loaded, so a package the check cannot see would show there.
  */
 
@@ -28,7 +31,7 @@ async function footprint(mode: "local" | "upstream"): Promise<Footprint> {
   return JSON.parse(run.stdout.trim().split("\n").at(-1) as string) as Footprint;
 }
 
-test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici", async () => {
+test("a relay on SQLite without Redis, on the local engine, loads neither pg nor ioredis nor undici nor ws", async () => {
   assert.deepEqual((await footprint("local")).loaded, ["better-sqlite3"]);
 });
 
@@ -40,4 +43,13 @@ test("a non-streamed completion counts its prompt tokens without starting a thre
   const { threadsBefore, threadsAfter, promptTokens } = await footprint("local");
   assert.equal(promptTokens, 5);
   assert.equal(threadsAfter, threadsBefore);
+});
+
+test("the relay's bundle has no character above U+00FF, so V8 holds its source as one byte per character", () => {
+  // A single one (a literal U+FF5C in a template esbuild cannot escape) doubled the 0.7 MB source string every relay
+  // keeps in its heap (docs/benchmarks.md, issue 23).
+  const source = readFileSync(join(root, "relay/dist/cli.js"), "utf8");
+  const lines = source.split("\n");
+  const wide = lines.flatMap((line, index) => (/[\u0100-\uffff]/.test(line) ? [`${index + 1}: ${line.trim()}`] : []));
+  assert.deepEqual(wide, []);
 });

@@ -15,7 +15,7 @@ import { silentLogger } from "../../relay/src/logger";
 import { openStore, startRelay } from "../../relay/src/main";
 import { initWorkspace } from "../../relay/src/workspace/init";
 
-const WATCHED = ["better-sqlite3", "pg", "ioredis", "undici"] as const;
+const WATCHED = ["better-sqlite3", "pg", "ioredis", "undici", "ws"] as const;
 
 const upstream = process.argv[2] === "upstream";
 const dataDir = mkdtempSync(join(tmpdir(), "tab-relay-footprint-"));

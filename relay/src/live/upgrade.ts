@@ -1,9 +1,10 @@
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { API_PREFIX, RelayError } from "@tab-relay/shared";
-import { type ServerOptions, type WebSocket, WebSocketServer } from "ws";
+import type { ServerOptions, WebSocket, WebSocketServer } from "ws";
 import { effectiveScopes } from "../auth/apiKeys";
 import { endWithError } from "../http/clientErrors";
+import { lazyRequire } from "../lazyRequire";
 import { hostFields } from "../http/requestContext";
 import { resolveAgentToken } from "../http/authenticateAgent";
 import { type RatePolicy, countRequest, rateLimitHeaders } from "../http/rateLimit";
@@ -27,6 +28,12 @@ export const AGENT_SOCKET_PATHS = new Set([`${API_PREFIX}/agent-api/socket`, "/v
 export const LIVE_MAX_FRAME_BYTES = 4 * 1024;
 /** Socket Mode clients send acknowledgements (about 100 bytes of JSON); a frame this large is no ack. */
 export const AGENT_MAX_FRAME_BYTES = 64 * 1024;
+
+/**
+ * ws is loaded with the first upgrade let through, not at start: a relay nobody opens a console or Socket Mode
+ * connection to never needs it (about 1.2 MB of heap once loaded, more resident; docs/benchmarks.md, issue 23).
+ */
+const loadWs = lazyRequire<{ WebSocketServer: typeof WebSocketServer }>("ws");
 
 /** ws 8.23's options that @types/ws 8.18 does not know yet (both read in node_modules/ws/lib/websocket.js). */
 interface NewerServerOptions extends ServerOptions {
@@ -78,7 +85,7 @@ function socketServer(limits: {
     // Neither endpoint speaks a subprotocol; ws's default would echo the first one offered, claiming one we do not.
     handleProtocols: () => false,
   };
-  return new WebSocketServer(options);
+  return new (loadWs().WebSocketServer)(options);
 }
 
 /** The host of an Origin header; opaque origins ("null") have none. */
@@ -172,8 +179,13 @@ export interface UpgradeDeps {
  * upgrade counts as a read against the same limits as the HTTP requests of its credentials.
  */
 export function attachUpgrades(server: Server, deps: UpgradeDeps) {
-  const liveServer = socketServer({ maxPayload: LIVE_MAX_FRAME_BYTES, maxFragments: 4, maxBufferedChunks: 256 });
-  const agentServer = socketServer({ maxPayload: AGENT_MAX_FRAME_BYTES, maxFragments: 16, maxBufferedChunks: 1024 });
+  // Each made with the first handshake it completes (see loadWs).
+  let liveServer: WebSocketServer | undefined;
+  let agentServer: WebSocketServer | undefined;
+  const liveSockets = () =>
+    (liveServer ??= socketServer({ maxPayload: LIVE_MAX_FRAME_BYTES, maxFragments: 4, maxBufferedChunks: 256 }));
+  const agentSocketServer = () =>
+    (agentServer ??= socketServer({ maxPayload: AGENT_MAX_FRAME_BYTES, maxFragments: 16, maxBufferedChunks: 1024 }));
   const rate = { store: deps.rateLimitStore, clock: deps.clock, metrics: deps.metrics, windowMs: deps.windowMs };
   /** Answers a refused upgrade with the API's error envelope and closes the connection once it is written. */
   const refuse = (socket: Duplex, error: RelayError, headers: Record<string, string> = {}) =>
@@ -242,7 +254,7 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
       const message = `This API key already has ${MAX_LIVE_SOCKETS_PER_KEY} live connections open; close one (a console tab) and retry`;
       return refuse(socket, new RelayError("RATE_LIMIT_EXCEEDED", message), headers);
     }
-    liveServer.handleUpgrade(req, socket, head, (ws) => {
+    liveSockets().handleUpgrade(req, socket, head, (ws) => {
       guard(ws, { kind: "live", user_id: user.id, key_id: key.id });
       deps.live.add({
         socket: ws,
@@ -280,7 +292,7 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
       const message = `This agent already has ${MAX_SOCKETS_PER_AGENT} Socket Mode connections open; close one and retry`;
       return refuse(socket, new RelayError("RATE_LIMIT_EXCEEDED", message), headers);
     }
-    agentServer.handleUpgrade(req, socket, head, (ws) => {
+    agentSocketServer().handleUpgrade(req, socket, head, (ws) => {
       guard(ws, { kind: "agent", agent_id: agent.id });
       deps.logger.info("agent socket connected", { agent_id: agent.id });
       ws.on("close", (code) => deps.logger.info("agent socket closed", { agent_id: agent.id, code }));
@@ -316,8 +328,8 @@ export function attachUpgrades(server: Server, deps: UpgradeDeps) {
   });
   return {
     close: () => {
-      liveServer.close();
-      agentServer.close();
+      liveServer?.close();
+      agentServer?.close();
     },
   };
 }

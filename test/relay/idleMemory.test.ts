@@ -1,0 +1,137 @@
+import assert from "node:assert/strict";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { runCommand, spawnRelay } from "../support/relayProcess";
+
+/**
+ * What relay/bin/tab-relay.js sets in V8 so that an idle relay stays small (issue 23).
+ *
+ * `tab-relay` keeps V8's young generation at its initial two 1 MB semi-spaces (relay/bin/tab-relay.js): grown to two
+ * 16 MB ones by loading the relay and by every burst of requests, it held some 15 MB of an idle relay's resident
+ * memory and 30 MB after 10,000 completions (docs/benchmarks.md, issue 23). Read from the relay's own /metrics
+ * (prom-client's `nodejs_heap_space_size_total_bytes`), after start-up and after a burst of completions.
+ *
+ * It also keeps V8's optimizing compiler off until the relay has started: optimizing Node's module loader while some
+ * 500 files load left about 6 MB of TurboFan resident in a relay that then sat idle. Read from V8's own trace of what
+ * it optimizes (`--trace-opt`, written to a file that V8 closes after each line).
+ */
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BIN = join(ROOT, "relay/bin/tab-relay.js");
+const MB = 1024 * 1024;
+const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !name.startsWith("TAB_RELAY_") && name !== "NODE_OPTIONS"),
+);
+const tracked = new Set<ChildProcess>();
+const folders: string[] = [];
+after(() => {
+  for (const child of tracked) child.kill("SIGKILL");
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+async function startRelay(nodeArgs: readonly string[]) {
+  const data = mkdtempSync(join(tmpdir(), "tab-relay-young-"));
+  folders.push(data);
+  const init = await runCommand(
+    process.execPath,
+    [BIN, "init", "--data", data, "--workspace", "acme", "--owner", "Olive", "--json"],
+    { cwd: ROOT, env: cleanEnv, killAfterMs: 60_000 },
+  );
+  assert.equal(init.status, 0, init.stderr);
+  const { api_key: apiKey } = JSON.parse(init.stdout) as { api_key: string };
+  const relay = await spawnRelay({
+    name: "tab-relay serve",
+    args: [...nodeArgs, BIN, "serve", "--data", data, "--port", "0", "--host", "127.0.0.1"],
+    cwd: ROOT,
+    env: { ...cleanEnv, TAB_RELAY_LOG_LEVEL: "warn", TAB_RELAY_RATE_LIMITS: "reads=100000,writes=100000" },
+    tracked,
+    startTimeoutMs: 60_000,
+    outputChars: 8_000,
+  });
+  return { relay, apiKey };
+}
+
+async function newSpaceBytes(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const match = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(text);
+  assert.ok(match?.[1], "no new space size in /metrics");
+  return Number(match[1]);
+}
+
+async function completions(url: string, apiKey: string, count: number): Promise<void> {
+  const body = JSON.stringify({
+    model: "tab-v1",
+    tab_context: {
+      surface: "code",
+      workspace_slug: "acme",
+      entity_id: "a.ts",
+      document_type: "plaintext",
+      active_text_before_cursor: "export function total(items: number[]): number {\n  return ",
+      active_text_after_cursor: "\n}\n",
+    },
+  });
+  let sent = 0;
+  const worker = async () => {
+    while (sent < count) {
+      sent++;
+      const response = await fetch(`${url}/api/v1/tab/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body,
+      });
+      assert.equal(response.status, 200, await response.text());
+    }
+  };
+  await Promise.all(Array.from({ length: 10 }, worker));
+}
+
+test("a relay's young generation stays at two 1 MB semi-spaces through start-up and a burst of completions", async () => {
+  const { relay, apiKey } = await startRelay([]);
+  try {
+    assert.ok((await newSpaceBytes(relay.url)) <= 2 * MB, "grown during start-up");
+    await completions(relay.url, apiKey, 300);
+    assert.ok((await newSpaceBytes(relay.url)) <= 2 * MB, "grown by the completions");
+  } finally {
+    relay.child.kill("SIGTERM");
+    await relay.exited;
+  }
+});
+
+test("an operator's own young-generation flag on node's command line is left as it is", async () => {
+  const { relay } = await startRelay(["--semi-space-growth-factor=2"]);
+  try {
+    // V8's default: loading the relay grows the young generation past its initial size.
+    assert.ok((await newSpaceBytes(relay.url)) > 2 * MB);
+  } finally {
+    relay.child.kill("SIGTERM");
+    await relay.exited;
+  }
+});
+
+function optimized(trace: string): number {
+  return existsSync(trace) ? readFileSync(trace, "utf8").split("[completed optimizing").length - 1 : 0;
+}
+
+test("V8 optimizes nothing while the relay starts, and optimizes again once it serves", async () => {
+  const folder = mkdtempSync(join(tmpdir(), "tab-relay-trace-"));
+  folders.push(folder);
+  const trace = join(folder, "trace.txt");
+  const { relay, apiKey } = await startRelay([
+    "--trace-opt",
+    "--redirect-code-traces",
+    `--redirect-code-traces-to=${trace}`,
+  ]);
+  try {
+    // "serving on" is written after startRelay returns; the resume is queued behind the tokenizer's warm-up.
+    assert.equal(optimized(trace), 0, "functions optimized during start-up");
+    await completions(relay.url, apiKey, 300);
+    assert.ok(optimized(trace) > 0, "nothing optimized under load");
+  } finally {
+    relay.child.kill("SIGTERM");
+    await relay.exited;
+  }
+});
