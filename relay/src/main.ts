@@ -183,10 +183,12 @@ export async function startRelay(config: Readonly<Config>, options: StartOptions
   });
   services.links.setListeningUrl(url);
   // Off the request path, and after listening so start-up is not slower for it: the first completion then finds the
-  // tokenizer warm (and the upstream's HTTP client loaded) instead of paying for their first use.
+  // tokenizer warm (and the upstream's HTTP client loaded) instead of paying for their first use, and the first next
+  // edit its schema and the local engine.
   setImmediate(() => {
     services.tokens.warm();
     if (services.provider.name !== "local") services.transport.warm();
+    services.nextEdits.warm();
   });
   // Whatever was pending when the relay last stopped goes out now.
   await realtime.deliveries.start();

@@ -23,3 +23,4 @@ export * from "./completionSession";
 export * from "./usageTracker";
 export * from "./usageReporter";
 export * from "./nextEditUsage";
+export * from "./warmUp";

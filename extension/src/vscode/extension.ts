@@ -14,6 +14,7 @@ import {
   UsageTracker,
   initialStatus,
   missingConfiguration,
+  warmUp,
   type Settings,
 } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
@@ -95,7 +96,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       fetch: (url, init) => fetch(url, init),
       logger: log,
       getSettings: () => settings,
-      getApiKey: () => apiKeys.get(),
+      getApiKey: () => apiKeys.current(),
       files: recentFiles,
     }),
     log,
@@ -106,7 +107,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     fetch: (url, init) => fetch(url, init),
     logger: log,
     getSettings: () => settings,
-    getApiKey: () => apiKeys.get(),
+    getApiKey: () => apiKeys.current(),
     status,
     rhythm,
     relatedContext: recentFiles,
@@ -114,6 +115,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     onPause: (input, signal) => nextEdits.onPause(input, signal),
   });
 
+  /** The relay URL the warm-up last ran for. */
+  let warmedFor: string | undefined;
   /** Re-reads settings and the key; a new relay, workspace, model or key clears old errors and suggestions. */
   const sync = async (keyChanged: boolean) => {
     const parsed = readSettings();
@@ -124,7 +127,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const languages = (x: Settings) => `${x.enabledLanguages.join(",")} ${x.disabledLanguages.join(",")}`;
     if (languages(previous) !== languages(settings)) recentFilesFeed.languagesChanged();
     const hasKey = (await apiKeys.get()) !== undefined;
-    status.dispatch({ type: "configured", enabled: settings.enabled, missing: missingConfiguration(settings, hasKey) });
+    const missing = missingConfiguration(settings, hasKey);
+    status.dispatch({ type: "configured", enabled: settings.enabled, missing });
+    // Once there is a relay to ask, the first pause's costs are paid now, after activation, rather than by it.
+    if (settings.enabled && missing.length === 0 && warmedFor !== settings.relayUrl) {
+      warmedFor = settings.relayUrl;
+      const warmTarget = { ...settings, timeoutMs: settings.requestTimeoutMs };
+      setTimeout(() => void warmUp({ fetch: (url, init) => fetch(url, init), clock: systemClock }, warmTarget), 0);
+    }
     const target = (s: Settings) => `${s.relayUrl} ${s.workspaceSlug} ${s.model}`;
     if (keyChanged || target(previous) !== target(settings)) {
       status.dispatch({ type: "credentialsChanged" });
@@ -147,6 +157,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const unsubscribeNotices = status.onNotice((notice) => void showNotice(notice, settings.relayUrl));
   context.subscriptions.push(
     log,
+    apiKeys,
     statusBar,
     recentFilesFeed,
     nextEdits,

@@ -1,10 +1,4 @@
-import {
-  type NextEdit,
-  type NextEditRequest,
-  type NoNextEditReason,
-  type RecentEdit,
-  RelayError,
-} from "@tab-relay/shared";
+import { type NextEdit, NextEditRequest, type NoNextEditReason, type RecentEdit, RelayError } from "@tab-relay/shared";
 import type { Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import { type HttpPost, UpstreamSilence } from "../providers/httpPost";
@@ -27,7 +21,37 @@ export interface NextEditService {
   readonly model: string;
   /** Rejects with a RelayError (UPSTREAM_ERROR, UPSTREAM_TIMEOUT) or the abort reason. */
   run(request: NextEditRequest, signal: AbortSignal): Promise<NextEditAnswer>;
+  /**
+   * Reads WARM_UP_REQUEST as the route does (the request's schema) and, with the local engine, proposes on it,
+   * counting nothing and sending nothing anywhere. Called once after the relay listens, so the first next edit does
+   * not pay for that code's first run (zod compiles an object schema's parser on its first parse): in the real
+   * VS Code e2e the relay's first next edit took 24 to 86 ms and the next ones 2 to 3 ms.
+   */
+  warm(): void;
 }
+
+/** A rename as a client sends it (`sum` renamed `priceSum` on its first line): the local engine proposes on it. */
+export const WARM_UP_REQUEST: NextEditRequest = {
+  workspace_slug: "warm-up",
+  file_path: "warm-up.js",
+  code_language: "javascript",
+  document_version: 1,
+  excerpt: {
+    start_line: 0,
+    text: [
+      "function total(items) {",
+      "  let priceSum = 0;",
+      "  for (const item of items) sum += item.price;",
+      "  return sum;",
+      "}",
+    ].join("\n"),
+  },
+  editable_region: { start_line: 0, end_line: 5 },
+  cursor: { line: 1, character: 14 },
+  recent_edits: [
+    { file_path: "warm-up.js", start_line: 1, old_lines: ["  let sum = 0;"], new_lines: ["  let priceSum = 0;"] },
+  ],
+};
 
 export interface NextEditUpstream {
   url: string;
@@ -58,6 +82,10 @@ export function createNextEditService(deps: {
         const judgement = proposeLocalNextEdit(documentOf(request), request.recent_edits).judgement;
         return answer("local", judgement);
       },
+      warm() {
+        const request = NextEditRequest.parse(WARM_UP_REQUEST);
+        proposeLocalNextEdit(documentOf(request), request.recent_edits);
+      },
     };
   }
   const format = nextEditFormat(upstream.model, upstream.format);
@@ -73,6 +101,9 @@ export function createNextEditService(deps: {
   return {
     source: format.name,
     model: upstream.model,
+    warm() {
+      NextEditRequest.parse(WARM_UP_REQUEST);
+    },
     async run(request, signal) {
       signal.throwIfAborted();
       const doc = documentOf(request);
