@@ -283,6 +283,35 @@ describe("the embedded engine, one sequence and a queue of one", () => {
   });
 });
 
+describe("the embedded engine at its default of two sequences", () => {
+  let relay: TestRelay;
+  before(async () => {
+    const { path } = testModel({ seed: 3, oneLine: true });
+    relay = await startTestRelay({ env: engineEnv(await testEngineDir(), path), timings: { engineSeed: 11 } });
+  });
+  after(() => relay?.close());
+
+  // The child dispatches a lone completion's decodes at once and batches several on the next turn (sequences.ts
+  // dispatchSchedule): both ways must keep every completion going to its end.
+  test("two people at once are served side by side, and one alone after them", { timeout: 60_000 }, async () => {
+    const body = (text: string) =>
+      completionBody({ active_text_before_cursor: text }, { stream: true, max_completion_tokens: 12 });
+    const [a, b] = await Promise.all([
+      openStream(relay, body("const first = ")),
+      openStream(relay, body("let second = ")),
+    ]);
+    assert.equal(await metric(relay, "tab_relay_engine_queue_depth", 'state="queued"'), 0, "neither waited");
+    for (const all of await Promise.all([a.rest(), b.rest()])) {
+      assert.ok(all.trimEnd().endsWith("data: [DONE]"), all);
+      assert.match(all, /"content":"[^"]/);
+    }
+    await idle(relay);
+    const alone = await (await openStream(relay, body("var third = "))).rest();
+    assert.ok(alone.trimEnd().endsWith("data: [DONE]"), alone);
+    assert.match(alone, /"content":"[^"]/);
+  });
+});
+
 describe("models the engine refuses at start, each with what is wrong", () => {
   let engineDir: string;
   before(async () => {

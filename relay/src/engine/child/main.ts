@@ -17,7 +17,8 @@ import {
   templateMarkers,
   templatePieces,
 } from "./prompt";
-import { chooseSequence } from "./sequences";
+import { chooseSequence, dispatchSchedule } from "./sequences";
+import { createOutbox } from "./outbox";
 
 // The few parts of node-llama-cpp 3.21.1 this file uses (its .d.ts files); it is not a dependency of the relay, so
 // its types are not at hand when the relay is built.
@@ -40,7 +41,12 @@ interface Model {
   fileInfo: { metadata: { general?: { name?: string }; tokenizer?: { ggml?: Record<string, unknown> } } };
   tokenize(text: string, specialTokens?: boolean): Token[];
   detokenize(tokens: readonly Token[], specialTokens?: boolean): string;
-  createContext(options: { contextSize: number; sequences: number; threads: number }): Promise<Context>;
+  createContext(options: {
+    contextSize: number;
+    sequences: number;
+    threads: number;
+    batching: { dispatchSchedule: (dispatch: () => void) => void };
+  }): Promise<Context>;
 }
 interface Context {
   contextSize: number;
@@ -238,8 +244,13 @@ async function main(): Promise<void> {
       tokenId("fim_pad_token_id"),
     ];
   }
-  const context = await model.createContext({ contextSize, sequences, threads });
   const slots: Slot[] = [];
+  const context = await model.createContext({
+    contextSize,
+    sequences,
+    threads,
+    batching: { dispatchSchedule: dispatchSchedule(() => slots.filter((slot) => slot.busy).length) },
+  });
   for (let index = 0; index < sequences; index++) {
     const sequence = context.getSequence();
     slots.push({
@@ -266,6 +277,7 @@ async function main(): Promise<void> {
   const stops = [...new Set(stopTokens.filter((t): t is number => t !== undefined))].map((t) => [t]);
 
   const running = new Map<number, AbortController>();
+  const outbox = createOutbox(send);
   let clock = 0;
 
   async function complete(message: Extract<ParentMessage, { type: "complete" }>): Promise<void> {
@@ -312,7 +324,7 @@ async function main(): Promise<void> {
           generated += generatedTokens.length;
         },
         onTextChunk: (chunk) => {
-          if (chunk !== "" && !controller.signal.aborted) send({ type: "text", id: message.id, text: chunk });
+          if (chunk !== "" && !controller.signal.aborted) outbox.text(message.id, chunk);
         },
       });
       const stats: CompletionStats = {
@@ -326,8 +338,10 @@ async function main(): Promise<void> {
         stopReason: result.metadata.stopReason,
         sequence: slot.index,
       };
+      outbox.flush();
       send({ type: "done", id: message.id, stats });
     } catch (error) {
+      outbox.flush();
       send({ type: "failed", id: message.id, message: (error as Error).message });
     } finally {
       running.delete(message.id);

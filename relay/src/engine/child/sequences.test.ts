@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chooseSequence } from "./sequences";
+import { chooseSequence, dispatchSchedule } from "./sequences";
 
 const view = (index: number, tokens: number[], lastUsed: number, busy = false) => ({ index, tokens, lastUsed, busy });
 
@@ -15,4 +15,17 @@ test("with no shared prefix, the least recently used free sequence is taken; a b
     shared: 0,
   });
   assert.equal(chooseSequence([view(0, [1], 1, true)], [1]), undefined);
+});
+
+test("a decode goes to llama.cpp at once when it is the only completion running, else on the next turn", async () => {
+  let running = 1;
+  const schedule = dispatchSchedule(() => running);
+  const dispatched: string[] = [];
+  schedule(() => dispatched.push("alone"));
+  assert.deepEqual(dispatched, ["alone"]);
+  running = 2;
+  schedule(() => dispatched.push("batched"));
+  assert.deepEqual(dispatched, ["alone"]);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  assert.deepEqual(dispatched, ["alone", "batched"]);
 });

@@ -32,3 +32,18 @@ export function chooseSequence(
   }
   return best && { index: best.index, shared: best.shared };
 }
+
+/**
+ * When node-llama-cpp sends queued decodes to llama.cpp (its `batching.dispatchSchedule`). By default it sends them
+ * at once only when every sequence of the context has one queued, and otherwise on the next turn of the event loop
+ * ("nextCycle", so that other sequences' tokens can join the batch; `_scheduleDecode` in LlamaContext.js, 3.21.1).
+ * With the relay's default of 2 sequences and one person typing, that put a turn of waiting before every token's
+ * decode, which a context of 1 sequence (the floor in docs/benchmarks.md) never pays. With no other completion
+ * running there is nothing to wait for, so the decode goes at once; with several, they are batched as before.
+ */
+export function dispatchSchedule(running: () => number): (dispatch: () => void) => void {
+  return (dispatch) => {
+    if (running() <= 1) dispatch();
+    else setImmediate(dispatch);
+  };
+}
