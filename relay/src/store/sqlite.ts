@@ -36,11 +36,17 @@ export interface SqliteStoreOptions {
    */
   logger?: Logger;
   /** The checkpointer's timing; tests shorten it. */
-  checkpoint?: Pick<WalCheckpointerOptions, "intervalMs" | "idleTruncateMs">;
+  checkpoint?: Pick<WalCheckpointerOptions, "intervalMs">;
 }
 
 /** SQLite's automatic checkpoint threshold when nothing else checkpoints (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT). */
 const AUTOCHECKPOINT_PAGES = 1000;
+/**
+ * With the checkpointer running, the relay's own commits checkpoint only past this many WAL frames: the bound for
+ * when the worker's passes keep missing the moment the WAL could start over (walCheckpointer.ts). By then the
+ * worker has copied and synced all but its last pass's frames, so that checkpoint has little left to do.
+ */
+export const AUTOCHECKPOINT_WITH_WORKER_FRAMES = 4000;
 /**
  * Checkpointing from a second connection while the relay's writes go on is the case of SQLite's "WAL-reset bug"
  * (https://www.sqlite.org/wal.html#walresetbug: two connections, a checkpoint and a write racing at a WAL reset,
@@ -92,8 +98,8 @@ export async function openRelayConnection(path: string, options: SqliteStoreOpti
         },
       });
       // Per connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): commits on this one no longer copy
-      // the WAL into the database and fsync it on the event loop; the worker does.
-      sqlite.pragma("wal_autocheckpoint = 0");
+      // the WAL into the database and sync it on the event loop every 1,000 frames; the worker does, all the time.
+      sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_WITH_WORKER_FRAMES}`);
     } catch (error) {
       logger.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
     }

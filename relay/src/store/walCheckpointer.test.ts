@@ -4,7 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import type { Logger } from "../logger";
-import { type RelayConnection, openRelayConnection, openSqliteStore } from "./sqlite";
+import {
+  AUTOCHECKPOINT_WITH_WORKER_FRAMES,
+  type RelayConnection,
+  openRelayConnection,
+  openSqliteStore,
+} from "./sqlite";
 
 /** Real database files; the relay's own connection settings (openRelayConnection), written to the way it writes. */
 
@@ -67,18 +72,18 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
     }
   });
 
-  test("the serving relay's connection no longer checkpoints inside its commits", async () => {
+  test("the serving relay's connection checkpoints inside its commits only past 4,000 frames", async () => {
     // The worker runs, but not within this test (an hour between passes): whatever keeps the WAL small is the connection's.
-    const connection = await openRelayConnection(path, {
-      logger: recordingLogger(),
-      checkpoint: { intervalMs: HOUR, idleTruncateMs: HOUR },
-    });
+    const connection = await openRelayConnection(path, { logger: recordingLogger(), checkpoint: { intervalMs: HOUR } });
     try {
       assert.ok(connection.checkpointer);
-      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), 0);
+      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), AUTOCHECKPOINT_WITH_WORKER_FRAMES);
+      // About 3,000 pages: every one is still in the WAL, no commit copied it into the database.
       const walMax = await write(connection, 12_000, 200);
-      // Every page written is still in the WAL: no commit copied it into the database.
       assert.ok(walMax > 2_500 * PAGE, `WAL reached only ${walMax} bytes`);
+      // Past 4,000 frames a commit checkpoints after all, so the WAL stays bounded even without the worker.
+      const walLater = await write(connection, 24_000, 200);
+      assert.ok(walLater < 4_400 * PAGE, `WAL reached ${walLater} bytes`);
       // And the worker's checkpoint copies it all when asked.
       const result = await connection.checkpointer.checkpointNow();
       assert.equal(result.busy, 0);
@@ -89,19 +94,21 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
     }
   });
 
-  test("the worker checkpoints while the relay writes, and the WAL stays bounded", async () => {
+  test("the worker copies the WAL into the database while the relay writes, and the WAL starts over", async () => {
     const logger = recordingLogger();
-    const connection = await openRelayConnection(path, {
-      logger,
-      checkpoint: { intervalMs: 20, idleTruncateMs: HOUR },
-    });
+    const connection = await openRelayConnection(path, { logger, checkpoint: { intervalMs: 20 } });
     try {
-      // About 10,000 pages in 1,000 transactions: without checkpoints the WAL would hold them all (40 MB).
-      const walMax = await write(connection, 40_000, 40);
-      // Restarted at about 4,000 frames (RESET_FRAMES) plus what arrives between two passes.
-      assert.ok(walMax < 5_000 * PAGE, `WAL reached ${walMax} bytes`);
+      // About 2,000 pages, below the connection's own threshold of 4,000 frames: only the worker checkpoints.
+      await write(connection, 8_000, 40);
+      const deadline = Date.now() + 5_000;
+      while (statSync(path).size < 1_800 * PAGE && Date.now() < deadline) await sleep(20);
       // The rows are in the database file itself, copied there by the worker.
-      assert.ok(statSync(path).size > 2_000 * PAGE, `database file is ${statSync(path).size} bytes`);
+      assert.ok(statSync(path).size >= 1_800 * PAGE, `database file is ${statSync(path).size} bytes`);
+      // Everything was copied, so the next write starts the WAL over from its first frame.
+      await sleep(100);
+      await write(connection, 1, 1);
+      const result = await connection.checkpointer?.checkpointNow();
+      assert.ok(result && result.log < 10, `the WAL holds ${result?.log} frames`);
       assert.deepEqual(
         logger.lines.filter((line) => line.level === "error"),
         [],
@@ -112,28 +119,9 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
     }
   });
 
-  test("a quiet relay's WAL is truncated to nothing", async () => {
-    const connection = await openRelayConnection(path, {
-      logger: recordingLogger(),
-      checkpoint: { intervalMs: 20, idleTruncateMs: 100 },
-    });
-    try {
-      await write(connection, 500, 50);
-      assert.ok(walBytes(connection) > 0);
-      const deadline = Date.now() + 5_000;
-      while (walBytes(connection) > 0 && Date.now() < deadline) await sleep(20);
-      assert.equal(walBytes(connection), 0);
-      // Nothing was lost on the way.
-      assert.deepEqual(connection.sqlite.prepare("select count(*) as n from filler").get(), { n: 500 });
-    } finally {
-      await connection.stopCheckpointer();
-      connection.sqlite.close();
-    }
-  });
-
   test("closing the store stops the worker and closes its connection first, so the WAL goes with the relay's", async () => {
     const logger = recordingLogger();
-    const store = await openSqliteStore(path, { logger, checkpoint: { intervalMs: 20, idleTruncateMs: HOUR } });
+    const store = await openSqliteStore(path, { logger, checkpoint: { intervalMs: 20 } });
     // The migrations wrote through the WAL.
     assert.ok(existsSync(`${path}-wal`));
     await store.close();
@@ -146,10 +134,10 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
     const logger = recordingLogger();
     const connection = await openRelayConnection(path, {
       logger,
-      checkpoint: { intervalMs: HOUR, idleTruncateMs: HOUR },
+      checkpoint: { intervalMs: HOUR },
     });
     try {
-      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), 0);
+      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), AUTOCHECKPOINT_WITH_WORKER_FRAMES);
       await connection.checkpointer?.thread.terminate();
       const deadline = Date.now() + 5_000;
       while (connection.checkpointer !== undefined && Date.now() < deadline) await sleep(10);

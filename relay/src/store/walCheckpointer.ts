@@ -5,42 +5,46 @@ import type { Logger } from "../logger";
 const require = createRequire(import.meta.url);
 
 /**
- * Checkpoints a WAL-mode SQLite database from a worker thread, so the relay's event loop never waits for one.
+ * Checkpoints a WAL-mode SQLite database from a worker thread, so the relay's event loop rarely waits for one.
  *
- * Why: with `synchronous = NORMAL` a commit in WAL mode writes the WAL and does not sync; only checkpoints sync
- * ("WAL mode ... synchronous=NORMAL ... only checkpoints fsync", https://www.sqlite.org/pragma.html#pragma_synchronous).
- * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past 1,000 pages, on the committing
- * connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): on the relay that is the main thread, and that
- * commit copies the WAL into the database and fsyncs it while every request, SSE stream and delivery waits.
- * SQLite's own advice (https://www.sqlite.org/wal.html, "Checkpointing"): applications can "turn off the automatic
- * checkpoints and run checkpoints during idle moments or in a separate thread or process", and "if an application
- * therefore runs checkpoint in a separate thread or process, the main thread or process that is doing database
- * queries and updates will never block on a sync operation".
+ * Why: with `synchronous = NORMAL` a commit in WAL mode writes the WAL and does not sync; "the WAL file is
+ * synchronized before each checkpoint and the database file is synchronized after each completed checkpoint ... but
+ * no sync operations occur during most transactions" (https://www.sqlite.org/pragma.html#pragma_synchronous).
+ * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past its threshold (1,000 frames by default),
+ * on the committing connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): on the relay that is the main
+ * thread, and that commit copies the WAL into the database and syncs both while every request, SSE stream and
+ * delivery waits. SQLite's own advice (https://www.sqlite.org/wal.html, "Checkpointing"): applications can "turn off
+ * the automatic checkpoints and run checkpoints during idle moments or in a separate thread or process".
  *
- * How: the relay's connection sets `wal_autocheckpoint = 0` (per connection; sqlite3_wal_autocheckpoint applies to
- * the connection it is called on) and this worker opens its own better-sqlite3 connection to the same file
- * (better-sqlite3 objects belong to the thread that made them; a worker opens its own, as
- * WiseLibs/better-sqlite3 docs/threads.md does). Every `intervalMs` it runs `PRAGMA wal_checkpoint(PASSIVE)`:
- * PASSIVE "checkpoint[s] as many frames as possible without waiting for any database readers or writers to finish"
- * and "the busy-handler callback is never invoked" (https://www.sqlite.org/c3ref/wal_checkpoint_v2.html), so the
- * relay's writes go on while it copies and syncs. It is the mode the automatic checkpoint uses, so the WAL is bounded
- * exactly as before (by the checkpoint's progress, which only a long read transaction such as a backup holds back),
- * only checked every `intervalMs` instead of every 1,000 pages. Once the WAL has been fully copied, the next
- * writer starts it over from the beginning (wal.html: "the next writer restarts the log file from the beginning"),
- * so the file stops growing. After `idleTruncateMs` without new frames, with every frame already copied, the worker
- * runs `wal_checkpoint(TRUNCATE)` with a zero busy timeout: it shrinks the file to zero bytes, and the writer lock
- * it takes is held only to truncate (nothing is left to copy); if the relay writes at that moment, SQLite answers
- * busy and the worker simply tries at the next idle spell.
+ * How: this worker opens its own better-sqlite3 connection to the same file (better-sqlite3 objects belong to the
+ * thread that made them; a worker opens its own, as WiseLibs/better-sqlite3 docs/threads.md does) and every
+ * `intervalMs` runs `PRAGMA wal_checkpoint(PASSIVE)`: PASSIVE "checkpoint[s] as many frames as possible without
+ * waiting for any database readers or writers to finish" and "the busy-handler callback is never invoked"
+ * (https://www.sqlite.org/c3ref/wal_checkpoint_v2.html). It takes only the checkpoint lock, never the write lock, so
+ * the relay's reads and writes go on while it copies and syncs, and never meet SQLITE_BUSY because of it.
  *
- * When the worker cannot start or dies, `onFailure` runs: the caller turns automatic checkpoints back on, so a
- * relay without its checkpointer is the relay as it was, never one whose WAL grows without end.
+ * Never the write lock, on purpose: a FULL, RESTART or TRUNCATE checkpoint from this connection holds writers off
+ * while it runs, and a relay transaction that has read and then wants to write gets SQLITE_BUSY at once without its
+ * busy handler (sqlite3BtreeBeginTrans calls it only while `pBt->inTransaction == TRANS_NONE`; sqlite3.c 3.53.2
+ * in better-sqlite3's deps), which the relay
+ * answers 503. Measured with RESTART past 4,000 frames: 64 posts of 2,000 answered 503 at 200 posts/s.
+ *
+ * The bound: a PASSIVE pass copies the frames that were there when it began; writes committed while it copies and
+ * syncs stay behind, and the WAL starts over only when a write begins with every frame copied (wal.html). Under
+ * steady writes that moment may never come (measured: the WAL reached 136 MB after 15 s of 600 transactions/s,
+ * test/bench/walCheckpointBench.ts). So a pass that saw new frames arrive is followed at once by another, up to
+ * CATCH_UP_PASSES, each with less to copy and sync; and the relay's connection keeps SQLite's automatic checkpoint
+ * at AUTOCHECKPOINT_FRAMES (sqlite.ts), four times the default: when the worker could not catch up, the commit that
+ * takes the WAL past it checkpoints as before, with only the frames since the worker's last pass left to copy, and
+ * the WAL starts over. The WAL file therefore stays below about 4,000 frames (16 MB of 4 KiB pages) plus one pass.
+ *
+ * When the worker cannot start or dies, `onFailure` runs: the caller puts the default threshold back, so a relay
+ * without its checkpointer is the relay as it was.
  */
 export interface WalCheckpointerOptions {
   logger: Logger;
   /** How often the worker runs a PASSIVE checkpoint. */
   intervalMs?: number;
-  /** How long the WAL must stay unchanged (and fully checkpointed) before it is truncated to zero bytes. */
-  idleTruncateMs?: number;
   /** The worker could not start or has died: automatic checkpoints must take over. */
   onFailure: () => void;
 }
@@ -63,24 +67,10 @@ export interface WalCheckpointer {
 
 /** Checked often: a PASSIVE checkpoint with nothing to copy only reads the WAL index, and copying is off the loop. */
 export const CHECKPOINT_INTERVAL_MS = 200;
-/** A quiet relay gives its WAL file's space back after this long. */
-export const IDLE_TRUNCATE_MS = 10_000;
+/** Passes run back to back while writes keep adding frames during them. */
+const CATCH_UP_PASSES = 4;
 /** How long `stop` waits for the worker to finish a checkpoint under way and close its connection. */
 const STOP_GRACE_MS = 5_000;
-/**
- * A PASSIVE pass copies the frames that were there when it began; writes committed while it copies and syncs stay
- * behind, and the WAL starts over only when a write begins with every frame copied and no reader in the WAL
- * (wal.html, "Checkpointing"). Under steady writes that moment may never come, and the file grows without end
- * (measured: 136 MB after 15 s of 600 transactions/s, test/bench/walCheckpointBench.ts). Past this many frames the
- * worker follows the PASSIVE pass with a RESTART one, which "blocks new database writer attempts while it is
- * pending" and then waits until no reader uses the WAL, which "ensures that the next writer will restart the log
- * file from the beginning" (c3ref/wal_checkpoint_v2.html). It has only the frames of the last few milliseconds left
- * to copy and sync, so a relay write that meets it waits briefly, once per this many frames (about 16 MB of 4 KiB
- * pages; the automatic checkpoint copied and synced 1,000 frames on the event loop every 1,000).
- */
-const RESET_FRAMES = 4000;
-/** How long the RESTART checkpoint may wait for the relay's write under way (in the worker, never on the event loop). */
-const RESTART_BUSY_MS = 2_000;
 /** A WAL past this many frames that a checkpoint cannot finish is worth a warning (about 40 MB of 4 KiB pages). */
 const LARGE_WAL_FRAMES = 10_000;
 
@@ -93,49 +83,29 @@ const WORKER_SOURCE = `
 "use strict";
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
-const { path, intervalMs, idleTruncateMs, largeWalFrames } = workerData;
+const { path, intervalMs, catchUpPasses, largeWalFrames } = workerData;
 let db;
 try {
   db = new Database(path, { fileMustExist: true });
-  // PASSIVE never calls the busy handler; TRUNCATE must not wait either (it runs only when the relay is idle).
+  // PASSIVE never calls the busy handler; nothing here may wait on the relay.
   db.pragma("busy_timeout = 0");
 } catch (error) {
   parentPort.postMessage({ type: "failed", message: String(error && error.message || error) });
   process.exit(1);
 }
 const passive = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
-const restart = db.prepare("PRAGMA wal_checkpoint(RESTART)");
-const truncate = db.prepare("PRAGMA wal_checkpoint(TRUNCATE)");
-const { resetFrames, restartBusyMs } = workerData;
-let lastLog = -1;
-let changedAt = Date.now();
-let truncated = false;
 let warnedAt = 0;
 let failures = 0;
 function checkpoint() {
   let result = passive.get();
-  if (result.busy === 0 && result.log >= resetFrames) {
-    // The WAL has not started over: writes went on during the passes. Finish it while holding writers off.
-    db.pragma("busy_timeout = " + restartBusyMs);
-    try {
-      result = restart.get();
-    } finally {
-      db.pragma("busy_timeout = 0");
-    }
+  // "log" is the WAL's frame count when the pass began: a larger one next time means writes came in meanwhile.
+  for (let pass = 1; pass < catchUpPasses; pass++) {
+    const again = passive.get();
+    const caughtUp = again.log === result.log;
+    result = again;
+    if (caughtUp) break;
   }
   const now = Date.now();
-  if (result.log !== lastLog) {
-    lastLog = result.log;
-    changedAt = now;
-    truncated = false;
-  } else if (!truncated && result.log > 0 && result.busy === 0 && result.checkpointed === result.log &&
-      now - changedAt >= idleTruncateMs) {
-    const done = truncate.get();
-    if (done.busy === 0) {
-      truncated = true;
-      lastLog = done.log;
-    }
-  }
   if (result.log >= largeWalFrames && result.checkpointed < result.log && now - warnedAt >= 60000) {
     warnedAt = now;
     parentPort.postMessage({ type: "large", log: result.log, checkpointed: result.checkpointed });
@@ -192,10 +162,8 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
       driver: require.resolve("better-sqlite3"),
       path,
       intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
-      idleTruncateMs: options.idleTruncateMs ?? IDLE_TRUNCATE_MS,
+      catchUpPasses: CATCH_UP_PASSES,
       largeWalFrames: LARGE_WAL_FRAMES,
-      resetFrames: RESET_FRAMES,
-      restartBusyMs: RESTART_BUSY_MS,
     },
     // The relay's preloads (a benchmark's lifeline, a profiler) are not the checkpointer's business.
     execArgv: [],
