@@ -76,7 +76,7 @@ export interface RelayConnection {
 
 /**
  * Opens (creating if needed) the SQLite database at `path` in WAL mode with the relay's settings; with a logger,
- * starts the checkpointer and turns off the connection's automatic checkpoint once it runs.
+ * starts the checkpointer and raises the connection's automatic checkpoint threshold to 4,000 frames once it runs.
  */
 export async function openRelayConnection(path: string, options: SqliteStoreOptions = {}): Promise<RelayConnection> {
   if (path !== ":memory:") createPrivately(path);

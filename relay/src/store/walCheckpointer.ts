@@ -45,7 +45,7 @@ export interface WalCheckpointerOptions {
   logger: Logger;
   /** How often the worker runs a PASSIVE checkpoint. */
   intervalMs?: number;
-  /** The worker could not start or has died: automatic checkpoints must take over. */
+  /** The worker has died: the relay's own automatic checkpoints must take over again. */
   onFailure: () => void;
 }
 
@@ -222,7 +222,9 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
       failAll(error);
       if (!started) return reject(error);
       if (stopping) return;
-      logger.error("the WAL checkpointer stopped; SQLite's automatic checkpoints take over", { exit_code: code });
+      logger.error("the WAL checkpointer stopped; the relay checkpoints every 1,000 WAL frames itself again", {
+        exit_code: code,
+      });
       options.onFailure();
     });
 
