@@ -167,6 +167,9 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
     },
     // The relay's preloads (a benchmark's lifeline, a profiler) are not the checkpointer's business.
     execArgv: [],
+    // It allocates almost nothing; small heaps keep its isolate's resident memory small (an isolate's default young
+    // generation alone reserves several MB). Should it ever run out, it exits and the relay checkpoints by itself again.
+    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
     stdout: false,
     stderr: false,
   });
