@@ -68,15 +68,18 @@ function sqliteVersionAtLeast(sqlite: SqliteDatabase.Database, wanted: readonly 
 /** The relay's own SQLite connection, configured, and what must happen when it closes. */
 export interface RelayConnection {
   sqlite: SqliteDatabase.Database;
-  /** The checkpointing worker, when one runs. */
+  /** The checkpointing worker, once it runs. */
   checkpointer: WalCheckpointer | undefined;
+  /** Settles once the worker runs (or could not start); opening the connection does not wait for it. */
+  ready: Promise<void>;
   /** Stops the checkpointer (its connection closes first, so the relay's close is the last and removes the WAL). */
   stopCheckpointer(): Promise<void>;
 }
 
 /**
  * Opens (creating if needed) the SQLite database at `path` in WAL mode with the relay's settings; with a logger,
- * starts the checkpointer and raises the connection's automatic checkpoint threshold to 4,000 frames once it runs.
+ * starts the checkpointer (without waiting for it) and raises the connection's automatic checkpoint threshold to
+ * 4,000 frames once it runs.
  */
 export async function openRelayConnection(path: string, options: SqliteStoreOptions = {}): Promise<RelayConnection> {
   if (path !== ":memory:") createPrivately(path);
@@ -87,29 +90,39 @@ export async function openRelayConnection(path: string, options: SqliteStoreOpti
   sqlite.pragma("busy_timeout = 5000");
   const { logger } = options;
   let checkpointer: WalCheckpointer | undefined;
+  let stopping = false;
+  let starting: Promise<void> = Promise.resolve();
   if (logger && path !== ":memory:" && sqliteVersionAtLeast(sqlite, SAFE_TWO_CONNECTION_CHECKPOINTS)) {
-    try {
-      checkpointer = await startWalCheckpointer(path, {
-        ...options.checkpoint,
-        logger,
-        onFailure: () => {
-          checkpointer = undefined;
-          if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-        },
+    // Not awaited: the relay serves at once with SQLite's default checkpoints, and hands them over when the worker
+    // is up (starting a thread and loading better-sqlite3 in it took 100 ms and more, longer on a busy machine).
+    starting = startWalCheckpointer(path, {
+      ...options.checkpoint,
+      logger,
+      onFailure: () => {
+        checkpointer = undefined;
+        if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      },
+    })
+      .then(async (started) => {
+        if (stopping || !sqlite.open) return await started.stop();
+        checkpointer = started;
+        // Per connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): commits on this one no longer copy
+        // the WAL into the database and sync it on the event loop every 1,000 frames; the worker does, all the time.
+        sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_WITH_WORKER_FRAMES}`);
+      })
+      .catch((error: unknown) => {
+        logger.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
       });
-      // Per connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): commits on this one no longer copy
-      // the WAL into the database and sync it on the event loop every 1,000 frames; the worker does, all the time.
-      sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_WITH_WORKER_FRAMES}`);
-    } catch (error) {
-      logger.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
-    }
   }
   return {
     sqlite,
+    ready: starting,
     get checkpointer() {
       return checkpointer;
     },
     async stopCheckpointer() {
+      stopping = true;
+      await starting;
       const running = checkpointer;
       checkpointer = undefined;
       await running?.stop();

@@ -75,6 +75,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
   test("the serving relay's connection checkpoints inside its commits only past 4,000 frames", async () => {
     // The worker runs, but not within this test (an hour between passes): whatever keeps the WAL small is the connection's.
     const connection = await openRelayConnection(path, { logger: recordingLogger(), checkpoint: { intervalMs: HOUR } });
+    await connection.ready;
     try {
       assert.ok(connection.checkpointer);
       assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), AUTOCHECKPOINT_WITH_WORKER_FRAMES);
@@ -97,6 +98,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
   test("the worker copies the WAL into the database while the relay writes, and the WAL starts over", async () => {
     const logger = recordingLogger();
     const connection = await openRelayConnection(path, { logger, checkpoint: { intervalMs: 20 } });
+    await connection.ready;
     try {
       // About 2,000 pages, below the connection's own threshold of 4,000 frames: only the worker checkpoints.
       await write(connection, 8_000, 40);
@@ -136,6 +138,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
       logger,
       checkpoint: { intervalMs: HOUR },
     });
+    await connection.ready;
     try {
       assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), AUTOCHECKPOINT_WITH_WORKER_FRAMES);
       await connection.checkpointer?.thread.terminate();
