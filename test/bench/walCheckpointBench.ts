@@ -34,6 +34,8 @@ async function run(mode: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "wal-bench-"));
   const path = join(dir, "relay.db");
   const connection = await openRelayConnection(path, mode === "worker" ? { logger: quiet } : {});
+  // Serving does not wait for the worker; the measurement does, so that it starts with the worker running.
+  await connection.ready;
   const { sqlite } = connection;
   sqlite.exec(
     "create table messages (id integer primary key, body text not null, at text not null); " +
