@@ -55,11 +55,14 @@ export function databasePath(dataDir: string): string {
   return join(dataDir, DATABASE_FILE);
 }
 
-/** PostgreSQL when a database URL is configured (several relays can share it), else SQLite in the data folder. */
+/**
+ * PostgreSQL when a database URL is configured (several relays can share it), else SQLite in the data folder. The
+ * serving relay passes its `logger`; on SQLite that also moves WAL checkpoints to a worker thread (store/walCheckpointer.ts).
+ */
 export function openStore(config: Pick<Config, "dataDir" | "databaseUrl">, logger?: Logger): Promise<Store> {
   return config.databaseUrl
     ? openPostgresStore(config.databaseUrl, logger ? { logger } : {})
-    : openSqliteStore(databasePath(config.dataDir));
+    : openSqliteStore(databasePath(config.dataDir), logger ? { logger } : {});
 }
 
 /** The model provider; `logger` gets the start-up warning for a deprecated mode name and the upstream's hints. */

@@ -5,8 +5,10 @@ import { Kysely, Migrator, SqliteDialect } from "kysely";
 import { createKyselyStore } from "./kysely";
 import { type OwnerRow, ownerByHashQuery, toKeyOwner } from "./kysely/apiKeys";
 import { migrationProvider } from "./migrations";
+import type { Logger } from "../logger";
 import type { Database } from "./schema";
 import type { KeyOwner, Store } from "./types";
+import { type WalCheckpointer, type WalCheckpointerOptions, startWalCheckpointer } from "./walCheckpointer";
 
 export { createKyselyStore } from "./kysely";
 
@@ -26,21 +28,123 @@ function createPrivately(path: string): void {
   }
 }
 
-/** Opens (creating if needed) the SQLite database at `path` in WAL mode and applies pending migrations. */
-export async function openSqliteStore(path: string): Promise<Store> {
+export interface SqliteStoreOptions {
+  /**
+   * The serving relay's logger. Given one, the store checkpoints its WAL from a worker thread instead of inside the
+   * commits of its own connection (see walCheckpointer.ts), and logs the checkpointer's troubles there. Short-lived
+   * commands (init, keys, migrate) pass none: a thread is not worth starting for a few writes.
+   */
+  logger?: Logger;
+  /** The checkpointer's timing; tests shorten it. */
+  checkpoint?: Pick<WalCheckpointerOptions, "intervalMs">;
+}
+
+/** SQLite's automatic checkpoint threshold when nothing else checkpoints (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT). */
+const AUTOCHECKPOINT_PAGES = 1000;
+/**
+ * With the checkpointer running, the relay's own commits checkpoint only past this many WAL frames: the bound for
+ * when the worker's passes keep missing the moment the WAL could start over (walCheckpointer.ts). By then the
+ * worker has copied and synced all but its last pass's frames, so that checkpoint has little left to do.
+ */
+export const AUTOCHECKPOINT_WITH_WORKER_FRAMES = 4000;
+/**
+ * Checkpointing from a second connection while the relay's writes go on is the case of SQLite's "WAL-reset bug"
+ * (https://www.sqlite.org/wal.html#walresetbug: two connections, a checkpoint and a write racing at a WAL reset,
+ * could corrupt the database), fixed in 3.51.3 and 3.52.0. better-sqlite3 12.10.1 bundles 3.53.2; a build against
+ * an older SQLite keeps the automatic checkpoint on the relay's one connection, where that race cannot happen.
+ */
+const SAFE_TWO_CONNECTION_CHECKPOINTS = [3, 51, 3] as const;
+
+function sqliteVersionAtLeast(sqlite: SqliteDatabase.Database, wanted: readonly number[]): boolean {
+  const version = (sqlite.prepare("select sqlite_version() as v").get() as { v: string }).v.split(".").map(Number);
+  for (let i = 0; i < wanted.length; i++) {
+    const have = version[i] ?? 0;
+    const want = wanted[i] ?? 0;
+    if (have !== want) return have > want;
+  }
+  return true;
+}
+
+/** The relay's own SQLite connection, configured, and what must happen when it closes. */
+export interface RelayConnection {
+  sqlite: SqliteDatabase.Database;
+  /** The checkpointing worker, once it runs. */
+  checkpointer: WalCheckpointer | undefined;
+  /** Settles once the worker runs (or could not start); opening the connection does not wait for it. */
+  ready: Promise<void>;
+  /** Stops the checkpointer (its connection closes first, so the relay's close is the last and removes the WAL). */
+  stopCheckpointer(): Promise<void>;
+}
+
+/**
+ * Opens (creating if needed) the SQLite database at `path` in WAL mode with the relay's settings; with a logger,
+ * starts the checkpointer (without waiting for it) and raises the connection's automatic checkpoint threshold to
+ * 4,000 frames once it runs.
+ */
+export async function openRelayConnection(path: string, options: SqliteStoreOptions = {}): Promise<RelayConnection> {
   if (path !== ":memory:") createPrivately(path);
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
+  const { logger } = options;
+  let checkpointer: WalCheckpointer | undefined;
+  let stopping = false;
+  let starting: Promise<void> = Promise.resolve();
+  if (logger && path !== ":memory:" && sqliteVersionAtLeast(sqlite, SAFE_TWO_CONNECTION_CHECKPOINTS)) {
+    // Not awaited: the relay serves at once with SQLite's default checkpoints, and hands them over when the worker
+    // is up (starting a thread and loading better-sqlite3 in it took 100 ms and more, longer on a busy machine).
+    starting = startWalCheckpointer(path, {
+      ...options.checkpoint,
+      logger,
+      onFailure: () => {
+        checkpointer = undefined;
+        if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      },
+    })
+      .then(async (started) => {
+        if (stopping || !sqlite.open) return await started.stop();
+        checkpointer = started;
+        // Per connection (https://www.sqlite.org/c3ref/wal_autocheckpoint.html): commits on this one no longer copy
+        // the WAL into the database and sync it on the event loop every 1,000 frames; the worker does, all the time.
+        sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_WITH_WORKER_FRAMES}`);
+      })
+      .catch((error: unknown) => {
+        logger.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
+      });
+  }
+  return {
+    sqlite,
+    ready: starting,
+    get checkpointer() {
+      return checkpointer;
+    },
+    async stopCheckpointer() {
+      stopping = true;
+      await starting;
+      const running = checkpointer;
+      checkpointer = undefined;
+      await running?.stop();
+    },
+  };
+}
+
+/** Opens (creating if needed) the SQLite database at `path` in WAL mode and applies pending migrations. */
+export async function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<Store> {
+  const connection = await openRelayConnection(path, options);
+  const { sqlite } = connection;
   const owners = new Map<string, KeyOwner>();
   const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => owners.clear()) }),
   });
+  const close = async () => {
+    await connection.stopCheckpointer();
+    await db.destroy();
+  };
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
-    await db.destroy();
+    await close();
     throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
   }
   // Every API request looks its key up: compiling the query and preparing the statement once, rather than per
@@ -64,7 +168,7 @@ export async function openSqliteStore(path: string): Promise<Store> {
     owners.set(hash, owner);
     return owner;
   };
-  return createKyselyStore(db, async () => db.destroy(), { ownerByHash });
+  return createKyselyStore(db, close, { ownerByHash });
 }
 
 /**
