@@ -1,4 +1,5 @@
 import type { Pool } from "undici";
+import type { AbortLike } from "../aborter";
 import { lazyRequire } from "../lazyRequire";
 
 const loadUndici = lazyRequire<{ Pool: typeof Pool }>("undici");
@@ -36,22 +37,10 @@ export class UpstreamSilence extends Error {
   }
 }
 
-/**
- * What a post needs of an abort signal: an `AbortSignal` is one, and so is the upstream provider's own `Limiter`,
- * which costs no EventTarget per request.
- */
-export interface PostSignal {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-  throwIfAborted(): void;
-  addEventListener(type: "abort", listener: () => void, options: { once: true }): void;
-  removeEventListener(type: "abort", listener: () => void): void;
-}
-
 export interface PostInit {
   headers: Record<string, string>;
   body: string;
-  signal: PostSignal;
+  signal: AbortLike;
   /** The longest silence allowed, before the headers and between chunks of the body; the request is dropped then. */
   idleTimeoutMs: number;
 }

@@ -2,7 +2,8 @@ import { StringDecoder } from "node:string_decoder";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent, SseLimitExceeded } from "@tab-relay/shared";
 import type { Logger } from "../../logger";
-import { type HttpPost, type PostSignal, type UpstreamResponse, UpstreamSilence } from "../httpPost";
+import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
+import { type AbortLike, Aborter } from "../../aborter";
 import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
@@ -53,16 +54,16 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
 
   const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS;
 
-  async function complete(input: CompletionInput, outer: AbortSignal, onText: TextSink): Promise<void> {
+  async function complete(input: CompletionInput, outer: AbortLike, onText: TextSink): Promise<void> {
     outer.throwIfAborted();
     const ms = options.timeoutMs;
     /**
      * Aborted by the caller's signal (with its reason) or by a limit (the deadline, a stream that makes no progress)
-     * with the error that names it, whichever comes first. A `Limiter` and a listener rather than `AbortSignal.any`,
+     * with the error that names it, whichever comes first. An `Aborter` and a listener rather than `AbortSignal.any`,
      * which cost a second controller and a weakly held dependent signal per request: about 2 % of the relay's CPU per
      * stream in `npm run bench -- --cpu-prof` (docs/benchmarks.md).
      */
-    const limiter = new Limiter();
+    const limiter = new Aborter();
     const signal = limiter;
     const forward = () => limiter.abort(outer.reason);
     outer.addEventListener("abort", forward, { once: true });
@@ -80,7 +81,7 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
       clearTimeout(progress);
     }
 
-    async function completeWithin(input: CompletionInput, signal: PostSignal, onText: TextSink): Promise<void> {
+    async function completeWithin(input: CompletionInput, signal: AbortLike, onText: TextSink): Promise<void> {
       // Every failure goes through here so an abort stays an abort and a silence becomes a timeout.
       const classify = (error: unknown): unknown => {
         if (outer.aborted) return outer.reason;
@@ -207,40 +208,6 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
 
   // The provider keeps the name "openai" in metrics and /healthz whatever the mode: the configured provider.
   return { name: "openai", stopSequences: mode.stops, complete };
-}
-
-/**
- * The signal an upstream request is dropped by, for `HttpPost`: what an AbortController's signal does for it, without
- * the EventTarget that Node builds for each one (creating, listening to and aborting the two controllers of a
- * completion was about 3 % of the relay's busy time outside `writev` in a profile, docs/benchmarks.md). Listeners run at once on `abort`, in order, as an
- * AbortSignal's do; the first reason stays.
- */
-class Limiter implements PostSignal {
-  aborted = false;
-  reason: unknown = undefined;
-  #listeners: (() => void)[] = [];
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    const listeners = this.#listeners;
-    this.#listeners = [];
-    for (const listener of listeners) listener();
-  }
-
-  throwIfAborted(): void {
-    if (this.aborted) throw this.reason;
-  }
-
-  addEventListener(_type: "abort", listener: () => void): void {
-    if (!this.aborted) this.#listeners.push(listener);
-  }
-
-  removeEventListener(_type: "abort", listener: () => void): void {
-    const at = this.#listeners.indexOf(listener);
-    if (at !== -1) this.#listeners.splice(at, 1);
-  }
 }
 
 /** Parsed JSON of a model server, refused (as `tooComplex`) when its shape would hold the event loop to parse. */
