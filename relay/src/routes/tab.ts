@@ -118,8 +118,8 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
       );
     }
 
-    // The request's abort: a plain Aborter, as every consumer of it takes (an AbortController's EventTarget was
-    // about 1.5 % of the relay's busy time per completion, docs/benchmarks.md).
+    // The request's abort: a plain Aborter, as every consumer of it takes (an AbortController's signal was
+    // about 1 % of the relay's busy time per completion, docs/benchmarks.md).
     const controller = new Aborter();
     const finished = deps.lifecycle.begin(
       () => controller.abort(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down")),
