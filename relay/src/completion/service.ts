@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { type CompletionRequest, type FinishReason, RelayError, TAB_DEFAULTS, TAB_LIMITS } from "@tab-relay/shared";
+import type { AbortLike } from "../aborter";
 import type { Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import type { ModelProvider } from "../providers/types";
@@ -20,7 +21,7 @@ export interface CompletionSink {
 
 export interface CompletionService {
   /** Runs one completion into `sink` and resolves with why it finished; rejects with a RelayError or the abort reason. */
-  run(request: CompletionRequest, signal: AbortSignal, sink: CompletionSink): Promise<FinishReason>;
+  run(request: CompletionRequest, signal: AbortLike, sink: CompletionSink): Promise<FinishReason>;
 }
 
 interface CachedCompletion {

@@ -25,6 +25,7 @@ import { fileURLToPath } from "node:url";
 import { RelayError } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
+import type { AbortLike } from "../aborter";
 import type { CompletionInput, ModelProvider, TextSink } from "../providers/types";
 import { contextSnippets, pathCommentContext } from "../providers/upstream/context";
 import type { ChildMessage, CompletionStats, EngineInfo, ParentMessage, PromptInput } from "./protocol";
@@ -110,7 +111,7 @@ interface Job {
   id: number;
   input: CompletionInput;
   onText: TextSink;
-  signal: AbortSignal;
+  signal: AbortLike;
   resolve(): void;
   reject(error: unknown): void;
   /** Sent to the child (else queued here). */
@@ -340,7 +341,8 @@ export function createEngine(deps: {
     name: "engine",
     fillInTheMiddle: true,
     complete(input, signal, onText) {
-      if (signal.aborted) return Promise.reject(signal.reason as Error);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller's reason, passed on as it is
+      if (signal.aborted) return Promise.reject(signal.reason);
       if (state !== "ready") return Promise.reject(unavailable());
       if (running >= settings.sequences && queue.length >= settings.queue) {
         return Promise.reject(

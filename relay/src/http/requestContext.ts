@@ -71,6 +71,10 @@ export function named(pattern: string): RequestHandler {
 /** How many Host fields a request carries (rawHeaders alternates names and values). */
 export function hostFields(rawHeaders: readonly string[]): number {
   let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === "host") count++;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    // Only a four-letter name is lower-cased: a copy of every header name per request was garbage for nothing.
+    const name = rawHeaders[i];
+    if (name?.length === 4 && name.toLowerCase() === "host") count++;
+  }
   return count;
 }

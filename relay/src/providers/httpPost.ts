@@ -1,4 +1,5 @@
 import type { Pool } from "undici";
+import type { AbortLike } from "../aborter";
 import { lazyRequire } from "../lazyRequire";
 
 const loadUndici = lazyRequire<{ Pool: typeof Pool }>("undici");
@@ -39,7 +40,7 @@ export class UpstreamSilence extends Error {
 export interface PostInit {
   headers: Record<string, string>;
   body: string;
-  signal: AbortSignal;
+  signal: AbortLike;
   /** The longest silence allowed, before the headers and between chunks of the body; the request is dropped then. */
   idleTimeoutMs: number;
 }

@@ -1,4 +1,5 @@
 import type { TabContext } from "@tab-relay/shared";
+import type { AbortLike } from "../aborter";
 
 /** What a provider is asked for: the validated editor context and the generation settings. */
 export interface CompletionInput {
@@ -32,5 +33,5 @@ export interface ModelProvider {
    * never a chat answer, so the postprocessor does not look for chat wrapping.
    */
   readonly fillInTheMiddle?: boolean;
-  complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void>;
+  complete(input: CompletionInput, signal: AbortLike, onText: TextSink): Promise<void>;
 }

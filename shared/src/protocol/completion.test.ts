@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { CompletionRequest } from "./completion";
+import { CompletionRequest, acceptCompletionRequest } from "./completion";
 import { TAB_LIMITS } from "./limits";
 import { describeZodError } from "./validation";
 
@@ -123,5 +123,113 @@ describe("CompletionRequest", () => {
   test("stream_options may be null, as some clients send it", () => {
     assert.ok(CompletionRequest.safeParse(body({}, { stream: true, stream_options: null })).success);
     assert.ok(CompletionRequest.safeParse(body({}, { stream: true, stream_options: { include_usage: true } })).success);
+  });
+});
+
+describe("acceptCompletionRequest", () => {
+  /** Zod's answer and the fast path's agree: the same value with the same key order, or the fast path declines. */
+  function agrees(input: unknown): "accepted" | "declined" {
+    const fast = acceptCompletionRequest(input);
+    const result = CompletionRequest.safeParse(input);
+    if (fast === undefined) return "declined";
+    assert.ok(result.success, `accepted what zod refuses: ${JSON.stringify(input)}`);
+    assert.deepEqual(fast, result.data);
+    assert.equal(JSON.stringify(fast), JSON.stringify(result.data));
+    return "accepted";
+  }
+
+  test("accepts the extension's and the openai SDK's bodies with zod's result", () => {
+    assert.equal(agrees(body()), "accepted");
+    assert.equal(
+      agrees(
+        body(
+          { code_language: "typescript", file_path: "src/a.ts", active_text_after_cursor: "\n}", surface: "  code\t" },
+          {
+            stream: true,
+            model: "tab-v1",
+            stream_options: { include_usage: true, other: 1 },
+            messages: [],
+            max_completion_tokens: 64,
+            tab_raw_text: false,
+          },
+        ),
+      ),
+      "accepted",
+    );
+    assert.equal(agrees(body({}, { stream_options: null, max_completion_tokens: 500 })), "accepted");
+    assert.equal(agrees(body({ document_type: "markdown", surface: "tasks", taskboard_file_id: "t1" })), "declined");
+  });
+
+  test("declines whatever zod refuses, and agrees with it on every generated body", () => {
+    const strings = [
+      "",
+      " ",
+      "x",
+      "tasks",
+      " tasks ",
+      "plaintext",
+      "markdown",
+      "a".repeat(64),
+      "a".repeat(65),
+      "b".repeat(128),
+      "b".repeat(129),
+      "c".repeat(2049),
+      "d".repeat(TAB_LIMITS.activeTextBeforeCursor + 1),
+    ];
+    const values: unknown[] = [...strings, undefined, null, 0, 1, 1.5, 500, 501, -1, true, false, [], {}, ["x"]];
+    const keys = [
+      "model",
+      "stream",
+      "stream_options",
+      "max_completion_tokens",
+      "tab_raw_text",
+      "surface",
+      "workspace_slug",
+      "entity_id",
+      "document_type",
+      "active_text_before_cursor",
+      "active_text_after_cursor",
+      "surrounding_context",
+      "code_language",
+      "file_path",
+      "block_kind",
+      "note_title",
+      "document_title",
+      "taskboard_file_id",
+    ];
+    const counts = { accepted: 0, declined: 0 };
+    // Every field set to every value (or removed), one at a time, then random combinations.
+    for (const key of keys)
+      for (const value of values) {
+        const input = body();
+        const into = keys.indexOf(key) < 5 ? input : (input["tab_context"] as Record<string, unknown>);
+        if (value === undefined) delete into[key];
+        else into[key] = value;
+        agrees(input);
+        if (key === "stream_options") agrees({ ...input, stream_options: { include_usage: value } });
+      }
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let i = 0; i < 4000; i++) {
+      const input = body();
+      const context = input["tab_context"] as Record<string, unknown>;
+      for (let j = random(3); j >= 0; j--) {
+        const key = keys[random(keys.length)] as string;
+        const into = keys.indexOf(key) < 5 ? input : context;
+        const value =
+          key === "stream_options" && random(2) === 0
+            ? { include_usage: values[random(values.length)] }
+            : values[random(values.length)];
+        if (value === undefined && random(2) === 0) delete into[key];
+        else into[key] = value;
+      }
+      if (random(20) === 0) input["tab_context"] = values[random(values.length)];
+      counts[agrees(JSON.parse(JSON.stringify(input)))]++;
+    }
+    assert.ok(counts.accepted > 200 && counts.declined > 2000, JSON.stringify(counts));
+    for (const odd of [null, [], "x", Object.create(null), { ...body(), model: undefined }, new Map()]) agrees(odd);
   });
 });

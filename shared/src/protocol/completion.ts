@@ -46,6 +46,101 @@ export const CompletionRequest = z.object({
 });
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
+/**
+ * What `CompletionRequest.parse(value)` returns, for a body every field of which is certainly valid, worked out
+ * without zod; undefined for anything else, which the schema then parses (and words the errors of). Zod's result is
+ * a new object with the schema's keys in the schema's order, unknown keys dropped and `surface` trimmed, and so is
+ * this one (completion.test.ts compares the two on generated bodies). On the completion route zod cost about as much
+ * CPU per request as the rest of the validation, the rate limit and authentication together (docs/benchmarks.md).
+ */
+export function acceptCompletionRequest(value: unknown): CompletionRequest | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const context = acceptTabContext(value["tab_context"]);
+  if (context === undefined) return undefined;
+  const out: Record<string, unknown> = {};
+  const model = value["model"];
+  if (model !== undefined) {
+    if (typeof model !== "string" || model.length < 1 || model.length > 128) return undefined;
+    out["model"] = model;
+  } else if ("model" in value) return undefined;
+  if (!optionalBoolean(value, "stream", out)) return undefined;
+  const streamOptions = value["stream_options"];
+  if (streamOptions === null) out["stream_options"] = null;
+  else if (streamOptions !== undefined) {
+    if (!isPlainObject(streamOptions)) return undefined;
+    const options: Record<string, unknown> = {};
+    if (!optionalBoolean(streamOptions, "include_usage", options)) return undefined;
+    out["stream_options"] = options;
+  } else if ("stream_options" in value) return undefined;
+  out["tab_context"] = context;
+  const maxTokens = value["max_completion_tokens"];
+  if (maxTokens !== undefined) {
+    if (
+      typeof maxTokens !== "number" ||
+      !Number.isInteger(maxTokens) ||
+      maxTokens < 1 ||
+      maxTokens > TAB_LIMITS.maxCompletionTokens
+    )
+      return undefined;
+    out["max_completion_tokens"] = maxTokens;
+  } else if ("max_completion_tokens" in value) return undefined;
+  if (!optionalBoolean(value, "tab_raw_text", out)) return undefined;
+  return out as CompletionRequest;
+}
+
+/** TabContext's fields in its order: the longest string each may be, and whether it must be present and non-empty. */
+const TAB_CONTEXT_TEXT: readonly (readonly [key: string, max: number, required: boolean, min: number])[] = [
+  ["workspace_slug", 128, true, 1],
+  ["entity_id", 2048, true, 1],
+  ["document_type", 0, true, 0],
+  ["active_text_before_cursor", TAB_LIMITS.activeTextBeforeCursor, true, 0],
+  ["active_text_after_cursor", TAB_LIMITS.activeTextAfterCursor, false, 0],
+  ["surrounding_context", TAB_LIMITS.surroundingContext, false, 0],
+  ["code_language", 128, false, 0],
+  ["file_path", 4096, false, 0],
+  ["block_kind", 128, false, 0],
+  ["note_title", 1024, false, 0],
+  ["document_title", 1024, false, 0],
+  ["taskboard_file_id", 2048, false, 1],
+];
+
+function acceptTabContext(value: unknown): TabContext | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const surface = value["surface"];
+  if (typeof surface !== "string") return undefined;
+  const trimmed = surface.trim();
+  // The tasks surface has a rule across fields (superRefine): left to the schema.
+  if (trimmed.length < 1 || trimmed.length > 64 || trimmed === "tasks") return undefined;
+  const out: Record<string, unknown> = { surface: trimmed };
+  for (const [key, max, required, min] of TAB_CONTEXT_TEXT) {
+    const field = value[key];
+    if (field === undefined) {
+      if (required || key in value) return undefined;
+      continue;
+    }
+    if (typeof field !== "string") return undefined;
+    if (key === "document_type") {
+      if (field !== "plaintext" && field !== "markdown") return undefined;
+    } else if (field.length < min || field.length > max) return undefined;
+    out[key] = field;
+  }
+  return out as TabContext;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  return Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/** Copies `key` into `out` when it is a boolean; false when it is present and anything else. */
+function optionalBoolean(value: Record<string, unknown>, key: string, out: Record<string, unknown>): boolean {
+  const field = value[key];
+  if (field === undefined) return !(key in value);
+  if (typeof field !== "boolean") return false;
+  out[key] = field;
+  return true;
+}
+
 /** The fields the relay reads beside OpenAI's in a completion body. */
 export type TabCompletionFields = Pick<z.input<typeof CompletionRequest>, "tab_context" | "tab_raw_text">;
 

@@ -1,5 +1,6 @@
 import type { TabContext } from "@tab-relay/shared";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
+import type { AbortLike } from "../../aborter";
 import { isWordChar } from "../../completion/text";
 import { completeWord, partialWordAtEnd } from "./identifier";
 import { type Continuation, agree, chooseLength } from "./consensus";
@@ -218,7 +219,7 @@ export function createLocalProvider(): ModelProvider {
   return {
     name: "local",
     // Synchronous work behind the async interface: async turns a throw (an abort) into the rejection callers await.
-    async complete(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
+    async complete(input: CompletionInput, signal: AbortLike, onText: TextSink): Promise<void> {
       signal.throwIfAborted();
       for (const fragment of splitIntoFragments(predictContinuation(input.context, input.maxTokens))) {
         signal.throwIfAborted();

@@ -3,6 +3,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { LineDecoder, RelayError, SSE_DONE, SseDecoder, type SseEvent, SseLimitExceeded } from "@tab-relay/shared";
 import type { Logger } from "../../logger";
 import { type HttpPost, type UpstreamResponse, UpstreamSilence } from "../httpPost";
+import { type AbortLike, Aborter } from "../../aborter";
 import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
@@ -53,17 +54,17 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
 
   const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS;
 
-  async function complete(input: CompletionInput, outer: AbortSignal, onText: TextSink): Promise<void> {
+  async function complete(input: CompletionInput, outer: AbortLike, onText: TextSink): Promise<void> {
     outer.throwIfAborted();
     const ms = options.timeoutMs;
     /**
      * Aborted by the caller's signal (with its reason) or by a limit (the deadline, a stream that makes no progress)
-     * with the error that names it, whichever comes first. One controller and a listener rather than
-     * `AbortSignal.any`, which cost a second controller and a weakly held dependent signal per request: about 2 % of
-     * the relay's CPU per stream in `npm run bench -- --cpu-prof` (docs/benchmarks.md).
+     * with the error that names it, whichever comes first. An `Aborter` and a listener rather than `AbortSignal.any`,
+     * which cost a second controller and a weakly held dependent signal per request: about 2 % of the relay's CPU per
+     * stream in `npm run bench -- --cpu-prof` (docs/benchmarks.md).
      */
-    const limiter = new AbortController();
-    const signal = limiter.signal;
+    const limiter = new Aborter();
+    const signal = limiter;
     const forward = () => limiter.abort(outer.reason);
     outer.addEventListener("abort", forward, { once: true });
     const limitError = (limit: UpstreamLimitName): RelayError => {
@@ -80,11 +81,11 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
       clearTimeout(progress);
     }
 
-    async function completeWithin(input: CompletionInput, signal: AbortSignal, onText: TextSink): Promise<void> {
+    async function completeWithin(input: CompletionInput, signal: AbortLike, onText: TextSink): Promise<void> {
       // Every failure goes through here so an abort stays an abort and a silence becomes a timeout.
       const classify = (error: unknown): unknown => {
         if (outer.aborted) return outer.reason;
-        if (limiter.signal.aborted) return limiter.signal.reason;
+        if (limiter.aborted) return limiter.reason;
         if (error instanceof SseLimitExceeded) return limitError("event");
         if (error instanceof UpstreamSilence) {
           const message =
