@@ -17,8 +17,6 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1];
 }
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-/** API keys whose hashes are remembered at most (a few hundred bytes each). */
-const KNOWN_KEYS = 1_024;
 
 /** How a key that cannot be used is refused, in the same words wherever it is presented (a header, the console's sign-in). */
 export const KEY_REFUSALS = {
@@ -45,12 +43,6 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
     }
     return known;
   };
-  /**
-   * The hash of each API key that found its owner, so a key's requests after its first hash nothing: SHA-256 and its
-   * hex were about 2 % of the relay's CPU per completion (docs/benchmarks.md). Only keys of this relay go in, so
-   * made-up tokens cannot crowd them out; at KNOWN_KEYS the map starts again.
-   */
-  const knownHashes = new Map<string, string>();
   return async function authenticate(req, _res, next) {
     const header = req.headers.authorization;
     const sessionToken =
@@ -91,15 +83,8 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
       req.authError = new RelayError("UNAUTHORIZED", "Authorization header must be exactly `Bearer <API key>`");
       return next();
     }
-    // The checksum rejects typos and foreign tokens without touching the database. A key that found its owner before
-    // skips the checksum and the hash, not the lookup: a revoked or removed key is refused on its next request.
-    let hash = knownHashes.get(token);
-    if (hash === undefined && looksLikeApiKey(token)) hash = hashSecret(token);
-    const owner = hash === undefined ? undefined : await deps.store.apiKeys.findOwnerByHash(hash);
-    if (owner && !knownHashes.has(token) && hash !== undefined) {
-      if (knownHashes.size >= KNOWN_KEYS) knownHashes.clear();
-      knownHashes.set(token, hash);
-    }
+    // The checksum rejects typos and foreign tokens without touching the database.
+    const owner = looksLikeApiKey(token) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(token)) : undefined;
     if (!owner) {
       req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.unknown);
     } else if (owner.key.revoked_at !== null) {
