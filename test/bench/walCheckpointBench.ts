@@ -33,7 +33,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function run(mode: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "wal-bench-"));
   const path = join(dir, "relay.db");
-  const connection = await openRelayConnection(path, mode === "worker" ? { logger: quiet } : {});
+  const connection = await openRelayConnection(
+    path,
+    mode === "worker" ? { logger: quiet, checkpoint: { startAfterWrites: 0 } } : {},
+  );
   // Serving does not wait for the worker; the measurement does, so that it starts with the worker running.
   await connection.ready;
   const { sqlite } = connection;

@@ -5,6 +5,7 @@ import { Kysely, Migrator, SqliteDialect } from "kysely";
 import { createKyselyStore } from "./kysely";
 import { type OwnerRow, ownerByHashQuery, toKeyOwner } from "./kysely/apiKeys";
 import { migrationProvider } from "./migrations";
+import { type WallClock, systemClock } from "../clock";
 import type { Logger } from "../logger";
 import type { Database } from "./schema";
 import type { KeyOwner, Store } from "./types";
@@ -35,9 +36,21 @@ export interface SqliteStoreOptions {
    * commands (init, keys, migrate) pass none: a thread is not worth starting for a few writes.
    */
   logger?: Logger;
-  /** The checkpointer's timing; tests shorten it. */
-  checkpoint?: Pick<WalCheckpointerOptions, "intervalMs">;
+  /** Times the run of writes that starts the checkpointer. */
+  clock?: WallClock;
+  /**
+   * The checkpointer's timing; tests shorten it. `startAfterWrites`: the worker starts once this many write statements
+   * come within one second (0: at once).
+   */
+  checkpoint?: Pick<WalCheckpointerOptions, "intervalMs" | "idleStopMs"> & { startAfterWrites?: number };
 }
+
+/**
+ * The checkpointer starts once this many write statements come within one second: a burst (200 webhook posts a
+ * second make about a thousand), not a person using the console. Below it, SQLite's own checkpoint every 1,000 frames
+ * comes seldom, and an idle relay keeps no second isolate (about 9 MB resident, measured in docs/benchmarks.md).
+ */
+export const CHECKPOINTER_START_WRITES = 64;
 
 /** SQLite's automatic checkpoint threshold when nothing else checkpoints (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT). */
 const AUTOCHECKPOINT_PAGES = 1000;
@@ -70,16 +83,18 @@ export interface RelayConnection {
   sqlite: SqliteDatabase.Database;
   /** The checkpointing worker, once it runs. */
   checkpointer: WalCheckpointer | undefined;
-  /** Settles once the worker runs (or could not start); opening the connection does not wait for it. */
-  ready: Promise<void>;
+  /** Settles once the worker that is starting runs (or could not start); opening the connection does not wait for it. */
+  readonly ready: Promise<void>;
+  /** Called before each write statement: a quick run of them starts the checkpointer. */
+  noteWrite(): void;
   /** Stops the checkpointer (its connection closes first, so the relay's close is the last and removes the WAL). */
   stopCheckpointer(): Promise<void>;
 }
 
 /**
  * Opens (creating if needed) the SQLite database at `path` in WAL mode with the relay's settings; with a logger,
- * starts the checkpointer (without waiting for it) and raises the connection's automatic checkpoint threshold to
- * 4,000 frames once it runs.
+ * starts the checkpointer when writes come quickly (without waiting for it) and raises the connection's automatic
+ * checkpoint threshold to 4,000 frames while it runs. The worker ends itself after a quiet minute (walCheckpointer.ts).
  */
 export async function openRelayConnection(path: string, options: SqliteStoreOptions = {}): Promise<RelayConnection> {
   if (path !== ":memory:") createPrivately(path);
@@ -91,16 +106,26 @@ export async function openRelayConnection(path: string, options: SqliteStoreOpti
   const { logger } = options;
   let checkpointer: WalCheckpointer | undefined;
   let stopping = false;
-  let starting: Promise<void> = Promise.resolve();
-  if (logger && path !== ":memory:" && sqliteVersionAtLeast(sqlite, SAFE_TWO_CONNECTION_CHECKPOINTS)) {
-    // Not awaited: the relay serves at once with SQLite's default checkpoints, and hands them over when the worker
-    // is up (starting a thread and loading better-sqlite3 in it took 100 ms and more, longer on a busy machine).
+  // Set while a worker starts or runs; cleared when it stops by itself after a quiet spell, so the next burst starts
+  // another. A worker that failed leaves it set: the relay keeps SQLite's own checkpoints rather than retry in a loop.
+  let starting: Promise<void> | undefined;
+  const checkpointing =
+    logger !== undefined && path !== ":memory:" && sqliteVersionAtLeast(sqlite, SAFE_TWO_CONNECTION_CHECKPOINTS);
+  const { startAfterWrites = CHECKPOINTER_START_WRITES, ...timing } = options.checkpoint ?? {};
+  const backToDefault = () => {
+    checkpointer = undefined;
+    if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  };
+  const start = (log: Logger) => {
+    // Not awaited: the relay goes on with SQLite's default checkpoints, and hands them over when the worker is up
+    // (starting a thread and loading better-sqlite3 in it took 100 ms and more, longer on a busy machine).
     starting = startWalCheckpointer(path, {
-      ...options.checkpoint,
-      logger,
-      onFailure: () => {
-        checkpointer = undefined;
-        if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      ...timing,
+      logger: log,
+      onFailure: backToDefault,
+      onIdle: () => {
+        backToDefault();
+        starting = undefined;
       },
     })
       .then(async (started) => {
@@ -111,14 +136,29 @@ export async function openRelayConnection(path: string, options: SqliteStoreOpti
         sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_WITH_WORKER_FRAMES}`);
       })
       .catch((error: unknown) => {
-        logger.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
+        log.warn("could not start the WAL checkpointer; SQLite checkpoints inside the relay's commits", { error });
       });
-  }
+  };
+  if (checkpointing && startAfterWrites === 0) start(logger);
+  const clock = options.clock ?? systemClock;
+  let windowStart = 0;
+  let writesInWindow = 0;
   return {
     sqlite,
-    ready: starting,
+    get ready() {
+      return starting ?? Promise.resolve();
+    },
     get checkpointer() {
       return checkpointer;
+    },
+    noteWrite() {
+      if (!checkpointing || starting !== undefined || stopping) return;
+      const now = clock.now();
+      if (now - windowStart >= 1_000) {
+        windowStart = now;
+        writesInWindow = 0;
+      }
+      if (++writesInWindow >= startAfterWrites) start(logger);
     },
     async stopCheckpointer() {
       stopping = true;
@@ -135,8 +175,15 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
   const connection = await openRelayConnection(path, options);
   const { sqlite } = connection;
   const owners = new Map<string, KeyOwner>();
+  // The migrations' own writes do not count towards starting the checkpointer: they come once, at start.
+  let migrated = false;
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(sqlite, () => owners.clear()) }),
+    dialect: new SqliteDialect({
+      database: withStatementCache(sqlite, () => {
+        owners.clear();
+        if (migrated) connection.noteWrite();
+      }),
+    }),
   });
   const close = async () => {
     await connection.stopCheckpointer();
@@ -147,6 +194,7 @@ export async function openSqliteStore(path: string, options: SqliteStoreOptions 
     await close();
     throw error instanceof Error ? error : new Error("the migrations failed", { cause: error });
   }
+  migrated = true;
   // Every API request looks its key up: compiling the query and preparing the statement once, rather than per
   // request as Kysely would, takes that lookup from about 60 µs to a few.
   const compiled = ownerByHashQuery(db, "").compile();

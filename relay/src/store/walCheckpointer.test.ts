@@ -74,7 +74,10 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
 
   test("the serving relay's connection checkpoints inside its commits only past 4,000 frames", async () => {
     // The worker runs, but not within this test (an hour between passes): whatever keeps the WAL small is the connection's.
-    const connection = await openRelayConnection(path, { logger: recordingLogger(), checkpoint: { intervalMs: HOUR } });
+    const connection = await openRelayConnection(path, {
+      logger: recordingLogger(),
+      checkpoint: { intervalMs: HOUR, startAfterWrites: 0 },
+    });
     await connection.ready;
     try {
       assert.ok(connection.checkpointer);
@@ -97,7 +100,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
 
   test("the worker copies the WAL into the database while the relay writes, and the WAL starts over", async () => {
     const logger = recordingLogger();
-    const connection = await openRelayConnection(path, { logger, checkpoint: { intervalMs: 20 } });
+    const connection = await openRelayConnection(path, { logger, checkpoint: { intervalMs: 20, startAfterWrites: 0 } });
     await connection.ready;
     try {
       // About 2,000 pages, below the connection's own threshold of 4,000 frames: only the worker checkpoints.
@@ -123,7 +126,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
 
   test("closing the store stops the worker and closes its connection first, so the WAL goes with the relay's", async () => {
     const logger = recordingLogger();
-    const store = await openSqliteStore(path, { logger, checkpoint: { intervalMs: 20 } });
+    const store = await openSqliteStore(path, { logger, checkpoint: { intervalMs: 20, startAfterWrites: 0 } });
     // The migrations wrote through the WAL.
     assert.ok(existsSync(`${path}-wal`));
     await store.close();
@@ -136,7 +139,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
     const logger = recordingLogger();
     const connection = await openRelayConnection(path, {
       logger,
-      checkpoint: { intervalMs: HOUR },
+      checkpoint: { intervalMs: HOUR, startAfterWrites: 0 },
     });
     await connection.ready;
     try {
@@ -147,6 +150,58 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
       assert.equal(connection.checkpointer, undefined);
       assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), 1000);
       assert.ok(logger.lines.some((line) => line.level === "error" && /checkpointer stopped/.test(line.msg)));
+    } finally {
+      await connection.stopCheckpointer();
+      connection.sqlite.close();
+    }
+  });
+  test("an idle serving relay keeps no checkpointer: it starts once writes come quickly", async () => {
+    const connection = await openRelayConnection(path, {
+      logger: recordingLogger(),
+      checkpoint: { intervalMs: HOUR, startAfterWrites: 10 },
+    });
+    try {
+      await sleep(50);
+      assert.equal(connection.checkpointer, undefined);
+      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), 1000);
+      for (let i = 0; i < 9; i++) connection.noteWrite();
+      await connection.ready;
+      assert.equal(connection.checkpointer, undefined, "nine writes are not a burst");
+      connection.noteWrite();
+      await connection.ready;
+      assert.ok(connection.checkpointer);
+      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), AUTOCHECKPOINT_WITH_WORKER_FRAMES);
+    } finally {
+      await connection.stopCheckpointer();
+      connection.sqlite.close();
+    }
+  });
+
+  test("after a quiet spell with the WAL all copied the worker ends by itself, and the next burst starts another", async () => {
+    const logger = recordingLogger();
+    const connection = await openRelayConnection(path, {
+      logger,
+      checkpoint: { intervalMs: 20, idleStopMs: 200, startAfterWrites: 5 },
+    });
+    try {
+      for (let i = 0; i < 5; i++) connection.noteWrite();
+      await connection.ready;
+      const first = connection.checkpointer;
+      assert.ok(first);
+      await write(connection, 400, 20);
+      const deadline = Date.now() + 10_000;
+      while (connection.checkpointer !== undefined && Date.now() < deadline) await sleep(20);
+      assert.equal(connection.checkpointer, undefined, "the worker did not end after its quiet spell");
+      assert.equal(connection.sqlite.pragma("wal_autocheckpoint", { simple: true }), 1000);
+      // It ended with everything copied: the database file holds the rows.
+      assert.ok(statSync(path).size >= 100 * PAGE, `database file is ${statSync(path).size} bytes`);
+      for (let i = 0; i < 5; i++) connection.noteWrite();
+      await connection.ready;
+      assert.ok(connection.checkpointer && connection.checkpointer !== first);
+      assert.deepEqual(
+        logger.lines.filter((line) => line.level === "error" || line.level === "warn"),
+        [],
+      );
     } finally {
       await connection.stopCheckpointer();
       connection.sqlite.close();

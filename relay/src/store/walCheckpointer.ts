@@ -38,6 +38,10 @@ const require = createRequire(import.meta.url);
  * takes the WAL past it checkpoints as before, with only the frames since the worker's last pass left to copy, and
  * the WAL starts over. The WAL file therefore stays below about 4,000 frames (16 MB of 4 KiB pages) plus one pass.
  *
+ * When nothing has been written for `idleStopMs` and the WAL is all copied, the worker stops by itself and `onIdle`
+ * runs: an idle relay does not keep a second V8 isolate (about 9 MB resident) for checkpoints it does not need, and
+ * the caller starts a new worker when writes come quickly again (sqlite.ts).
+ *
  * When the worker cannot start or dies, `onFailure` runs: the caller puts the default threshold back, so a relay
  * without its checkpointer is the relay as it was.
  */
@@ -45,8 +49,12 @@ export interface WalCheckpointerOptions {
   logger: Logger;
   /** How often the worker runs a PASSIVE checkpoint. */
   intervalMs?: number;
+  /** How long the WAL must stay unchanged and all copied before the worker stops by itself. */
+  idleStopMs?: number;
   /** The worker has died: the relay's own automatic checkpoints must take over again. */
   onFailure: () => void;
+  /** The worker stopped by itself after `idleStopMs` without writes: the relay checkpoints by itself until it restarts one. */
+  onIdle?: () => void;
 }
 
 /** What one `PRAGMA wal_checkpoint` answered: busy (1 when it could not finish), frames in the WAL, frames copied. */
@@ -67,6 +75,8 @@ export interface WalCheckpointer {
 
 /** Checked often: a PASSIVE checkpoint with nothing to copy only reads the WAL index, and copying is off the loop. */
 export const CHECKPOINT_INTERVAL_MS = 200;
+/** Without writes for this long, the worker ends (a minute: a burst's checkpoints are long done by then). */
+export const CHECKPOINT_IDLE_STOP_MS = 60_000;
 /** Passes run back to back while writes keep adding frames during them. */
 const CATCH_UP_PASSES = 4;
 /** How long `stop` waits for the worker to finish a checkpoint under way and close its connection. */
@@ -83,7 +93,7 @@ const WORKER_SOURCE = `
 "use strict";
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
-const { path, intervalMs, catchUpPasses, largeWalFrames } = workerData;
+const { path, intervalMs, idleStopMs, catchUpPasses, largeWalFrames } = workerData;
 let db;
 try {
   db = new Database(path, { fileMustExist: true });
@@ -96,6 +106,9 @@ try {
 const passive = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
 let warnedAt = 0;
 let failures = 0;
+// The WAL's frame count as last seen, and since when it has not changed: unchanged and all copied means no writes.
+let lastLog = -1;
+let quietSince = Date.now();
 function checkpoint() {
   let result = passive.get();
   // "log" is the WAL's frame count when the pass began: a larger one next time means writes came in meanwhile.
@@ -112,10 +125,27 @@ function checkpoint() {
   }
   return result;
 }
+function stop() {
+  clearInterval(timer);
+  try {
+    db.close();
+  } catch (error) {
+    parentPort.postMessage({ type: "error", message: String(error && error.message || error) });
+  }
+  parentPort.close();
+}
 function tick() {
   try {
-    checkpoint();
+    const result = checkpoint();
     failures = 0;
+    const now = Date.now();
+    if (result.log !== lastLog) {
+      lastLog = result.log;
+      quietSince = now;
+    } else if (result.checkpointed === result.log && now - quietSince >= idleStopMs) {
+      parentPort.postMessage({ type: "idle" });
+      stop();
+    }
   } catch (error) {
     failures++;
     // One line per failure streak, not one per tick.
@@ -131,13 +161,7 @@ parentPort.on("message", (message) => {
       parentPort.postMessage({ type: "checkpointed", id: message.id, error: String(error && error.message || error) });
     }
   } else if (message.type === "stop") {
-    clearInterval(timer);
-    try {
-      db.close();
-    } catch (error) {
-      parentPort.postMessage({ type: "error", message: String(error && error.message || error) });
-    }
-    parentPort.close();
+    stop();
   }
 });
 parentPort.postMessage({ type: "ready" });
@@ -145,6 +169,7 @@ parentPort.postMessage({ type: "ready" });
 
 type FromWorker =
   | { type: "ready" }
+  | { type: "idle" }
   | { type: "failed"; message: string }
   | { type: "error"; message: string }
   | { type: "large"; log: number; checkpointed: number }
@@ -162,6 +187,7 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
       driver: require.resolve("better-sqlite3"),
       path,
       intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS,
+      idleStopMs: options.idleStopMs ?? CHECKPOINT_IDLE_STOP_MS,
       catchUpPasses: CATCH_UP_PASSES,
       largeWalFrames: LARGE_WAL_FRAMES,
     },
@@ -177,6 +203,7 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
   worker.unref();
   let stopping = false;
   let started = false;
+  let idled = false;
   let nextId = 0;
   const waiting = new Map<number, { resolve: (r: CheckpointResult) => void; reject: (e: Error) => void }>();
   const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
@@ -192,6 +219,9 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
         case "ready":
           started = true;
           resolve(handle);
+          return;
+        case "idle":
+          idled = true;
           return;
         case "failed":
           reject(new Error(`the WAL checkpointer could not open the database: ${message.message}`));
@@ -225,6 +255,7 @@ export function startWalCheckpointer(path: string, options: WalCheckpointerOptio
       failAll(error);
       if (!started) return reject(error);
       if (stopping) return;
+      if (idled) return options.onIdle?.();
       logger.error("the WAL checkpointer stopped; the relay checkpoints every 1,000 WAL frames itself again", {
         exit_code: code,
       });
