@@ -1,8 +1,8 @@
 /**
- * relay/bin/tab-relay.js turns V8's optimizing compiler off while the relay loads, so that optimizing Node's module
- * loader (hot for the few hundred files loaded once) does not leave TurboFan's code and memory resident in an idle
- * relay (docs/benchmarks.md, issue 23). The relay turns it back on once it has started; a relay started some other way
- * (the tests, an embedding) finds nothing to resume.
+ * relay/bin/tab-relay.js turns V8's optimizing compiler off and keeps its young generation from growing while the relay
+ * loads, so that loading does not leave TurboFan's code and a grown young generation resident in an idle relay
+ * (docs/benchmarks.md, issue 23). The relay gives V8 both defaults back once it has started; a relay started some
+ * other way (the tests, an embedding) finds nothing to resume.
  */
 const RESUME = Symbol.for("tab-relay.resumeOptimizer");
 

@@ -10,10 +10,10 @@ import { runCommand, spawnRelay } from "../support/relayProcess";
 /**
  * What relay/bin/tab-relay.js sets in V8 so that an idle relay stays small (issue 23).
  *
- * `tab-relay` keeps V8's young generation at its initial two 1 MB semi-spaces (relay/bin/tab-relay.js): grown to two
- * 16 MB ones by loading the relay and by every burst of requests, it held some 15 MB of an idle relay's resident
- * memory and 30 MB after 10,000 completions (docs/benchmarks.md, issue 23). Read from the relay's own /metrics
- * (prom-client's `nodejs_heap_space_size_total_bytes`), after start-up and after a burst of completions.
+ * `tab-relay` keeps V8's young generation at its initial two 1 MB semi-spaces while it starts (relay/bin/tab-relay.js):
+ * grown to two 16 MB ones by loading the relay, it held some 15 MB of an idle relay's resident memory
+ * (docs/benchmarks.md, issue 23). Once it serves, V8 may grow it again (kept small under load it cost a third more
+ * CPU). Read from the relay's own /metrics (prom-client's `nodejs_heap_space_size_total_bytes`).
  *
  * It also keeps V8's optimizing compiler off until the relay has started: optimizing Node's module loader while some
  * 500 files load left about 6 MB of TurboFan resident in a relay that then sat idle. Read from V8's own trace of what
@@ -89,12 +89,17 @@ async function completions(url: string, apiKey: string, count: number): Promise<
   await Promise.all(Array.from({ length: 10 }, worker));
 }
 
-test("a relay's young generation stays at two 1 MB semi-spaces through start-up and a burst of completions", async () => {
+test("a relay's young generation stays at two 1 MB semi-spaces through start-up, and may grow again once it serves", async () => {
   const { relay, apiKey } = await startRelay([]);
   try {
     assert.ok((await newSpaceBytes(relay.url)) <= 2 * MB, "grown during start-up");
-    await completions(relay.url, apiKey, 300);
-    assert.ok((await newSpaceBytes(relay.url)) <= 2 * MB, "grown by the completions");
+    // Kept at 1 MB under load it cost about a third more CPU per completion (relay/bin/tab-relay.js): a burst grows it.
+    let grown = false;
+    for (let burst = 0; burst < 10 && !grown; burst++) {
+      await completions(relay.url, apiKey, 500);
+      grown = (await newSpaceBytes(relay.url)) > 2 * MB;
+    }
+    assert.ok(grown, "the young generation never grew under load");
   } finally {
     relay.child.kill("SIGTERM");
     await relay.exited;
