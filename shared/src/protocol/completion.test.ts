@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { CompletionRequest, acceptCompletionRequest } from "./completion";
+import { ACCEPTED_FIELDS, CompletionRequest, TabContext, acceptCompletionRequest } from "./completion";
 import { TAB_LIMITS } from "./limits";
 import { describeZodError } from "./validation";
 
@@ -127,6 +127,11 @@ describe("CompletionRequest", () => {
 });
 
 describe("acceptCompletionRequest", () => {
+  test("knows every field of the schemas, in their order, so a new field is never dropped by the fast path", () => {
+    assert.deepEqual([...ACCEPTED_FIELDS.request], Object.keys(CompletionRequest.shape));
+    assert.deepEqual([...ACCEPTED_FIELDS.tabContext], Object.keys(TabContext.shape));
+  });
+
   /** Zod's answer and the fast path's agree: the same value with the same key order, or the fast path declines. */
   function agrees(input: unknown): "accepted" | "declined" {
     const fast = acceptCompletionRequest(input);

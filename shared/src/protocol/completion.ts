@@ -104,6 +104,15 @@ const TAB_CONTEXT_TEXT: readonly (readonly [key: string, max: number, required: 
   ["taskboard_file_id", 2048, false, 1],
 ];
 
+/**
+ * The fields `acceptCompletionRequest` knows, in the schema's order: a field added to the schema and not here would be
+ * dropped from a body the fast path accepts, so completion.test.ts compares these with the schemas' own keys.
+ */
+export const ACCEPTED_FIELDS = {
+  request: ["model", "stream", "stream_options", "tab_context", "max_completion_tokens", "tab_raw_text"],
+  tabContext: ["surface", ...TAB_CONTEXT_TEXT.map(([key]) => key)],
+} as const;
+
 function acceptTabContext(value: unknown): TabContext | undefined {
   if (!isPlainObject(value)) return undefined;
   const surface = value["surface"];
