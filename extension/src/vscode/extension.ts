@@ -15,6 +15,7 @@ import {
   initialStatus,
   missingConfiguration,
   warmUp,
+  type FetchLike,
   type Settings,
 } from "../core";
 import { ApiKeyStore } from "./apiKeySecret";
@@ -43,6 +44,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       log: true,
     },
   );
+  // One fetch for every relay call, looking up the global at each call (VS Code's extension host patches it for
+  // proxies: see core/warmUp.ts).
+  const relayFetch: FetchLike = (url, init) => fetch(url, init);
   const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
   let settings: Settings = readSettings().settings;
   // An unreachable relay is asked again on the backoff schedule with the cheapest authenticated call there is, so
@@ -50,7 +54,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const probe = async () => {
     const apiKey = await apiKeys.get();
     const check = await checkConnection(
-      { fetch: (url, init) => fetch(url, init), clock: systemClock },
+      { fetch: relayFetch, clock: systemClock },
       { ...settings, apiKey: apiKey ?? "", timeoutMs: settings.requestTimeoutMs },
     );
     const reachable = check.kind !== "unreachable";
@@ -68,7 +72,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let deactivating = false;
   const reporter = new UsageReporter({
     clock: systemClock,
-    fetch: (url, init) => fetch(url, init),
+    fetch: relayFetch,
     logger: log,
     getSettings: () => settings,
     getApiKey: () => (deactivating ? Promise.resolve(apiKeys.remembered) : apiKeys.get()),
@@ -93,7 +97,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const nextEdits = new NextEditPresenter(
     new NextEditSession({
       clock: systemClock,
-      fetch: (url, init) => fetch(url, init),
+      fetch: relayFetch,
       logger: log,
       getSettings: () => settings,
       getApiKey: () => apiKeys.current(),
@@ -104,7 +108,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   const session = new CompletionSession({
     clock: systemClock,
-    fetch: (url, init) => fetch(url, init),
+    fetch: relayFetch,
     logger: log,
     getSettings: () => settings,
     getApiKey: () => apiKeys.current(),
@@ -133,7 +137,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (settings.enabled && missing.length === 0 && warmedFor !== settings.relayUrl) {
       warmedFor = settings.relayUrl;
       const warmTarget = { ...settings, timeoutMs: settings.requestTimeoutMs };
-      setTimeout(() => void warmUp({ fetch: (url, init) => fetch(url, init), clock: systemClock }, warmTarget), 0);
+      setTimeout(() => void warmUp({ fetch: relayFetch, clock: systemClock }, warmTarget), 0);
     }
     const target = (s: Settings) => `${s.relayUrl} ${s.workspaceSlug} ${s.model}`;
     if (keyChanged || target(previous) !== target(settings)) {

@@ -155,6 +155,7 @@ describe("the relay's SQLite connection and its WAL checkpointer", () => {
       connection.sqlite.close();
     }
   });
+
   test("an idle serving relay keeps no checkpointer: it starts once writes come quickly", async () => {
     const connection = await openRelayConnection(path, {
       logger: recordingLogger(),
