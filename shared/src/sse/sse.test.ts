@@ -127,6 +127,25 @@ describe("SseDecoder", () => {
     ]);
   });
 
+  test("events one after another each hold only their own data lines, one line or several", () => {
+    assert.deepEqual(
+      decodeEvents(["data: a\n\ndata: b\ndata:c\n\ndata: \n\ndata:  d\ndata\n\nevent: x\ndata: e\n\ndata: f\n\n"]),
+      [{ data: "a" }, { data: "b\nc" }, { data: "" }, { data: " d\n" }, { data: "e", event: "x" }, { data: "f" }],
+    );
+  });
+
+  test("data lines count against the event's limit whichever way the field is written", () => {
+    for (const lines of [
+      ["data: 12345", "data: 6"],
+      ["data:12345", "data:6"],
+      ["data: 12345", "data:6"],
+    ]) {
+      const decoder = new SseDecoder(7);
+      decoder.decode(lines[0] as string);
+      assert.throws(() => decoder.decode(lines[1] as string), SseLimitExceeded);
+    }
+  });
+
   test("blank lines with nothing pending dispatch nothing", () => {
     assert.deepEqual(decodeEvents(["\n\n\n"]), []);
   });

@@ -81,7 +81,7 @@ export class LineDecoder {
  * lines add up to more than `maxChars` throws SseLimitExceeded.
  */
 export class SseDecoder {
-  private data: string[] = [];
+  private readonly data: string[] = [];
   private dataChars = 0;
   private event: string | undefined;
   private id: string | undefined;
@@ -96,26 +96,35 @@ export class SseDecoder {
         this.event = undefined;
         return undefined;
       }
-      const message: SseEvent = { data: this.data.join("\n") };
+      // One data line is the usual event: its text as it is, and the array kept for the next event.
+      const message: SseEvent = { data: this.data.length === 1 ? (this.data[0] as string) : this.data.join("\n") };
       if (this.event !== undefined) message.event = this.event;
       if (this.id !== undefined) message.id = this.id;
-      this.data = [];
+      this.data.length = 0;
       this.dataChars = 0;
       this.event = undefined;
       return message;
+    }
+    // `data: …`, nearly every line a model server sends: the field and its value without slicing the field name.
+    if (line.startsWith("data: ")) {
+      this.pushData(line.slice(6));
+      return undefined;
     }
     if (line.startsWith(":")) return undefined;
     const colon = line.indexOf(":");
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? "" : line.slice(colon + 1);
     if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") {
-      this.dataChars += value.length + 1;
-      if (this.dataChars > this.maxChars) throw new SseLimitExceeded("event", this.maxChars);
-      this.data.push(value);
-    } else if (field === "event") this.event = value;
+    if (field === "data") this.pushData(value);
+    else if (field === "event") this.event = value;
     else if (field === "id") this.id = value;
     return undefined;
+  }
+
+  private pushData(value: string): void {
+    this.dataChars += value.length + 1;
+    if (this.dataChars > this.maxChars) throw new SseLimitExceeded("event", this.maxChars);
+    this.data.push(value);
   }
 }
 
