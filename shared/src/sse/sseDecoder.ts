@@ -81,7 +81,7 @@ export class LineDecoder {
  * lines add up to more than `maxChars` throws SseLimitExceeded.
  */
 export class SseDecoder {
-  private readonly data: string[] = [];
+  private data: string[] = [];
   private dataChars = 0;
   private event: string | undefined;
   private id: string | undefined;
@@ -96,11 +96,12 @@ export class SseDecoder {
         this.event = undefined;
         return undefined;
       }
-      // One data line is the usual event: its text as it is, and the array kept for the next event.
+      // One data line is the usual event: its text as it is, without a join.
       const message: SseEvent = { data: this.data.length === 1 ? (this.data[0] as string) : this.data.join("\n") };
       if (this.event !== undefined) message.event = this.event;
       if (this.id !== undefined) message.id = this.id;
-      this.data.length = 0;
+      // A new array: `length = 0` is a call into the runtime ("set length" in a CPU profile), dearer than this.
+      this.data = [];
       this.dataChars = 0;
       this.event = undefined;
       return message;
