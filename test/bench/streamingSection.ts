@@ -22,7 +22,7 @@ import { formatMs, round } from "./stats";
 import { rssMb } from "./startupSection";
 
 /** A fast upstream: one short line in eight chunks, written back to back with no delay. */
-const REPLY: StandInBehaviour = {
+export const REPLY: StandInBehaviour = {
   kind: "reply",
   text: "items.reduce((sum, item) => sum + item.price * item.quantity, 0);",
   chunks: 8,
@@ -66,7 +66,7 @@ const BEFORE_CURSOR = [
 ].join("\n");
 const AFTER_CURSOR = "\n}\n\nexport function tax(total: number): number {\n  return total * 0.2;\n}\n";
 
-const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR };
+export const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR };
 
 /** The same hole-filling request as an OpenAI chat body, about the size of the one the relay sends upstream. */
 function chatBody(): string {
