@@ -46,6 +46,7 @@ type Sequence = { tokenMeter: { usedInputTokens: number } };
 type L = {
   getLlama(o: object): Promise<{
     loadModel(o: object): Promise<{
+      tokenize(text: string, specialTokens?: boolean): number[];
       createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
       dispose(): Promise<void>;
     }>;
@@ -66,6 +67,8 @@ interface Sample {
   /** The engine child's own time to first token and decoding speed (relay only). */
   childTtft?: number;
   childTps?: number;
+  /** Prompt tokens, a beginning-of-sequence token (which node-llama-cpp adds alike on both sides) not counted. */
+  promptTokens: number;
 }
 
 async function openFloor(path: string) {
@@ -89,7 +92,10 @@ async function openFloor(path: string) {
         },
       });
       const end = performance.now();
-      return { ttft: first! - started, tps: (tokens - 1) / ((end - first!) / 1000) };
+      // What generateInfillCompletion evaluates (LlamaCompletion.js, 3.21.1): <|fim_prefix|>, the text,
+      // <|fim_suffix|>, the empty suffix, <|fim_middle|>.
+      const promptTokens = model.tokenize(text, false).length + 3;
+      return { ttft: first! - started, tps: (tokens - 1) / ((end - first!) / 1000), promptTokens };
     },
     async close() {
       await context.dispose();
@@ -148,6 +154,7 @@ async function openRelay(path: string, sequences?: number) {
   }
   const counters = async () => ({
     generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
+    prompt: await metric(relay, "tab_relay_engine_tokens_total", 'kind="prompt"'),
     childFirst: await metric(relay, "tab_relay_engine_time_to_first_token_seconds_sum"),
     childTps: await metric(relay, "tab_relay_engine_tokens_per_second_sum"),
   });
@@ -162,6 +169,7 @@ async function openRelay(path: string, sequences?: number) {
         tps: (generated - 1) / ((s.end - s.first) / 1000),
         childTtft: (after.childFirst - before.childFirst) * 1000,
         childTps: after.childTps - before.childTps,
+        promptTokens: after.prompt - before.prompt,
       };
     },
     /** `people` cold prompts at once: mean time to first token, mean wait beyond the child's own, tokens/s. */
@@ -232,6 +240,8 @@ async function compare(label: string, path: string, lines: number, n: number) {
       row("floor, prefix reused", f.warm, f.warm),
       row("relay, prefix reused", r.warm, f.warm),
     ],
+    // Like with like: both sides must evaluate the same prompt, or the comparison says nothing.
+    prompts: `${label}: prompt tokens (medians), cold: floor ${m(f.cold, "promptTokens")}, relay ${m(r.cold, "promptTokens")}; prefix reused: floor ${m(f.warm, "promptTokens")}, relay ${m(r.warm, "promptTokens")}`,
     reuse: `${label}: reused-prefix first token at ${((100 * m(r.warm, "ttft")) / m(r.cold, "ttft")).toFixed(0)} % of a cold one's through the relay (floor ${((100 * m(f.warm, "ttft")) / m(f.cold, "ttft")).toFixed(0)} %)`,
   };
 }
@@ -271,6 +281,7 @@ console.log(
 console.log("|---|---|---|---|---|---|---|---|");
 for (const r of results) for (const row of r.rows) console.log(row);
 console.log("");
+for (const r of results) console.log(r.prompts);
 for (const r of results) console.log(r.reuse);
 console.log("");
 for (const r of results) for (const goal of r.goals) console.log(goal);
