@@ -69,15 +69,19 @@ interface Sample {
   childTps?: number;
   /** Prompt tokens, a beginning-of-sequence token (which node-llama-cpp adds alike on both sides) not counted. */
   promptTokens: number;
+  /** Input tokens node-llama-cpp evaluated (its token meter): what was not reused from the sequence. */
+  evaluatedTokens: number;
 }
 
 async function openFloor(path: string) {
   const llama = await lib.getLlama({ build: "never", gpu: false, logLevel: "error" });
   const model = await llama.loadModel({ modelPath: path });
   const context = await model.createContext({ contextSize: CONTEXT, sequences: 1, threads: 1 });
-  const completion = new lib.LlamaCompletion({ contextSequence: context.getSequence() });
+  const sequence = context.getSequence();
+  const completion = new lib.LlamaCompletion({ contextSequence: sequence });
   return {
     async run(text: string, seed: number): Promise<Sample> {
+      const evaluatedBefore = sequence.tokenMeter.usedInputTokens;
       const started = performance.now();
       let first: number | undefined;
       let tokens = 0;
@@ -95,7 +99,12 @@ async function openFloor(path: string) {
       // What generateInfillCompletion evaluates (LlamaCompletion.js, 3.21.1): <|fim_prefix|>, the text,
       // <|fim_suffix|>, the empty suffix, <|fim_middle|>.
       const promptTokens = model.tokenize(text, false).length + 3;
-      return { ttft: first! - started, tps: (tokens - 1) / ((end - first!) / 1000), promptTokens };
+      return {
+        ttft: first! - started,
+        tps: (tokens - 1) / ((end - first!) / 1000),
+        promptTokens,
+        evaluatedTokens: sequence.tokenMeter.usedInputTokens - evaluatedBefore,
+      };
     },
     async close() {
       await context.dispose();
@@ -155,6 +164,7 @@ async function openRelay(path: string, sequences?: number) {
   const counters = async () => ({
     generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
     prompt: await metric(relay, "tab_relay_engine_tokens_total", 'kind="prompt"'),
+    evaluated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="evaluated"'),
     childFirst: await metric(relay, "tab_relay_engine_time_to_first_token_seconds_sum"),
     childTps: await metric(relay, "tab_relay_engine_tokens_per_second_sum"),
   });
@@ -170,6 +180,7 @@ async function openRelay(path: string, sequences?: number) {
         childTtft: (after.childFirst - before.childFirst) * 1000,
         childTps: after.childTps - before.childTps,
         promptTokens: after.prompt - before.prompt,
+        evaluatedTokens: after.evaluated - before.evaluated,
       };
     },
     /** `people` cold prompts at once: mean time to first token, mean wait beyond the child's own, tokens/s. */
@@ -241,7 +252,7 @@ async function compare(label: string, path: string, lines: number, n: number) {
       row("relay, prefix reused", r.warm, f.warm),
     ],
     // Like with like: both sides must evaluate the same prompt, or the comparison says nothing.
-    prompts: `${label}: prompt tokens (medians), cold: floor ${m(f.cold, "promptTokens")}, relay ${m(r.cold, "promptTokens")}; prefix reused: floor ${m(f.warm, "promptTokens")}, relay ${m(r.warm, "promptTokens")}`,
+    prompts: `${label}: prompt tokens (medians), cold: floor ${m(f.cold, "promptTokens")}, relay ${m(r.cold, "promptTokens")}; prefix reused: floor ${m(f.warm, "promptTokens")}, relay ${m(r.warm, "promptTokens")}; evaluated, cold: floor ${m(f.cold, "evaluatedTokens")}, relay ${m(r.cold, "evaluatedTokens")}; prefix reused: floor ${m(f.warm, "evaluatedTokens")}, relay ${m(r.warm, "evaluatedTokens")}`,
     reuse: `${label}: reused-prefix first token at ${((100 * m(r.warm, "ttft")) / m(r.cold, "ttft")).toFixed(0)} % of a cold one's through the relay (floor ${((100 * m(f.warm, "ttft")) / m(f.cold, "ttft")).toFixed(0)} %)`,
   };
 }
