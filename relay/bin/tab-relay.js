@@ -56,7 +56,7 @@ if (resumers.length > 0) {
     for (const resumer of resumers) resumer();
   };
   globalThis[Symbol.for("tab-relay.resumeOptimizer")] = resume;
-  // Commands that never start a relay get V8's defaults back after 10 s.
+  // Commands that never start a relay get the same after 10 s: the optimizing compiler, and the capped growth.
   setTimeout(resume, 10_000).unref();
 }
 
