@@ -7,22 +7,30 @@
  *
  * The relay runs at its default number of sequences (2) and the floor with 1, the faster setting for one person.
  *
+ * The relay runs as people run it, `tab-relay serve` in a process of its own, and the client is `node:http` with a
+ * kept-alive connection: the floor has no client at all, so the lightest one keeps the client's own cost out of the
+ * relay's figure. `--in-process` runs the relay inside this process with `fetch` instead, as the bench did before
+ * 2026-11-28: there undici's own work (about 2.6 ms to the first text, measured with timestamps) shared the relay's
+ * event loop and counted as the relay's.
+ *
  * The relay's time to first token is split with its own /metrics: the engine child's first token (counted from the
  * request reaching the child) against the time the client saw; the rest is the HTTP route, the IPC hop and, with
  * several people, the wait for a sequence.
  *
- * Usage: npm run bench:engine -- [--rounds n] [--qwen]
+ * Usage: npm run bench:engine -- [--rounds n] [--qwen] [--in-process]
  *   --qwen  adds a model generated with Qwen2.5-Coder-0.5B's shape (about 670 MB, written to the system's temporary
  *           folder and removed after), cold and reused-prefix figures, and 1, 2 and 4 people at once.
  */
 import { rmSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { cpus, loadavg } from "node:os";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { engineModuleUrl } from "../../relay/src/engine/install";
 import { testEngineDir, testModel } from "../support/engine";
 import { QWEN_CODER_05B_SHAPE } from "../support/gguf";
-import { type TestRelay, completionBody, startTestRelay } from "../support/relayHarness";
+import { completionBody, startTestRelay } from "../support/relayHarness";
+import { cleanEnv, startBenchRelay } from "./servers";
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -46,6 +54,7 @@ type Sequence = { tokenMeter: { usedInputTokens: number } };
 type L = {
   getLlama(o: object): Promise<{
     loadModel(o: object): Promise<{
+      tokenize(text: string, specialTokens?: boolean): number[];
       createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
       dispose(): Promise<void>;
     }>;
@@ -66,15 +75,21 @@ interface Sample {
   /** The engine child's own time to first token and decoding speed (relay only). */
   childTtft?: number;
   childTps?: number;
+  /** Prompt tokens, a beginning-of-sequence token (which node-llama-cpp adds alike on both sides) not counted. */
+  promptTokens: number;
+  /** Input tokens node-llama-cpp evaluated (its token meter): what was not reused from the sequence. */
+  evaluatedTokens: number;
 }
 
 async function openFloor(path: string) {
   const llama = await lib.getLlama({ build: "never", gpu: false, logLevel: "error" });
   const model = await llama.loadModel({ modelPath: path });
   const context = await model.createContext({ contextSize: CONTEXT, sequences: 1, threads: 1 });
-  const completion = new lib.LlamaCompletion({ contextSequence: context.getSequence() });
+  const sequence = context.getSequence();
+  const completion = new lib.LlamaCompletion({ contextSequence: sequence });
   return {
     async run(text: string, seed: number): Promise<Sample> {
+      const evaluatedBefore = sequence.tokenMeter.usedInputTokens;
       const started = performance.now();
       let first: number | undefined;
       let tokens = 0;
@@ -89,7 +104,15 @@ async function openFloor(path: string) {
         },
       });
       const end = performance.now();
-      return { ttft: first! - started, tps: (tokens - 1) / ((end - first!) / 1000) };
+      // What generateInfillCompletion evaluates (LlamaCompletion.js, 3.21.1): <|fim_prefix|>, the text,
+      // <|fim_suffix|>, the empty suffix, <|fim_middle|>.
+      const promptTokens = model.tokenize(text, false).length + 3;
+      return {
+        ttft: first! - started,
+        tps: (tokens - 1) / ((end - first!) / 1000),
+        promptTokens,
+        evaluatedTokens: sequence.tokenMeter.usedInputTokens - evaluatedBefore,
+      };
     },
     async close() {
       await context.dispose();
@@ -99,9 +122,92 @@ async function openFloor(path: string) {
   };
 }
 
+/** What the bench asks of a relay, wherever it runs. */
+interface RelayClient {
+  /** Resolves at the response's end; `onChunk` sees each chunk of the body as it arrives. */
+  post(path: string, json: unknown, onChunk: (text: string) => void): Promise<void>;
+  get(path: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The relay inside this process, asked with `fetch` (`--in-process`). */
+async function inProcessRelay(env: Record<string, string>): Promise<RelayClient> {
+  const relay = await startTestRelay({ env });
+  return {
+    async post(path, json, onChunk) {
+      const response = await relay.request(path, { method: "POST", json });
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        onChunk(decoder.decode(value, { stream: true }));
+      }
+    },
+    get: async (path) => (await relay.request(path)).text(),
+    close: () => relay.close(),
+  };
+}
+
+/** `tab-relay serve` in a process of its own, asked over one kept-alive `node:http` connection. */
+async function processRelay(env: Record<string, string>): Promise<RelayClient> {
+  const root = resolve(import.meta.dirname, "../..");
+  const relay = await startBenchRelay({ root, baseEnv: cleanEnv(process.env) }, { settings: env });
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  const { hostname, port } = new URL(relay.url);
+  const ready = async (deadline: number): Promise<void> => {
+    // `serve` announces itself before the engine has loaded the model; until then completions answer 503.
+    while ((await fetch(`${relay.url}/readyz`)).status !== 200) {
+      if (performance.now() > deadline) throw new Error("the relay's engine was not ready within 120 s");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const call = (method: string, path: string, body: string | undefined, onChunk: (text: string) => void) =>
+    new Promise<void>((done, fail) => {
+      const req = httpRequest(
+        {
+          agent,
+          hostname,
+          port,
+          method,
+          path,
+          headers: {
+            authorization: `Bearer ${relay.apiKey}`,
+            ...(body === undefined
+              ? {}
+              : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }),
+          },
+        },
+        (response) => {
+          response.setEncoding("utf8");
+          response.on("data", onChunk);
+          response.once("end", () =>
+            (response.statusCode ?? 0) < 300 ? done() : fail(new Error(`${path} answered ${response.statusCode}`)),
+          );
+          response.once("error", fail);
+        },
+      );
+      req.once("error", fail);
+      req.end(body);
+    });
+  await ready(performance.now() + 120_000);
+  return {
+    post: (path, json, onChunk) => call("POST", path, JSON.stringify(json), onChunk),
+    async get(path) {
+      let text = "";
+      await call("GET", path, undefined, (chunk) => (text += chunk));
+      return text;
+    },
+    async close() {
+      agent.destroy();
+      await relay.stop();
+    },
+  };
+}
+
 /** A series from /metrics, summed over its labels when `labels` is empty. */
-async function metric(relay: TestRelay, name: string, labels = ""): Promise<number> {
-  const text = await (await relay.request("/metrics")).text();
+async function metric(relay: RelayClient, name: string, labels = ""): Promise<number> {
+  const text = await relay.get("/metrics");
   let sum = 0;
   for (const line of text.split("\n")) {
     const space = line.lastIndexOf(" ");
@@ -113,41 +219,39 @@ async function metric(relay: TestRelay, name: string, labels = ""): Promise<numb
 
 /** The relay on `path`; with `sequences` undefined, at its default number of sequences (config.ts). */
 async function openRelay(path: string, sequences?: number) {
-  const relay = await startTestRelay({
-    env: {
-      TAB_RELAY_MODEL: path,
-      TAB_RELAY_ENGINE_DIR: dir,
-      TAB_RELAY_ENGINE_THREADS: "1",
-      ...(sequences === undefined ? {} : { TAB_RELAY_ENGINE_SEQUENCES: String(sequences) }),
-      TAB_RELAY_ENGINE_CONTEXT: String(CONTEXT),
-      TAB_RELAY_CACHE_ENTRIES: "0",
-    },
-  });
+  const env = {
+    TAB_RELAY_MODEL: path,
+    TAB_RELAY_ENGINE_DIR: dir,
+    TAB_RELAY_ENGINE_THREADS: "1",
+    ...(sequences === undefined ? {} : { TAB_RELAY_ENGINE_SEQUENCES: String(sequences) }),
+    TAB_RELAY_ENGINE_CONTEXT: String(CONTEXT),
+    TAB_RELAY_CACHE_ENTRIES: "0",
+    TAB_RELAY_LOG_LEVEL: "warn",
+  };
+  const relay = flag("--in-process") ? await inProcessRelay(env) : await processRelay(env);
   /** One streamed completion; its generated tokens and the child's first-token time come from /metrics after. */
   async function stream(text: string): Promise<{ ttft: number; first: number; end: number }> {
     const started = performance.now();
-    const response = await relay.request("/api/v1/tab/chat/completions", {
-      method: "POST",
-      json: completionBody({ active_text_before_cursor: text }, { stream: true, max_completion_tokens: MAX }),
-    });
-    const reader = response.body!.getReader();
-    const decoder = new TextDecoder();
     let first: number | undefined;
     let all = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      all += decoder.decode(value, { stream: true });
-      // The first text frame often arrives in the same chunk as the role frame (`"content":""`), so the test is
-      // for a frame with text anywhere in what has arrived, not for a chunk without an empty one (which counted
-      // the second text frame as the first, a whole token late).
-      if (first === undefined && CONTENT.test(all)) first = performance.now();
-    }
+    await relay.post(
+      "/api/v1/tab/chat/completions",
+      completionBody({ active_text_before_cursor: text }, { stream: true, max_completion_tokens: MAX }),
+      (chunk) => {
+        all += chunk;
+        // The first text frame often arrives in the same chunk as the role frame (`"content":""`), so the test is
+        // for a frame with text anywhere in what has arrived, not for a chunk without an empty one (which counted
+        // the second text frame as the first, a whole token late).
+        if (first === undefined && CONTENT.test(all)) first = performance.now();
+      },
+    );
     if (!all.includes("[DONE]")) throw new Error(`the stream did not end with [DONE]: ${all.slice(-300)}`);
     return { ttft: first! - started, first: first!, end: performance.now() };
   }
   const counters = async () => ({
     generated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="generated"'),
+    prompt: await metric(relay, "tab_relay_engine_tokens_total", 'kind="prompt"'),
+    evaluated: await metric(relay, "tab_relay_engine_tokens_total", 'kind="evaluated"'),
     childFirst: await metric(relay, "tab_relay_engine_time_to_first_token_seconds_sum"),
     childTps: await metric(relay, "tab_relay_engine_tokens_per_second_sum"),
   });
@@ -162,6 +266,8 @@ async function openRelay(path: string, sequences?: number) {
         tps: (generated - 1) / ((s.end - s.first) / 1000),
         childTtft: (after.childFirst - before.childFirst) * 1000,
         childTps: after.childTps - before.childTps,
+        promptTokens: after.prompt - before.prompt,
+        evaluatedTokens: after.evaluated - before.evaluated,
       };
     },
     /** `people` cold prompts at once: mean time to first token, mean wait beyond the child's own, tokens/s. */
@@ -232,6 +338,8 @@ async function compare(label: string, path: string, lines: number, n: number) {
       row("floor, prefix reused", f.warm, f.warm),
       row("relay, prefix reused", r.warm, f.warm),
     ],
+    // Like with like: both sides must evaluate the same prompt, or the comparison says nothing.
+    prompts: `${label}: prompt tokens (medians), cold: floor ${m(f.cold, "promptTokens")}, relay ${m(r.cold, "promptTokens")}; prefix reused: floor ${m(f.warm, "promptTokens")}, relay ${m(r.warm, "promptTokens")}; evaluated, cold: floor ${m(f.cold, "evaluatedTokens")}, relay ${m(r.cold, "evaluatedTokens")}; prefix reused: floor ${m(f.warm, "evaluatedTokens")}, relay ${m(r.warm, "evaluatedTokens")}`,
     reuse: `${label}: reused-prefix first token at ${((100 * m(r.warm, "ttft")) / m(r.cold, "ttft")).toFixed(0)} % of a cold one's through the relay (floor ${((100 * m(f.warm, "ttft")) / m(f.cold, "ttft")).toFixed(0)} %)`,
   };
 }
@@ -271,6 +379,7 @@ console.log(
 console.log("|---|---|---|---|---|---|---|---|");
 for (const r of results) for (const row of r.rows) console.log(row);
 console.log("");
+for (const r of results) console.log(r.prompts);
 for (const r of results) console.log(r.reuse);
 console.log("");
 for (const r of results) for (const goal of r.goals) console.log(goal);

@@ -338,10 +338,10 @@ async function main(): Promise<void> {
         stopReason: result.metadata.stopReason,
         sequence: slot.index,
       };
-      outbox.flush();
+      outbox.finish(message.id);
       send({ type: "done", id: message.id, stats });
     } catch (error) {
-      outbox.flush();
+      outbox.finish(message.id);
       send({ type: "failed", id: message.id, message: (error as Error).message });
     } finally {
       running.delete(message.id);

@@ -1,8 +1,8 @@
 import type { ChildMessage } from "../protocol";
 
 /**
- * The text a completion streams to the relay, sent at the end of the event loop's turn rather than from inside
- * node-llama-cpp's token callback.
+ * The text a completion streams to the relay: its first text at once, the rest at the end of the event loop's turn
+ * rather than from inside node-llama-cpp's token callback.
  *
  * node-llama-cpp asks for a token's successor only after `onTextChunk` returns (the `for await` loop of
  * `_generateResponse` in LlamaCompletion.js, 3.21.1), so a `process.send` there (a write to the IPC pipe, which
@@ -13,14 +13,21 @@ import type { ChildMessage } from "../protocol";
  * write happens once the next decode has been handed to llama.cpp's thread, in the same turn, so the text leaves
  * only microseconds later than before. Fragments of one completion that meet in a turn go in one message.
  *
- * `flush` sends what is queued at once: the child calls it before `done` or `failed`, so a completion's end never
- * overtakes its text.
+ * A completion's first text is the exception: it is what the person at the keyboard waits for, and queued it waited
+ * for node-llama-cpp's own work on the token before the next decode is handed over (0.1–0.3 ms at the median in
+ * timestamps along the path, docs/benchmarks.md, "Where the 4.9 ms went"). Written at once, that wait moves to the
+ * second token's decode, once per completion, where timestamps showed no difference in the median.
+ *
+ * `finish` sends what is queued at once and forgets the completion: the child calls it before `done` or `failed`,
+ * so a completion's end never overtakes its text.
  */
 export function createOutbox(send: (message: ChildMessage) => void): {
   text(id: number, text: string): void;
-  flush(): void;
+  finish(id: number): void;
 } {
   const queued = new Map<number, string>();
+  /** Completions whose first text has gone. */
+  const started = new Set<number>();
   let scheduled = false;
   const flush = () => {
     scheduled = false;
@@ -29,12 +36,20 @@ export function createOutbox(send: (message: ChildMessage) => void): {
   };
   return {
     text(id, text) {
+      if (!started.has(id)) {
+        started.add(id);
+        send({ type: "text", id, text });
+        return;
+      }
       queued.set(id, (queued.get(id) ?? "") + text);
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
       }
     },
-    flush,
+    finish(id) {
+      flush();
+      started.delete(id);
+    },
   };
 }
