@@ -8,8 +8,7 @@ import { neutraliseContext } from "../../completion/controlTokens";
 import type { CompletionInput, ModelProvider, TextSink } from "../types";
 import { hintFor } from "./hints";
 import { JSON_SHAPE_LIMITS, jsonShapeProblem } from "../../jsonShape";
-import { EventTemplate } from "./eventTemplate";
-import { chatText, completionText, field } from "./json";
+import { field } from "./json";
 import { DEFAULT_UPSTREAM_LIMITS, type UpstreamLimitName, type UpstreamLimits } from "./limits";
 import type { Hint, UpstreamMode } from "./modes/mode";
 
@@ -54,10 +53,6 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
   let noticed = mode.notice === undefined;
 
   const limits = options.limits ?? DEFAULT_UPSTREAM_LIMITS;
-  /** Events read by their stream's template (eventTemplate.ts) where that is exactly what parsing them gives. */
-  const templated = (mode.text === chatText || mode.text === completionText) && mode.isLast === undefined;
-  const isError = (json: unknown) => streamErrorMessage(json) !== undefined;
-  const textOfEvent = (json: unknown) => mode.text(json);
 
   async function complete(input: CompletionInput, outer: AbortLike, onText: TextSink): Promise<void> {
     outer.throwIfAborted();
@@ -159,21 +154,11 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
         const read = decodedBody(response, limits.maxStreamBytes, () => limitError("stream"));
         let sawData = false;
         let finished = false;
-        const template = templated ? new EventTemplate(textOfEvent, isError) : undefined;
         /** The text of one event (none for `[DONE]`, which marks the stream finished); throws on an upstream error. */
         const textOf = (event: SseEvent): string => {
           if (event.data === SSE_DONE) {
             finished = true;
             return "";
-          }
-          // Only a plain `data:` event, once the mode has nothing left to notice: its text is all that is read of it.
-          const plain = template !== undefined && noticed && event.event === undefined;
-          if (plain) {
-            const text = template.text(event.data);
-            if (text !== undefined) {
-              sawData = true;
-              return text;
-            }
           }
           const json = parseJson(event.data, () => limitError("json"));
           const upstreamError = streamErrorMessage(json);
@@ -185,9 +170,7 @@ export function createUpstreamProvider(options: UpstreamProviderOptions): ModelP
           }
           sawData = true;
           if (mode.isLast?.(json)) finished = true;
-          const text = textOfJson(json);
-          if (plain) template.learn(event.data, text);
-          return text;
+          return textOfJson(json);
         };
         let stopped = false;
         await read((chunk) => {
