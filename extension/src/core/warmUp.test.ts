@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { NextEditResponse, systemClock } from "@tab-relay/shared";
+import { NextEditRequest, NextEditResponse, RecentEdit, systemClock } from "@tab-relay/shared";
 import { buildNextEditRequest } from "./nextEditRequest";
 import type { FetchLike } from "./types";
-import { HEALTH_PATH, WARM_UP_ANSWER, WARM_UP_DOCUMENT, warmUp } from "./warmUp";
+import { HEALTH_PATH, WARM_UP_ANSWER, WARM_UP_DOCUMENT, WARM_UP_EXTRA, warmUp } from "./warmUp";
 
 const TARGET = { workspaceSlug: "acme", model: "tab-v1", timeoutMs: 5_000 };
 
@@ -55,6 +55,17 @@ test("a relay that is down makes the warm-up say so, never throw", async () => {
 
 test("the warm-up's document and answer pass the schemas a pause's request and answer go through", () => {
   // A sample the schema refused would leave its parser compiled only partly: the warm-up would warm little.
-  assert.notEqual(buildNextEditRequest(WARM_UP_DOCUMENT, { ...TARGET, recentEdits: [] }), undefined);
+  assert.notEqual(buildNextEditRequest(WARM_UP_DOCUMENT, { ...TARGET, ...WARM_UP_EXTRA }), undefined);
   assert.ok(NextEditResponse.safeParse(WARM_UP_ANSWER).success);
+});
+
+test("the warm-up's request holds every part a pause's request can hold, so each part's parser is compiled", () => {
+  // zod compiles an object schema's parser on its first parse: a part left out (a recent edit, say) would be
+  // compiled by the session's first real pause instead.
+  const body = buildNextEditRequest(WARM_UP_DOCUMENT, { ...TARGET, ...WARM_UP_EXTRA });
+  assert.ok(body !== undefined);
+  const edit = body.recent_edits[0];
+  assert.ok(edit !== undefined, "a recent edit");
+  assert.deepEqual(Object.keys(edit).sort(), Object.keys(RecentEdit.shape).sort());
+  assert.deepEqual(Object.keys(body).sort(), Object.keys(NextEditRequest.shape).sort());
 });
