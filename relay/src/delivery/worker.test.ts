@@ -281,6 +281,56 @@ describe("the delivery worker", () => {
     assert.equal((await store.events.attempts(slow.eventIds)).length, 0);
   });
 
+  test("an event queued while its agent is at its share goes out as soon as an attempt ends, not at the next poll", async () => {
+    await clock.advance(3600_000);
+    const { agentId, eventIds } = await agentWithEvents("one-at-a-time", 1);
+    // The agent's attempts wait until the test lets them answer; no time passes on the worker's clock.
+    const answers: (() => void)[] = [];
+    const requests: WebhookRequest[] = [];
+    const sends = counter("requests to the agent");
+    const client: WebhookClient = {
+      async send(request) {
+        if (!request.url.endsWith("/one-at-a-time")) return outcome(204);
+        requests.push(request);
+        sends.add();
+        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
+      },
+      close() {
+        for (const answer of answers.splice(0)) answer();
+      },
+    };
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 1,
+    });
+    await worker.start();
+    await sends.waitFor(1);
+    // A second event for the agent, queued as a post queues it: the worker is woken while the agent's share is taken.
+    const second = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(second, workspaceId, agentId, "message.created", JSON.stringify({ id: second }), at, 1, "scheduled"),
+    );
+    worker.wake();
+    // Let the pass the wake-up started run (it can only skip the agent) before the first attempt ends.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(requests.length, 1, "one attempt at a time to the agent");
+    answers.shift()?.();
+    // Before the fix the second event waited for the next wake-up or the 30 s idle poll; the clock never moves here.
+    await sends.waitFor(2);
+    assert.deepEqual(
+      requests.map((r) => r.headers["webhook-id"]),
+      [eventIds[0], second],
+    );
+    answers.shift()?.();
+    await worker.stop(1000);
+  });
+
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);

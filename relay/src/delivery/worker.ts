@@ -224,8 +224,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const started = starting.length;
       // Due events left behind wait for a free share, so finishing attempts must look again.
       const left = skipped > 0 || due.length === limit;
-      if (left) state.backlog = true;
-      else if (onlyAgent === undefined && saturated.size === 0) state.backlog = false;
+      // A pass over everything leaves agents at their share out of its read, so it cannot know that none of their
+      // events is due: one just queued for such an agent must go when one of its attempts ends, not at the next poll.
+      if (left || (onlyAgent === undefined && saturated.size > 0)) state.backlog = true;
+      else if (onlyAgent === undefined) state.backlog = false;
       // Look again at once when the batch was full or held events of agents that just filled up, as long as it moved.
       if (onlyAgent !== undefined || started === 0 || !left) break;
     }
