@@ -1,10 +1,11 @@
-import { RelayError, WEBHOOK_HEADERS, signWebhook, sleepOn } from "@tab-relay/shared";
+import { RelayError, WEBHOOK_HEADERS, sleepOn } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
 import type { DeliveryAttempt, DueEvent, Store, StoredEvent } from "../store/types";
 import type { AgentSockets } from "../live/agentSockets";
 import { nextAttempt } from "./retryPolicy";
+import { signDelivery } from "./signer";
 import type { WebhookClient, WebhookOutcome } from "./webhookClient";
 
 /** Even with nothing due the worker looks again this often, in case another process queued events. */
@@ -298,7 +299,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     try {
       const startedMs = clock.now();
       const timestamp = Math.floor(startedMs / 1000);
-      const signature = await signWebhook(due.signingSecret, event.id, timestamp, event.payload);
+      const signature = signDelivery(due.signingSecret, event.id, timestamp, event.payload);
       const headers = {
         [WEBHOOK_HEADERS.id]: event.id,
         [WEBHOOK_HEADERS.timestamp]: String(timestamp),
