@@ -331,6 +331,54 @@ describe("the delivery worker", () => {
     await worker.stop(1000);
   });
 
+  test("a new event for one agent goes out at once while another agent is at its share, without waiting for a pass over everything", async () => {
+    await clock.advance(3600_000);
+    const busy = await agentWithEvents("busy", 1);
+    const idle = await agentWithEvents("idle", 0);
+    const answers: (() => void)[] = [];
+    const requests: WebhookRequest[] = [];
+    const sends = counter("requests");
+    const client: WebhookClient = {
+      async send(request) {
+        requests.push(request);
+        sends.add();
+        if (!request.url.endsWith("/busy")) return outcome(204);
+        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
+      },
+      close() {
+        for (const answer of answers.splice(0)) answer();
+      },
+    };
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 1,
+    });
+    await worker.start();
+    await sends.waitFor(1);
+    // A pass over everything while the busy agent is at its share: the next one may come only FAIR_PASS_MS later.
+    worker.wake();
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    const id = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(id, workspaceId, idle.agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
+    );
+    // As a post wakes the worker: for the agents it queued events for. The clock does not move.
+    worker.wake([idle.agentId]);
+    await sends.waitFor(2);
+    assert.deepEqual(
+      requests.map((r) => r.headers["webhook-id"]),
+      [busy.eventIds[0], id],
+    );
+    answers.shift()?.();
+    await worker.stop(1000);
+  });
+
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);

@@ -47,8 +47,11 @@ export interface AttemptResult {
 }
 
 export interface DeliveryWorker {
-  /** Looks for due events now (called after a transaction queued some). */
-  wake(): void;
+  /**
+   * Looks for due events now (called after a transaction queued some): those of `agentIds` when the caller knows
+   * whose they are, else the whole outbox.
+   */
+  wake(agentIds?: readonly string[]): void;
   /** Releases interrupted claims, then delivers whatever is due. */
   start(): Promise<void>;
   /** Stops taking work; waits up to `graceMs` for attempts under way, then abandons them (they stay pending). */
@@ -115,9 +118,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const stopped = () => state.phase === "stopped";
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  /** Asks for a look at the whole outbox (new events, a retry falling due, a redelivery). */
-  function wake(): void {
-    state.wantAll = true;
+  /**
+   * Asks for a look at the whole outbox (a retry falling due, a redelivery), or at the outbox of a few agents when
+   * new events are theirs alone. A pass over one agent reads only its due events along its index and starts at once;
+   * a pass over everything waits up to FAIR_PASS_MS while some agent is at its share and scans that agent's waiting
+   * events, so a post to one agent must not cost that, nor make another agent's new event wait for it.
+   */
+  function wake(agentIds?: readonly string[]): void {
+    if (agentIds === undefined) state.wantAll = true;
+    else for (const agentId of agentIds) agentsWanted.add(agentId);
     drain();
   }
 
@@ -173,7 +182,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         return;
       }
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
-      if (onlyAgent !== undefined && saturated.has(onlyAgent)) return;
+      if (onlyAgent !== undefined && saturated.has(onlyAgent)) {
+        // Woken for this agent while its share is taken: its next finishing attempt must look again.
+        state.backlog = true;
+        return;
+      }
       // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
       const limit =
         onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
@@ -276,7 +289,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     // Another process sharing the database (or a clock step) can make events due without telling this one. Armed
     // before asking the database, so a poll that fails (the database away) does not end the polling.
     timers.poll = clock.setTimeout(
-      () => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })),
+      () =>
+        void poll().then(
+          () => wake(),
+          (error: unknown) => logger.error("delivery worker failed to poll", { error }),
+        ),
       idlePollMs,
     );
     const now = clock.now();
