@@ -102,26 +102,27 @@ export function createConversationService(deps: ConversationServiceDeps) {
     message: Message,
     now: string,
   ): Promise<string[]> {
-    const current = await tx.conversations.members(conversation.id);
-    const memberIds = new Set(current.map((member) => member.id));
     const mentioned = new Set(message.mentions.filter((member) => member.type === "agent").map((member) => member.id));
     const addressed = new Set<string>();
     if (conversation.type === "dm") {
       // A DM names its agent by being with it: every agent in it is addressed.
-      for (const member of current) if (member.type === "agent") addressed.add(member.id);
+      for (const member of await tx.conversations.members(conversation.id))
+        if (member.type === "agent") addressed.add(member.id);
     } else {
+      // A channel can have hundreds of members and a post names a few agents: each of those is looked up by its key
+      // rather than every member read and sorted on every post.
+      const isMember = (id: string) => tx.conversations.isMember(conversation.id, id);
       for (const id of mentioned) {
-        if (memberIds.has(id)) addressed.add(id);
+        if (await isMember(id)) addressed.add(id);
         else if (conversation.visibility === "public") {
           // A mention brings the agent into a public channel; a private one needs someone to add it.
           await tx.conversations.addMember(conversation.id, { id, type: "agent" }, now);
-          memberIds.add(id);
           addressed.add(id);
         }
       }
       if (message.thread_id !== null) {
         for (const id of await tx.messages.agentAuthorsInThread(conversation.id, message.thread_id)) {
-          if (memberIds.has(id)) addressed.add(id);
+          if (addressed.has(id) || (await isMember(id))) addressed.add(id);
         }
       }
     }
