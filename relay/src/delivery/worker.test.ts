@@ -379,6 +379,58 @@ describe("the delivery worker", () => {
     await worker.stop(1000);
   });
 
+  test("once an agent's waiting events are out, its later attempts do not read the outbox again", async () => {
+    await clock.advance(3600_000);
+    const { agentId, eventIds } = await agentWithEvents("burst", 3);
+    let transactions = 0;
+    const counting: Store = {
+      ...store,
+      transaction: (fn) => {
+        transactions++;
+        return store.transaction(fn);
+      },
+    };
+    const recorded = counter("recorded attempts");
+    const worker = createDeliveryWorker({
+      store: counting,
+      clock,
+      logger: silentLogger,
+      client: scriptedClient(() => outcome(204)),
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 2,
+      // Events left pending by earlier tests go out too; only this agent's attempts are counted.
+      onAttempt: (event) => {
+        if (event.agent_id === agentId) recorded.add();
+      },
+    });
+    /** Until nothing is under way and whatever the last attempt started has run. */
+    const settle = async () => {
+      while (worker.inFlight > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 30; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await worker.start();
+    // Three events and a share of two: the third waits for a free share, then the agent's read finds nothing more.
+    await recorded.waitFor(3);
+    await settle();
+    const events = await store.events.listForAgent(agentId, 3);
+    assert.deepEqual(
+      events.map((event) => event.status),
+      eventIds.map(() => "delivered"),
+    );
+    const before = transactions;
+    const id = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
+    );
+    worker.wake([agentId]);
+    await recorded.waitFor(4);
+    await settle();
+    assert.equal(transactions - before, 2, "one read that claims the event and one that records its attempt");
+    await worker.stop(1000);
+  });
+
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);

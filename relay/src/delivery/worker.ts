@@ -68,7 +68,7 @@ interface WorkerState {
   pumping: boolean;
   /** A pass over every agent is wanted: new events, a retry falling due, a redelivery. */
   wantAll: boolean;
-  /** Due events were left waiting for room when the outbox was last read. */
+  /** Due events were left waiting for room overall (the batch or maxInFlight) when the outbox was last read. */
   backlog: boolean;
   /** When the last pass over everything ran while some agent was at its share (FAIR_PASS_MS apart). */
   lastFairPass: number;
@@ -106,6 +106,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
   const agentsWanted = new Set<string>();
+  /**
+   * Agents whose due events may be waiting for their share: each of their finishing attempts reads their outbox
+   * again, until one read finds less than the share had room for. Kept per agent, so one burst to one agent does not
+   * make every later attempt of every agent read the outbox once more.
+   */
+  const waiting = new Set<string>();
   const state: WorkerState = {
     phase: "stopped",
     pumping: false,
@@ -184,7 +190,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
       if (onlyAgent !== undefined && saturated.has(onlyAgent)) {
         // Woken for this agent while its share is taken: its next finishing attempt must look again.
-        state.backlog = true;
+        waiting.add(onlyAgent);
         return;
       }
       // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
@@ -211,6 +217,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             // A redelivery asked for while the event's attempt is still under way waits for that attempt.
             if (count >= maxPerAgent || inFlight.has(item.event.id) || stopped()) {
               skipped++;
+              waiting.add(item.event.agent_id);
               continue;
             }
             perAgent.set(item.event.agent_id, count + 1);
@@ -238,10 +245,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const started = starting.length;
       // Due events left behind wait for a free share, so finishing attempts must look again.
       const left = skipped > 0 || due.length === limit;
-      // A pass over everything leaves agents at their share out of its read, so it cannot know that none of their
-      // events is due: one just queued for such an agent must go when one of its attempts ends, not at the next poll.
-      if (left || (onlyAgent === undefined && saturated.size > 0)) state.backlog = true;
-      else if (onlyAgent === undefined) state.backlog = false;
+      if (onlyAgent !== undefined) {
+        // The agent's own read: more of its events can be due only if its share cut the read short.
+        if (due.length === limit) waiting.add(onlyAgent);
+        else if (skipped === 0) waiting.delete(onlyAgent);
+      } else {
+        // A pass over everything leaves agents at their share out of its read, so it cannot know that none of their
+        // events is due: one just queued for such an agent must go when one of its attempts ends, not at the next poll.
+        for (const agentId of saturated) waiting.add(agentId);
+        state.backlog = due.length === limit;
+      }
       // Look again at once when the batch was full or held events of agents that just filled up, as long as it moved.
       if (onlyAgent !== undefined || started === 0 || !left) break;
     }
@@ -353,10 +366,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       inFlight.delete(event.id);
       release(event.agent_id);
       // Without a backlog nothing is waiting for this share: new events, redeliveries and retries wake the worker themselves.
-      if (state.backlog) {
+      if (state.backlog || waiting.has(event.agent_id)) {
         agentsWanted.add(event.agent_id);
         // Room freed overall may let another agent's waiting events go too.
-        if (inFlight.size === maxInFlight - 1) state.wantAll = true;
+        if (state.backlog && inFlight.size === maxInFlight - 1) state.wantAll = true;
         drain();
       }
     }
