@@ -51,6 +51,9 @@ import type { UsageRecorder } from "./usage/recorder";
 import type { SortableIds } from "./store/sortableIds";
 import type { Store } from "./store/types";
 
+/** The most agents a post names when it wakes the delivery workers; more wake them for the whole outbox. */
+const MAX_AGENTS_WOKEN = 32;
+
 export interface AppDeps {
   config: Pick<Config, "rateLimits" | "rateLimitWindowMs" | "maxBodyBytes" | "webhooks" | "metricsToken">;
   store: Store;
@@ -97,7 +100,14 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(requestContext, refuseWhileDraining, rejectUndecodablePath);
 
   const limits = deps.config.rateLimits;
-  const eventsQueued = () => deps.bus.publish({ topic: "events" });
+  // Naming the agents lets each worker read only their events; past a few, the message would grow towards NOTIFY's
+  // 8,000-byte limit on PostgreSQL, and one look at everything costs no more than many looks at one agent each.
+  const eventsQueued = (agentIds?: readonly string[]) =>
+    deps.bus.publish(
+      agentIds === undefined || agentIds.length > MAX_AGENTS_WOKEN
+        ? { topic: "events" }
+        : { topic: "events", agentIds },
+    );
   // Live sockets of these sessions, on every relay, are rechecked at once instead of at their next periodic check.
   const sessionsChanged = (workspaceId: string, of: SessionsOf) =>
     deps.bus.publish({ topic: "sessions", workspaceId, of });

@@ -434,7 +434,7 @@ function subscribeToBus(
   deps.bus.subscribe(function onBus(message) {
     switch (message.topic) {
       case "events":
-        return deliveries.wake();
+        return deliveries.wake(message.agentIds);
       case "message":
         if (live.listening(message.workspaceId))
           void forwardMessage(message.workspaceId, message.conversationId, message.messageId);

@@ -4,7 +4,12 @@
  * on one loses its sockets on all, a session signed out on one closes its live sockets on all, and new events wake every idle delivery worker at once.
  */
 export type BusMessage =
-  | { topic: "events" }
+  /**
+   * New events in the outbox. `agentIds`, when given, are the only agents they are for: a worker reads just those
+   * agents' events instead of the whole outbox. Without it (a redelivery, a resumed agent, a reconnected bus)
+   * every worker looks at everything.
+   */
+  | { topic: "events"; agentIds?: readonly string[] }
   | { topic: "message"; workspaceId: string; conversationId: string; messageId: string }
   | { topic: "agent"; workspaceId: string; agentId: string; change: "updated" | "paused" | "token" | "removed" }
   | { topic: "attempt"; workspaceId: string; agentId: string }

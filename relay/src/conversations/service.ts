@@ -15,8 +15,8 @@ export interface ConversationServiceDeps {
   clock: Clock;
   ids: SortableIds;
   links: Links;
-  /** Called after a transaction that queued events has committed. */
-  eventsQueued(): void;
+  /** Called after a transaction that queued events has committed, with the agents it queued them for. */
+  eventsQueued(agentIds: readonly string[]): void;
   /** Called after every posted message has committed (live updates). */
   posted(conversation: Conversation, message: Message): void;
 }
@@ -59,7 +59,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       text = text.replace(ASIDE, "");
       if (text.trim() === "") throw new RelayError("VALIDATION_ERROR", "text: an /aside needs a message after it");
     }
-    let queued = 0;
+    let queued: string[] = [];
     const message = await deps.store.transaction(async (tx) => {
       const threadId = input.threadId === undefined ? null : await threadRoot(tx, conversation.id, input.threadId);
       // Every mention has an "@", so most messages need not read the directory at all.
@@ -83,7 +83,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       if (author.type === "agent" && conversation.type === "dm") await notifyDm(tx, conversation, message, now);
       return message;
     });
-    if (queued > 0) deps.eventsQueued();
+    if (queued.length > 0) deps.eventsQueued(queued);
     deps.posted(conversation, message);
     return message;
   }
@@ -101,31 +101,32 @@ export function createConversationService(deps: ConversationServiceDeps) {
     conversation: Conversation,
     message: Message,
     now: string,
-  ): Promise<number> {
-    const current = await tx.conversations.members(conversation.id);
-    const memberIds = new Set(current.map((member) => member.id));
+  ): Promise<string[]> {
     const mentioned = new Set(message.mentions.filter((member) => member.type === "agent").map((member) => member.id));
     const addressed = new Set<string>();
     if (conversation.type === "dm") {
       // A DM names its agent by being with it: every agent in it is addressed.
-      for (const member of current) if (member.type === "agent") addressed.add(member.id);
+      for (const member of await tx.conversations.members(conversation.id))
+        if (member.type === "agent") addressed.add(member.id);
     } else {
+      // A channel can have hundreds of members and a post names a few agents: each of those is looked up by its key
+      // rather than every member read and sorted on every post.
+      const isMember = (id: string) => tx.conversations.isMember(conversation.id, id);
       for (const id of mentioned) {
-        if (memberIds.has(id)) addressed.add(id);
+        if (await isMember(id)) addressed.add(id);
         else if (conversation.visibility === "public") {
           // A mention brings the agent into a public channel; a private one needs someone to add it.
           await tx.conversations.addMember(conversation.id, { id, type: "agent" }, now);
-          memberIds.add(id);
           addressed.add(id);
         }
       }
       if (message.thread_id !== null) {
         for (const id of await tx.messages.agentAuthorsInThread(conversation.id, message.thread_id)) {
-          if (memberIds.has(id)) addressed.add(id);
+          if (addressed.has(id) || (await isMember(id))) addressed.add(id);
         }
       }
     }
-    let queued = 0;
+    const queued: string[] = [];
     for (const agentId of addressed) {
       const agent = await tx.agents.get(workspace.id, agentId);
       // A paused or removed agent gets nothing, not even later.
@@ -137,7 +138,7 @@ export function createConversationService(deps: ConversationServiceDeps) {
       await tx.events.create(
         newEvent(payload.id, workspace.id, agent.id, payload.type, JSON.stringify(payload), now, 1, "scheduled"),
       );
-      queued++;
+      queued.push(agent.id);
     }
     return queued;
   }

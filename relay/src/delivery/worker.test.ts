@@ -281,6 +281,156 @@ describe("the delivery worker", () => {
     assert.equal((await store.events.attempts(slow.eventIds)).length, 0);
   });
 
+  test("an event queued while its agent is at its share goes out as soon as an attempt ends, not at the next poll", async () => {
+    await clock.advance(3600_000);
+    const { agentId, eventIds } = await agentWithEvents("one-at-a-time", 1);
+    // The agent's attempts wait until the test lets them answer; no time passes on the worker's clock.
+    const answers: (() => void)[] = [];
+    const requests: WebhookRequest[] = [];
+    const sends = counter("requests to the agent");
+    const client: WebhookClient = {
+      async send(request) {
+        if (!request.url.endsWith("/one-at-a-time")) return outcome(204);
+        requests.push(request);
+        sends.add();
+        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
+      },
+      close() {
+        for (const answer of answers.splice(0)) answer();
+      },
+    };
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 1,
+    });
+    await worker.start();
+    await sends.waitFor(1);
+    // A second event for the agent, queued as a post queues it: the worker is woken while the agent's share is taken.
+    const second = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(second, workspaceId, agentId, "message.created", JSON.stringify({ id: second }), at, 1, "scheduled"),
+    );
+    worker.wake();
+    // Let the pass the wake-up started run (it can only skip the agent) before the first attempt ends.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(requests.length, 1, "one attempt at a time to the agent");
+    answers.shift()?.();
+    // Before the fix the second event waited for the next wake-up or the 30 s idle poll; the clock never moves here.
+    await sends.waitFor(2);
+    assert.deepEqual(
+      requests.map((r) => r.headers["webhook-id"]),
+      [eventIds[0], second],
+    );
+    answers.shift()?.();
+    await worker.stop(1000);
+  });
+
+  test("a new event for one agent goes out at once while another agent is at its share, without waiting for a pass over everything", async () => {
+    await clock.advance(3600_000);
+    const busy = await agentWithEvents("busy", 1);
+    const idle = await agentWithEvents("idle", 0);
+    const answers: (() => void)[] = [];
+    const requests: WebhookRequest[] = [];
+    const sends = counter("requests");
+    const client: WebhookClient = {
+      async send(request) {
+        requests.push(request);
+        sends.add();
+        if (!request.url.endsWith("/busy")) return outcome(204);
+        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
+      },
+      close() {
+        for (const answer of answers.splice(0)) answer();
+      },
+    };
+    const worker = createDeliveryWorker({
+      store,
+      clock,
+      logger: silentLogger,
+      client,
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 1,
+    });
+    await worker.start();
+    await sends.waitFor(1);
+    // A pass over everything while the busy agent is at its share: the next one may come only FAIR_PASS_MS later.
+    worker.wake();
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    const id = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(id, workspaceId, idle.agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
+    );
+    // As a post wakes the worker: for the agents it queued events for. The clock does not move.
+    worker.wake([idle.agentId]);
+    await sends.waitFor(2);
+    assert.deepEqual(
+      requests.map((r) => r.headers["webhook-id"]),
+      [busy.eventIds[0], id],
+    );
+    answers.shift()?.();
+    await worker.stop(1000);
+  });
+
+  test("once an agent's waiting events are out, its later attempts do not read the outbox again", async () => {
+    await clock.advance(3600_000);
+    const { agentId, eventIds } = await agentWithEvents("burst", 3);
+    let transactions = 0;
+    const counting: Store = {
+      ...store,
+      transaction: (fn) => {
+        transactions++;
+        return store.transaction(fn);
+      },
+    };
+    const recorded = counter("recorded attempts");
+    const worker = createDeliveryWorker({
+      store: counting,
+      clock,
+      logger: silentLogger,
+      client: scriptedClient(() => outcome(204)),
+      ids,
+      retryScheduleMs: [1000],
+      maxPerAgent: 2,
+      // Events left pending by earlier tests go out too; only this agent's attempts are counted.
+      onAttempt: (event) => {
+        if (event.agent_id === agentId) recorded.add();
+      },
+    });
+    /** Until nothing is under way and whatever the last attempt started has run. */
+    const settle = async () => {
+      while (worker.inFlight > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 30; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await worker.start();
+    // Three events and a share of two: the third waits for a free share, then the agent's read finds nothing more.
+    await recorded.waitFor(3);
+    await settle();
+    const events = await store.events.listForAgent(agentId, 3);
+    assert.deepEqual(
+      events.map((event) => event.status),
+      eventIds.map(() => "delivered"),
+    );
+    const before = transactions;
+    const id = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
+    );
+    worker.wake([agentId]);
+    await recorded.waitFor(4);
+    await settle();
+    assert.equal(transactions - before, 2, "one read that claims the event and one that records its attempt");
+    await worker.stop(1000);
+  });
+
   test("an attempt that outlives its claim leaves the event to the relay that took it over", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("stalled", 1);

@@ -1,10 +1,11 @@
-import { RelayError, WEBHOOK_HEADERS, signWebhook, sleepOn } from "@tab-relay/shared";
+import { RelayError, WEBHOOK_HEADERS, sleepOn } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { SortableIds } from "../store/sortableIds";
 import type { DeliveryAttempt, DueEvent, Store, StoredEvent } from "../store/types";
 import type { AgentSockets } from "../live/agentSockets";
 import { nextAttempt } from "./retryPolicy";
+import { signDelivery } from "./signer";
 import type { WebhookClient, WebhookOutcome } from "./webhookClient";
 
 /** Even with nothing due the worker looks again this often, in case another process queued events. */
@@ -46,8 +47,11 @@ export interface AttemptResult {
 }
 
 export interface DeliveryWorker {
-  /** Looks for due events now (called after a transaction queued some). */
-  wake(): void;
+  /**
+   * Looks for due events now (called after a transaction queued some): those of `agentIds` when the caller knows
+   * whose they are, else the whole outbox.
+   */
+  wake(agentIds?: readonly string[]): void;
   /** Releases interrupted claims, then delivers whatever is due. */
   start(): Promise<void>;
   /** Stops taking work; waits up to `graceMs` for attempts under way, then abandons them (they stay pending). */
@@ -64,7 +68,7 @@ interface WorkerState {
   pumping: boolean;
   /** A pass over every agent is wanted: new events, a retry falling due, a redelivery. */
   wantAll: boolean;
-  /** Due events were left waiting for room when the outbox was last read. */
+  /** Due events were left waiting for room overall (the batch or maxInFlight) when the outbox was last read. */
   backlog: boolean;
   /** When the last pass over everything ran while some agent was at its share (FAIR_PASS_MS apart). */
   lastFairPass: number;
@@ -102,6 +106,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const inFlight = new Map<string, Promise<void>>();
   const perAgent = new Map<string, number>();
   const agentsWanted = new Set<string>();
+  /**
+   * Agents whose due events may be waiting for their share: each of their finishing attempts reads their outbox
+   * again, until one read finds less than the share had room for. Kept per agent, so one burst to one agent does not
+   * make every later attempt of every agent read the outbox once more.
+   */
+  const waiting = new Set<string>();
   const state: WorkerState = {
     phase: "stopped",
     pumping: false,
@@ -114,9 +124,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const stopped = () => state.phase === "stopped";
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  /** Asks for a look at the whole outbox (new events, a retry falling due, a redelivery). */
-  function wake(): void {
-    state.wantAll = true;
+  /**
+   * Asks for a look at the whole outbox (a retry falling due, a redelivery), or at the outbox of a few agents when
+   * new events are theirs alone. A pass over one agent reads only its due events along its index and starts at once;
+   * a pass over everything waits up to FAIR_PASS_MS while some agent is at its share and scans that agent's waiting
+   * events, so a post to one agent must not cost that, nor make another agent's new event wait for it.
+   */
+  function wake(agentIds?: readonly string[]): void {
+    if (agentIds === undefined) state.wantAll = true;
+    else for (const agentId of agentIds) agentsWanted.add(agentId);
     drain();
   }
 
@@ -172,7 +188,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         return;
       }
       const saturated = new Set([...perAgent].filter(([, n]) => n >= maxPerAgent).map(([agentId]) => agentId));
-      if (onlyAgent !== undefined && saturated.has(onlyAgent)) return;
+      if (onlyAgent !== undefined && saturated.has(onlyAgent)) {
+        // Woken for this agent while its share is taken: its next finishing attempt must look again.
+        waiting.add(onlyAgent);
+        return;
+      }
       // A small batch: most passes start one or two attempts, and reading payloads that cannot start yet costs.
       const limit =
         onlyAgent === undefined ? Math.min(room, BATCH) : Math.min(room, maxPerAgent - (perAgent.get(onlyAgent) ?? 0));
@@ -197,6 +217,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             // A redelivery asked for while the event's attempt is still under way waits for that attempt.
             if (count >= maxPerAgent || inFlight.has(item.event.id) || stopped()) {
               skipped++;
+              waiting.add(item.event.agent_id);
               continue;
             }
             perAgent.set(item.event.agent_id, count + 1);
@@ -224,8 +245,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const started = starting.length;
       // Due events left behind wait for a free share, so finishing attempts must look again.
       const left = skipped > 0 || due.length === limit;
-      if (left) state.backlog = true;
-      else if (onlyAgent === undefined && saturated.size === 0) state.backlog = false;
+      if (onlyAgent !== undefined) {
+        // The agent's own read: more of its events can be due only if its share cut the read short.
+        if (due.length === limit) waiting.add(onlyAgent);
+        else if (skipped === 0) waiting.delete(onlyAgent);
+      } else {
+        // A pass over everything leaves agents at their share out of its read, so it cannot know that none of their
+        // events is due: one just queued for such an agent must go when one of its attempts ends, not at the next poll.
+        for (const agentId of saturated) waiting.add(agentId);
+        state.backlog = due.length === limit;
+      }
       // Look again at once when the batch was full or held events of agents that just filled up, as long as it moved.
       if (onlyAgent !== undefined || started === 0 || !left) break;
     }
@@ -273,7 +302,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     // Another process sharing the database (or a clock step) can make events due without telling this one. Armed
     // before asking the database, so a poll that fails (the database away) does not end the polling.
     timers.poll = clock.setTimeout(
-      () => void poll().then(wake, (error: unknown) => logger.error("delivery worker failed to poll", { error })),
+      () =>
+        void poll().then(
+          () => wake(),
+          (error: unknown) => logger.error("delivery worker failed to poll", { error }),
+        ),
       idlePollMs,
     );
     const now = clock.now();
@@ -296,7 +329,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     try {
       const startedMs = clock.now();
       const timestamp = Math.floor(startedMs / 1000);
-      const signature = await signWebhook(due.signingSecret, event.id, timestamp, event.payload);
+      const signature = signDelivery(due.signingSecret, event.id, timestamp, event.payload);
       const headers = {
         [WEBHOOK_HEADERS.id]: event.id,
         [WEBHOOK_HEADERS.timestamp]: String(timestamp),
@@ -333,10 +366,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       inFlight.delete(event.id);
       release(event.agent_id);
       // Without a backlog nothing is waiting for this share: new events, redeliveries and retries wake the worker themselves.
-      if (state.backlog) {
+      if (state.backlog || waiting.has(event.agent_id)) {
         agentsWanted.add(event.agent_id);
         // Room freed overall may let another agent's waiting events go too.
-        if (inFlight.size === maxInFlight - 1) state.wantAll = true;
+        if (state.backlog && inFlight.size === maxInFlight - 1) state.wantAll = true;
         drain();
       }
     }
