@@ -11,6 +11,8 @@ import type { WebhookClient, WebhookOutcome, WebhookRequest } from "./webhookCli
 import { type AttemptResult, createDeliveryWorker } from "./worker";
 
 const HANG = Symbol("hang");
+/** An answer the test gives later, one at a time, with `answerNext`. */
+const HOLD = Symbol("hold");
 
 /** How long a test waits for something the worker does at once (nothing here waits for time to pass). */
 const AT_ONCE_MS = 3000;
@@ -51,27 +53,34 @@ function counter(what: string) {
 
 /**
  * A client whose answers the test scripts per request. HANG is an agent that never answers; like the real client,
- * closing it ends such requests with a network error.
+ * closing it ends such requests with a network error. HOLD is an agent that answers 204 when the test says so.
  */
-function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | typeof HANG) {
+function scriptedClient(answer: (request: WebhookRequest) => WebhookOutcome | typeof HANG | typeof HOLD) {
   const requests: WebhookRequest[] = [];
   const sends = counter("requests");
   const hung: ((outcome: WebhookOutcome) => void)[] = [];
+  const held: ((outcome: WebhookOutcome) => void)[] = [];
   const client: WebhookClient & {
     requests: WebhookRequest[];
     waitFor(n: number): Promise<void>;
     sent(eventId: string): Promise<void>;
+    /** Answers the oldest held request with 204. */
+    answerNext(): void;
   } = {
     requests,
     async send(request) {
       requests.push(request);
       const result = answer(request);
       sends.add();
-      return result === HANG ? new Promise<WebhookOutcome>((resolve) => hung.push(resolve)) : result;
+      if (result === HANG) return new Promise<WebhookOutcome>((resolve) => hung.push(resolve));
+      if (result === HOLD) return new Promise<WebhookOutcome>((resolve) => held.push(resolve));
+      return result;
     },
     close() {
       for (const end of hung.splice(0)) end({ ok: false, error: "socket closed", durationMs: 1, excerpt: "" });
+      for (const end of held.splice(0)) end(outcome(204));
     },
+    answerNext: () => held.shift()?.(outcome(204)),
     waitFor: (n) => sends.waitFor(n, () => requests.length),
     /** Waits until the event with this id has been sent (events left by an earlier test may go first). */
     sent: (eventId) => sends.waitFor(1, () => requests.filter((r) => r.headers["webhook-id"] === eventId).length),
@@ -142,6 +151,20 @@ describe("the delivery worker", () => {
     }
     return { agentId: agent.id, eventIds };
   }
+
+  /** One more event for the agent, due now, as a post queues it. */
+  async function queueEvent(agentId: string): Promise<string> {
+    const id = ids("evt");
+    const at = new Date(clock.now()).toISOString();
+    await store.events.create(
+      newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
+    );
+    return id;
+  }
+
+  /** A worker that sends one event at a time per agent, with no delay, through `client`. */
+  const oneAtATime = (client: WebhookClient) =>
+    createDeliveryWorker({ store, clock, logger: silentLogger, client, ids, retryScheduleMs: [1000], maxPerAgent: 1 });
 
   test("a failed attempt is rescheduled by the schedule with jitter, keeping the event id, and signed afresh", async () => {
     const { agentId, eventIds } = await agentWithEvents("retry", 1);
@@ -284,50 +307,24 @@ describe("the delivery worker", () => {
   test("an event queued while its agent is at its share goes out as soon as an attempt ends, not at the next poll", async () => {
     await clock.advance(3600_000);
     const { agentId, eventIds } = await agentWithEvents("one-at-a-time", 1);
-    // The agent's attempts wait until the test lets them answer; no time passes on the worker's clock.
-    const answers: (() => void)[] = [];
-    const requests: WebhookRequest[] = [];
-    const sends = counter("requests to the agent");
-    const client: WebhookClient = {
-      async send(request) {
-        if (!request.url.endsWith("/one-at-a-time")) return outcome(204);
-        requests.push(request);
-        sends.add();
-        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
-      },
-      close() {
-        for (const answer of answers.splice(0)) answer();
-      },
-    };
-    const worker = createDeliveryWorker({
-      store,
-      clock,
-      logger: silentLogger,
-      client,
-      ids,
-      retryScheduleMs: [1000],
-      maxPerAgent: 1,
-    });
+    // The agent's attempts wait until the test answers them; no time passes on the worker's clock.
+    const client = scriptedClient((request) => (request.url.endsWith("/one-at-a-time") ? HOLD : outcome(204)));
+    const mine = () =>
+      client.requests.filter((r) => r.url.endsWith("/one-at-a-time")).map((r) => r.headers["webhook-id"]);
+    const worker = oneAtATime(client);
     await worker.start();
-    await sends.waitFor(1);
+    await client.sent(eventIds[0]!);
     // A second event for the agent, queued as a post queues it: the worker is woken while the agent's share is taken.
-    const second = ids("evt");
-    const at = new Date(clock.now()).toISOString();
-    await store.events.create(
-      newEvent(second, workspaceId, agentId, "message.created", JSON.stringify({ id: second }), at, 1, "scheduled"),
-    );
+    const second = await queueEvent(agentId);
     worker.wake();
     // Let the pass the wake-up started run (it can only skip the agent) before the first attempt ends.
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(requests.length, 1, "one attempt at a time to the agent");
-    answers.shift()?.();
+    assert.deepEqual(mine(), [eventIds[0]], "one attempt at a time to the agent");
+    client.answerNext();
     // Before the fix the second event waited for the next wake-up or the 30 s idle poll; the clock never moves here.
-    await sends.waitFor(2);
-    assert.deepEqual(
-      requests.map((r) => r.headers["webhook-id"]),
-      [eventIds[0], second],
-    );
-    answers.shift()?.();
+    await client.sent(second);
+    assert.deepEqual(mine(), [eventIds[0], second]);
+    client.answerNext();
     await worker.stop(1000);
   });
 
@@ -335,47 +332,18 @@ describe("the delivery worker", () => {
     await clock.advance(3600_000);
     const busy = await agentWithEvents("busy", 1);
     const idle = await agentWithEvents("idle", 0);
-    const answers: (() => void)[] = [];
-    const requests: WebhookRequest[] = [];
-    const sends = counter("requests");
-    const client: WebhookClient = {
-      async send(request) {
-        requests.push(request);
-        sends.add();
-        if (!request.url.endsWith("/busy")) return outcome(204);
-        return new Promise((resolve) => answers.push(() => resolve(outcome(204))));
-      },
-      close() {
-        for (const answer of answers.splice(0)) answer();
-      },
-    };
-    const worker = createDeliveryWorker({
-      store,
-      clock,
-      logger: silentLogger,
-      client,
-      ids,
-      retryScheduleMs: [1000],
-      maxPerAgent: 1,
-    });
+    const client = scriptedClient((request) => (request.url.endsWith("/busy") ? HOLD : outcome(204)));
+    const worker = oneAtATime(client);
     await worker.start();
-    await sends.waitFor(1);
+    await client.sent(busy.eventIds[0]!);
     // A pass over everything while the busy agent is at its share: the next one may come only FAIR_PASS_MS later.
     worker.wake();
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-    const id = ids("evt");
-    const at = new Date(clock.now()).toISOString();
-    await store.events.create(
-      newEvent(id, workspaceId, idle.agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
-    );
+    const id = await queueEvent(idle.agentId);
     // As a post wakes the worker: for the agents it queued events for. The clock does not move.
     worker.wake([idle.agentId]);
-    await sends.waitFor(2);
-    assert.deepEqual(
-      requests.map((r) => r.headers["webhook-id"]),
-      [busy.eventIds[0], id],
-    );
-    answers.shift()?.();
+    await client.sent(id);
+    client.answerNext();
     await worker.stop(1000);
   });
 
@@ -419,11 +387,7 @@ describe("the delivery worker", () => {
       eventIds.map(() => "delivered"),
     );
     const before = transactions;
-    const id = ids("evt");
-    const at = new Date(clock.now()).toISOString();
-    await store.events.create(
-      newEvent(id, workspaceId, agentId, "message.created", JSON.stringify({ id }), at, 1, "scheduled"),
-    );
+    await queueEvent(agentId);
     worker.wake([agentId]);
     await recorded.waitFor(4);
     await settle();
