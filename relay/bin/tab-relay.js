@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { existsSync } from "node:fs";
-import { PerformanceObserver } from "node:perf_hooks";
+import { PerformanceObserver, performance } from "node:perf_hooks";
 import { setTimeout } from "node:timers";
 import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8";
 
@@ -60,23 +60,38 @@ if (resumers.length > 0) {
   setTimeout(resume, 10_000).unref();
 }
 
+/** Collections this close together mean the relay is under load: only then may the young generation grow. */
+const PRESSURE_COLLECTIONS = 5;
+const PRESSURE_WINDOW_MS = 1_000;
+
 /**
- * Lets the young generation double, as V8 does by default, while a doubling keeps one semi-space within
- * YOUNG_CAP_BYTES, and stops it there. Node tells a `gc` PerformanceObserver about every collection (its GC epilogue
- * callback queues the entry on the event loop, MarkGarbageCollectionEnd in src/node_perf.cc); after each one the
- * growth factor is set to 2 while a doubling stays within the cap and to 1 (no growth) once it would not. V8 grows
- * the space at most once per scavenge, and only once more than its capacity has survived scavenges since the last
- * growth (Heap::CheckNewSpaceExpansionCriteria, src/heap/heap.cc), so the check after one collection comes before the
- * next growth. A semi-space's capacity is what getHeapSpaceStatistics reports as used plus available
- * (SemiSpaceNewSpace::Available is Capacity() - Size()), not `space_size`, which counts the from-space only while it
- * is committed. When V8's memory reducer shrinks the space in an idle relay, the next collection lets it grow again.
+ * Lets the young generation double, as V8 does by default, while the relay is under load (PRESSURE_COLLECTIONS
+ * collections within PRESSURE_WINDOW_MS) and a doubling keeps one semi-space within YOUNG_CAP_BYTES, and stops it
+ * there. Under load a small young generation costs CPU (more scavenges); at rest its growth only costs memory: a few
+ * collections just after start-up (the warm-ups) grew it to two 2 MB semi-spaces in an idle relay now and then, seen
+ * in CI as a flaky "grown during start-up". Node tells a `gc` PerformanceObserver about every collection (its GC
+ * epilogue callback queues the entry on the event loop, MarkGarbageCollectionEnd in src/node_perf.cc); after each
+ * one the growth factor is set to 2 or to 1 (no growth). V8 grows the space at most once per scavenge, and only once
+ * more than its capacity has survived scavenges since the last growth (Heap::CheckNewSpaceExpansionCriteria,
+ * src/heap/heap.cc), so the check after one collection comes before the next growth. A semi-space's capacity is what
+ * getHeapSpaceStatistics reports as used plus available (SemiSpaceNewSpace::Available is Capacity() - Size()), not
+ * `space_size`, which counts the from-space only while it is committed. When V8's memory reducer shrinks the space
+ * in an idle relay, the next burst lets it grow again.
  */
 function capYoungGeneration() {
   let factor = 1;
-  const check = () => {
+  /** When the last PRESSURE_COLLECTIONS collections started, oldest first (performance.now() milliseconds). */
+  const recent = [];
+  const check = (list) => {
+    for (const entry of list?.getEntries() ?? []) {
+      recent.push(entry.startTime);
+      if (recent.length > PRESSURE_COLLECTIONS) recent.shift();
+    }
     const young = getHeapSpaceStatistics().find((space) => space.space_name === "new_space");
     if (young === undefined) return;
-    const wanted = 2 * (young.space_used_size + young.space_available_size) <= YOUNG_CAP_BYTES ? 2 : 1;
+    const underLoad = recent.length === PRESSURE_COLLECTIONS && performance.now() - recent[0] <= PRESSURE_WINDOW_MS;
+    const roomLeft = 2 * (young.space_used_size + young.space_available_size) <= YOUNG_CAP_BYTES;
+    const wanted = underLoad && roomLeft ? 2 : 1;
     if (wanted === factor) return;
     factor = wanted;
     setFlagsFromString(`--semi-space-growth-factor=${wanted}`);
