@@ -16,7 +16,11 @@ import { type LatencySummary, formatMs, round, summarize } from "./stats";
 
 /** Posts per second in the paced runs; `BENCH_WEBHOOKS_RATE` lowers it on a machine too busy to keep 200. */
 const RATE = Number(process.env["BENCH_WEBHOOKS_RATE"] ?? 200);
-const AGENT_COUNTS = [1, 100] as const;
+/**
+ * The runs' agent counts, in order. `BENCH_WEBHOOKS_REVERSED=1` runs 100 agents first: the first run after the relay
+ * starts may carry start-up work, and the reversed order tells that apart from the agent count.
+ */
+const AGENT_COUNTS: readonly (1 | 100)[] = process.env["BENCH_WEBHOOKS_REVERSED"] === "1" ? [100, 1] : [1, 100];
 const POSTERS = 16;
 const GOAL_P99_MS = 20;
 /**
