@@ -17,6 +17,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { spawnServer } from "./processes";
 import { cleanEnv } from "./servers";
+import { COMPLETION } from "./startupSection";
 
 const ROOT = process.env.ROOT ?? fileURLToPath(new URL("../..", import.meta.url));
 const COUNT = Number(process.env.COUNT ?? 10_000);
@@ -84,20 +85,7 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify({ ...line, ...spaces })}\n`);
   };
-  const body = JSON.stringify({
-    model: "tab-v1",
-    tab_context: {
-      surface: "code",
-      workspace_slug: "acme",
-      entity_id: "src/cart.ts",
-      document_type: "plaintext",
-      code_language: "typescript",
-      file_path: "src/cart.ts",
-      active_text_before_cursor:
-        "export interface Item {\n  price: number;\n  quantity: number;\n}\n\nexport function total(items: readonly Item[]): number {\n  return ",
-      active_text_after_cursor: "\n}\n",
-    },
-  });
+  const body = JSON.stringify({ ...COMPLETION, tab_context: { ...COMPLETION.tab_context, workspace_slug: "acme" } });
   try {
     await sleep(3_000);
     await snapshot("idle");

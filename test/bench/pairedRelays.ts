@@ -10,7 +10,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LoadSlice, type StreamTarget, combineSlices, runSlice } from "./load";
 import { cartCompletionTarget, cleanEnv, startBenchRelay, startProxy, startUpstream } from "./servers";
-import { CURSOR, REPLY } from "./streamingSection";
+import { CURSOR, REPLY, relaySettings } from "./streamingSection";
 
 const other = process.argv[2] ?? "";
 if (other === "") {
@@ -27,14 +27,7 @@ async function main(): Promise<void> {
   const here = env(fileURLToPath(new URL("../..", import.meta.url)));
   const upstream = await startUpstream(here, REPLY);
   const proxy = await startProxy(here, new URL(upstream.url).origin);
-  const settings = {
-    TAB_RELAY_UPSTREAM_URL: upstream.url,
-    TAB_RELAY_UPSTREAM_MODEL: "bench",
-    TAB_RELAY_UPSTREAM_API: "chat",
-    TAB_RELAY_RATE_LIMITS: "reads=10000000,writes=10000000",
-    TAB_RELAY_CACHE_ENTRIES: "0",
-    TAB_RELAY_LOG_LEVEL: "warn",
-  };
+  const settings = relaySettings(upstream.url);
   const otherRelay = await startBenchRelay(env(resolve(other)), { settings });
   const thisRelay = await startBenchRelay(here, { settings });
   const proxyBody = JSON.stringify({

@@ -25,7 +25,8 @@ const BARE_SERVER = [
   'server.listen(0, "127.0.0.1", () => console.log(JSON.stringify({ url: `http://127.0.0.1:${server.address().port}` })));',
 ].join("\n");
 
-const COMPLETION = {
+/** The completion the startup runs ask for, without its workspace. */
+export const COMPLETION = {
   model: "tab-v1",
   tab_context: {
     surface: "code",

@@ -68,6 +68,17 @@ const AFTER_CURSOR = "\n}\n\nexport function tax(total: number): number {\n  ret
 
 export const CURSOR = { before: BEFORE_CURSOR, after: AFTER_CURSOR };
 
+/** The relay's settings for the streaming runs, against the upstream stand-in at `upstreamUrl`. */
+export const relaySettings = (upstreamUrl: string): Record<string, string> => ({
+  TAB_RELAY_UPSTREAM_URL: upstreamUrl,
+  TAB_RELAY_UPSTREAM_MODEL: "bench",
+  TAB_RELAY_UPSTREAM_API: "chat",
+  TAB_RELAY_RATE_LIMITS: "reads=10000000,writes=10000000",
+  // Every request must really stream through the provider, not come out of the cache.
+  TAB_RELAY_CACHE_ENTRIES: "0",
+  TAB_RELAY_LOG_LEVEL: "warn",
+});
+
 /** The same hole-filling request as an OpenAI chat body, about the size of the one the relay sends upstream. */
 function chatBody(): string {
   return JSON.stringify({
@@ -172,15 +183,7 @@ export const streamingSection: BenchSection = {
       const expressProxy: RunningProxy = await startProxy(context, new URL(upstream.url).origin, "express");
       started.push(expressProxy.server);
       const relay = await startBenchRelay(context, {
-        settings: {
-          TAB_RELAY_UPSTREAM_URL: upstream.url,
-          TAB_RELAY_UPSTREAM_MODEL: "bench",
-          TAB_RELAY_UPSTREAM_API: "chat",
-          TAB_RELAY_RATE_LIMITS: "reads=10000000,writes=10000000",
-          // Every request must really stream through the provider, not come out of the cache.
-          TAB_RELAY_CACHE_ENTRIES: "0",
-          TAB_RELAY_LOG_LEVEL: "warn",
-        },
+        settings: relaySettings(upstream.url),
         cpuProfileDir: context.cpuProfileDir,
       });
       started.push(relay);
