@@ -328,7 +328,13 @@ describe("next edits in a real VS Code", { skip }, () => {
 
         const requests = nextEditRequests(proxy as RecordingProxy);
         assert.ok(requests.length >= 3, `${requests.length} next-edit requests`);
-        assert.deepEqual(requests[0]?.recent_edits.at(-1)?.new_lines, ["  let priceSum = 0;"]);
+        // Under load a gap between two typed keys can outlast the debounce, so an earlier request may carry the rename
+        // half typed (seen in CI: "  let priceSu = 0;"); the one that brought the proposal carries it whole.
+        const lastEdits = requests.map((request) => request.recent_edits.at(-1)?.new_lines);
+        assert.ok(
+          lastEdits.some((lines) => JSON.stringify(lines) === JSON.stringify(["  let priceSum = 0;"])),
+          `no request carried the rename as its last edit: ${JSON.stringify(lastEdits)}`,
+        );
       } catch (error) {
         await session.screenshot("failure").catch(() => undefined);
         throw error;
