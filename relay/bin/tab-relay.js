@@ -12,15 +12,16 @@ if (!existsSync(cli)) {
 
 // Until the relay has started (startRelay calls the hook below through src/startupCompiler.ts), V8 runs with two
 // settings that keep what loading it leaves resident small; once it serves, the optimizing compiler goes back to
-// V8's default and the young generation may grow to a bounded size.
+// V8's default and the young generation may grow under load, to a bounded size.
 
 // The young generation stays at its initial size (two 1 MB semi-spaces) while the relay loads, instead of doubling
 // up to two 16 MB ones: loading grew it to that at once, and the pages stayed resident until V8's memory reducer
 // returned them some 20 s later, so an idle relay held about 15 MB more than it used (docs/benchmarks.md, issue 23).
-// Once it serves, the young generation may grow again, up to two 4 MB semi-spaces (`capYoungGeneration` below): kept
-// at 1 MB under load, the relay spent about a third more CPU per streamed completion (584 against 430 µs at 50 in
-// flight, same run), collecting the young generation far more often; left to V8's default it grew to two 16 MB
-// semi-spaces, all of it resident, and the relay held 122.5 MB after 10,000 completions against a goal of 120.
+// Once it serves, the young generation may grow under load, up to two 4 MB semi-spaces (`capYoungGeneration`
+// below): kept at 1 MB under load, the relay spent about a third more CPU per streamed completion (584 against
+// 430 µs at 50 in flight, same run), collecting the young generation far more often; left to V8's default it grew to
+// two 16 MB semi-spaces, all of it resident, and the relay held 122.5 MB after 10,000 completions against a goal of
+// 120.
 // `--max-semi-space-size` would say so directly, but V8 reads it once, when it sets up the heap, before this file
 // runs. The growth factor it reads on every growth: SemiSpaceNewSpace::Grow in V8 11.3 (src/heap/new-spaces.cc) asks
 // for `std::min(MaximumCapacity(), v8_flags.semi_space_growth_factor * TotalCapacity())`. V8 raises a factor below

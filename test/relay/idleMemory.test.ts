@@ -12,9 +12,9 @@ import { runCommand, spawnRelay } from "../support/relayProcess";
  *
  * `tab-relay` keeps V8's young generation at its initial two 1 MB semi-spaces while it starts (relay/bin/tab-relay.js):
  * grown to two 16 MB ones by loading the relay, it held some 15 MB of an idle relay's resident memory
- * (docs/benchmarks.md, issue 23). Once it serves, V8 may grow it again (kept small under load it cost a third more
- * CPU), up to two 4 MB semi-spaces (at V8's 16 MB the relay held 122.5 MB after 10,000 completions). Read from the
- * relay's own /metrics (prom-client's `nodejs_heap_space_size_total_bytes`).
+ * (docs/benchmarks.md, issue 23). Once it serves, V8 may grow it again while the relay is under load (kept small under
+ * load it cost a third more CPU), up to two 4 MB semi-spaces (at V8's 16 MB the relay held 122.5 MB after 10,000
+ * completions). Read from the relay's own /metrics (prom-client's `nodejs_heap_space_size_total_bytes`).
  *
  * It also keeps V8's optimizing compiler off until the relay has started: optimizing Node's module loader while some
  * 500 files load left about 6 MB of TurboFan resident in a relay that then sat idle. Read from V8's own trace of what
@@ -56,6 +56,21 @@ async function startRelay(nodeArgs: readonly string[], settings: Record<string, 
   return { relay, apiKey };
 }
 
+/** Runs `use` against a fresh relay process, which is stopped afterwards however `use` ends. */
+async function withRelay(
+  nodeArgs: readonly string[],
+  settings: Record<string, string>,
+  use: (url: string, apiKey: string) => Promise<void>,
+): Promise<void> {
+  const { relay, apiKey } = await startRelay(nodeArgs, settings);
+  try {
+    await use(relay.url, apiKey);
+  } finally {
+    relay.child.kill("SIGTERM");
+    await relay.exited;
+  }
+}
+
 async function newSpaceBytes(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const match = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(text);
@@ -91,68 +106,52 @@ async function completions(url: string, apiKey: string, count: number, concurren
 }
 
 test("a relay's young generation stays at two 1 MB semi-spaces through start-up, and may grow again once it serves", async () => {
-  const { relay, apiKey } = await startRelay([]);
-  try {
-    assert.ok((await newSpaceBytes(relay.url)) <= 2 * MB, "grown during start-up");
+  await withRelay([], {}, async (url, apiKey) => {
+    assert.ok((await newSpaceBytes(url)) <= 2 * MB, "grown during start-up");
     // Kept at 1 MB under load it cost about a third more CPU per completion (relay/bin/tab-relay.js): a burst grows it.
     let grown = false;
     for (let burst = 0; burst < 10 && !grown; burst++) {
-      await completions(relay.url, apiKey, 500);
-      grown = (await newSpaceBytes(relay.url)) > 2 * MB;
+      await completions(url, apiKey, 500);
+      grown = (await newSpaceBytes(url)) > 2 * MB;
     }
     assert.ok(grown, "the young generation never grew under load");
-  } finally {
-    relay.child.kill("SIGTERM");
-    await relay.exited;
-  }
+  });
 });
 
 test("a relay asked now and then, never under load, keeps its young generation at two 1 MB semi-spaces", async () => {
   // Growth is for load: at rest it only holds memory. Before growth waited for collections close together, what
   // survived the few collections of a quiet relay could grow it (seen in CI just after start-up).
-  const { relay, apiKey } = await startRelay([], { TAB_RELAY_CACHE_ENTRIES: "0" });
-  try {
+  await withRelay([], { TAB_RELAY_CACHE_ENTRIES: "0" }, async (url, apiKey) => {
     for (let i = 0; i < 40; i++) {
-      await completions(relay.url, apiKey, 5, 1);
+      await completions(url, apiKey, 5, 1);
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
-    const size = await newSpaceBytes(relay.url);
+    const size = await newSpaceBytes(url);
     assert.ok(size <= 2 * MB, `the young generation grew to ${size / MB} MB`);
-  } finally {
-    relay.child.kill("SIGTERM");
-    await relay.exited;
-  }
+  });
 });
 
 test("under a long burst the young generation grows to two 4 MB semi-spaces and no further", async () => {
   // No cache, so that every completion runs the engine, as in the benchmark's 10,000 (test/bench/startupSection.ts).
-  const { relay, apiKey } = await startRelay([], { TAB_RELAY_CACHE_ENTRIES: "0" });
-  try {
+  await withRelay([], { TAB_RELAY_CACHE_ENTRIES: "0" }, async (url, apiKey) => {
     // Left to V8's default it grew to two 16 MB semi-spaces, all of it resident after 10,000 completions (122.5 MB
     // against issue 23's 120; two 8 MB ones after 2,000 here); relay/bin/tab-relay.js stops the growth at 4 MB. V8
     // grows it only after more than its capacity has survived collections since the last growth.
     let largest = 0;
     for (let burst = 0; burst < 8; burst++) {
-      await completions(relay.url, apiKey, 500, 20);
-      largest = Math.max(largest, await newSpaceBytes(relay.url));
+      await completions(url, apiKey, 500, 20);
+      largest = Math.max(largest, await newSpaceBytes(url));
       assert.ok(largest <= 8 * MB, `the young generation grew to ${largest / MB} MB after ${(burst + 1) * 500}`);
     }
     assert.equal(largest, 8 * MB, "the young generation never reached its cap");
-  } finally {
-    relay.child.kill("SIGTERM");
-    await relay.exited;
-  }
+  });
 });
 
 test("an operator's own young-generation flag on node's command line is left as it is", async () => {
-  const { relay } = await startRelay(["--semi-space-growth-factor=2"]);
-  try {
+  await withRelay(["--semi-space-growth-factor=2"], {}, async (url) => {
     // V8's default: loading the relay grows the young generation past its initial size.
-    assert.ok((await newSpaceBytes(relay.url)) > 2 * MB);
-  } finally {
-    relay.child.kill("SIGTERM");
-    await relay.exited;
-  }
+    assert.ok((await newSpaceBytes(url)) > 2 * MB);
+  });
 });
 
 function optimized(trace: string): number {
@@ -163,18 +162,14 @@ test("V8 optimizes nothing while the relay starts, and optimizes again once it s
   const folder = mkdtempSync(join(tmpdir(), "tab-relay-trace-"));
   folders.push(folder);
   const trace = join(folder, "trace.txt");
-  const { relay, apiKey } = await startRelay([
-    "--trace-opt",
-    "--redirect-code-traces",
-    `--redirect-code-traces-to=${trace}`,
-  ]);
-  try {
-    // "serving on" is written after startRelay returns; the resume is queued behind the tokenizer's warm-up.
-    assert.equal(optimized(trace), 0, "functions optimized during start-up");
-    await completions(relay.url, apiKey, 300);
-    assert.ok(optimized(trace) > 0, "nothing optimized under load");
-  } finally {
-    relay.child.kill("SIGTERM");
-    await relay.exited;
-  }
+  await withRelay(
+    ["--trace-opt", "--redirect-code-traces", `--redirect-code-traces-to=${trace}`],
+    {},
+    async (url, apiKey) => {
+      // "serving on" is written after the relay has started; the resume is queued behind the tokenizer's warm-up.
+      assert.equal(optimized(trace), 0, "functions optimized during start-up");
+      await completions(url, apiKey, 300);
+      assert.ok(optimized(trace) > 0, "nothing optimized under load");
+    },
+  );
 });
