@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { EventEmitter, once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -26,10 +26,14 @@ interface AgentProcess {
   child: ChildProcessWithoutNullStreams;
 }
 
-function runAgent(args: string[], env: Record<string, string>): AgentProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/echo-agent/agent.ts", ...args], {
+/** `viaNpm`: as the docs start it, `npm run agent:echo -- ARGS` (npm's own lines kept off stdout by --silent). */
+function runAgent(args: string[], env: Record<string, string>, viaNpm = false): AgentProcess {
+  const [command, commandArgs] = viaNpm
+    ? ["npm", ["run", "--silent", "agent:echo", "--", ...args]]
+    : [process.execPath, ["--import", "tsx", "examples/echo-agent/agent.ts", ...args]];
+  const child = spawn(command, commandArgs, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
   });
   const lines: Record<string, unknown>[] = [];
   const changed = new EventEmitter();
@@ -61,6 +65,28 @@ function runAgent(args: string[], env: Record<string, string>): AgentProcess {
     }
   }
   return { lines, stderr: () => stderr, line, exited, child };
+}
+
+/** The pids whose parent is `pid`, read from /proc (Linux). */
+function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // It ended while we looked.
+    }
+    // Fields after the command name, which is in parentheses and may hold spaces: state, then the parent's pid.
+    const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (parent === pid) children.push(Number(entry));
+  }
+  return children;
+}
+
+function commandLine(pid: number): string {
+  return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
 }
 
 async function stop(agent: AgentProcess): Promise<void> {
@@ -194,6 +220,31 @@ describe("the echo agent's CLI against a relay", () => {
     assert.equal(await answers("Echo", agentId, "third run"), "Echo: third run");
     await stop(third);
   });
+
+  // tsx's own CLI runs a script in a child and, on SIGTERM, gives that child 30 ms to say it got the signal before it
+  // SIGKILLs it and exits 128 + 15 (relaySignalToChild in tsx 4's dist/cli.mjs). On a busy machine the agent was
+  // killed that way before it could close: the README walkthrough's agent exited 143 in a CI run.
+  test(
+    "`npm run agent:echo` runs the agent as npm's only child, so npm's SIGTERM reaches it and it stops cleanly, exit 0",
+    {
+      skip: process.platform !== "linux" && "reads /proc",
+    },
+    async () => {
+      const agent = runAgent(
+        ["--relay", relay.url, "--name", "Npm", "--port", "0", "--credentials", join(folder, "npm.json")],
+        env,
+        true,
+      );
+      await agent.line("listening");
+      const children = childPids(agent.child.pid as number);
+      assert.equal(children.length, 1, `npm's children: ${children.map(commandLine).join(" | ")}`);
+      const [only] = children as [number];
+      assert.match(commandLine(only), /examples\/echo-agent\/agent\.ts/);
+      assert.doesNotMatch(commandLine(only), /\.bin\/tsx|tsx\/dist\/cli/, "tsx's CLI stands between npm and the agent");
+      assert.deepEqual(childPids(only).map(commandLine), [], "the agent runs in npm's child itself");
+      await stop(agent);
+    },
+  );
 
   test("a saved agent the relay no longer knows is forgotten and a new one created", async () => {
     const file = join(folder, "gone.json");
