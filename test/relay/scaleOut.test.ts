@@ -344,6 +344,21 @@ after(async () => {
 });
 
 // The killed-relay scenario spends most of its time waiting for a lease to lapse, so it runs beside the others.
+/** What `relay` writes to stdout and stderr from now until `stop()`, which returns it. */
+function watchOutput(relay: RelayProcess): { stop(): string } {
+  let text = "";
+  const collect = (chunk: Buffer) => (text += chunk.toString("utf8"));
+  relay.child.stdout?.on("data", collect);
+  relay.child.stderr?.on("data", collect);
+  return {
+    stop() {
+      relay.child.stdout?.off("data", collect);
+      relay.child.stderr?.off("data", collect);
+      return text;
+    },
+  };
+}
+
 describe("several relays on one PostgreSQL and Redis", { concurrency: true }, () => {
   describe("two relays serving one workspace", { concurrency: 1 }, () => {
     let databaseUrl = "";
@@ -351,6 +366,24 @@ describe("several relays on one PostgreSQL and Redis", { concurrency: true }, ()
     let relays: [RelayProcess, RelayProcess];
     const one = () => relays[0];
     const two = () => relays[1];
+
+    /** A key's 300 reads taken in turn by the two relays, within one fixed minute: each answer's count and window. */
+    const readsAcrossRelays = async (secret: string) => {
+      // The limit counts per fixed minute: a run straddling two would start counting afresh halfway.
+      const left = MINUTE_MS - (Date.now() % MINUTE_MS);
+      if (left < WINDOW_MARGIN_MS) await sleep(left + 100);
+      const counts: number[] = [];
+      const resets = new Set<string | null>();
+      for (let n = 0; n < READS_PER_MINUTE; n++) {
+        const relay = relays[n % 2] as RelayProcess;
+        const response = await request(relay, secret, "/me");
+        assert.equal(response.status, 200, `read ${n + 1} on ${relay.name}: ${await response.clone().text()}`);
+        await response.arrayBuffer();
+        counts.push(Number(response.headers.get("x-ratelimit-remaining")));
+        resets.add(response.headers.get("x-ratelimit-reset"));
+      }
+      return { counts, resets };
+    };
 
     before(async () => {
       if (SKIPPED) return;
@@ -374,28 +407,31 @@ describe("several relays on one PostgreSQL and Redis", { concurrency: true }, ()
       }
     });
 
-    scaleTest("a key's 300 reads a minute are shared by both relays: the 301st is refused on either", async () => {
-      const key = await newKey(one(), ownerKey, "counted");
-      // The limit counts per fixed minute: a run straddling two would start counting afresh halfway.
-      const left = MINUTE_MS - (Date.now() % MINUTE_MS);
-      if (left < WINDOW_MARGIN_MS) await sleep(left + 100);
-      const remaining: number[] = [];
-      const resets = new Set<string | null>();
-      for (let n = 0; n < READS_PER_MINUTE; n++) {
-        const relay = relays[n % 2] as RelayProcess;
-        const response = await request(relay, key.secret, "/me");
-        assert.equal(response.status, 200, `read ${n + 1} on ${relay.name}: ${await response.clone().text()}`);
-        await response.arrayBuffer();
-        remaining.push(Number(response.headers.get("x-ratelimit-remaining")));
-        resets.add(response.headers.get("x-ratelimit-reset"));
+    scaleTest("a key's 300 reads a minute are shared by both relays: the 301st is refused on either", async (t) => {
+      // A hit Redis does not answer within 100 ms is counted by the relay's own memory instead, by design
+      // (redisStore.ts), and says so in its log: on a loaded machine in CI one read of 300 did (remaining 299 at read
+      // 189). Such a run tells nothing about sharing, so it is run again with a new key, up to 3 times.
+      const FELL_BACK = "Redis rate limit store unavailable";
+      let key: Awaited<ReturnType<typeof newKey>> | undefined;
+      for (let attempt = 1; ; attempt++) {
+        key = await newKey(one(), ownerKey, `counted ${attempt}`);
+        const logged = relays.map((relay) => watchOutput(relay));
+        const remaining = await readsAcrossRelays(key.secret);
+        const fellBack = logged.some((watch) => watch.stop().includes(FELL_BACK));
+        const expected = Array.from({ length: READS_PER_MINUTE }, (_, n) => READS_PER_MINUTE - 1 - n);
+        if (fellBack && attempt < 3 && JSON.stringify(remaining.counts) !== JSON.stringify(expected)) {
+          t.diagnostic(`attempt ${attempt}: Redis did not answer a hit within its timeout; counting again`);
+          continue;
+        }
+        // One counter for both relays counts down by one per request, whichever relay took it.
+        assert.deepEqual(
+          remaining.counts,
+          expected,
+          "X-RateLimit-Remaining counts down across both relays (a per-relay count would go down by one every other request)",
+        );
+        assert.equal(remaining.resets.size, 1, "every answer names the same window");
+        break;
       }
-      // One counter for both relays counts down by one per request, whichever relay took it.
-      assert.deepEqual(
-        remaining,
-        Array.from({ length: READS_PER_MINUTE }, (_, n) => READS_PER_MINUTE - 1 - n),
-        "X-RateLimit-Remaining counts down across both relays (a per-relay count would go down by one every other request)",
-      );
-      assert.equal(resets.size, 1, "every answer names the same window");
       for (const relay of relays) {
         const refused = await request(relay, key.secret, "/me");
         assert.deepEqual(
