@@ -108,7 +108,8 @@ test(
       // Warm: the first completions load the tokenizer and the upstream transport.
       upstream.fault = { kind: "cut-mid-line" };
       for (let i = 0; i < 3; i++) await complete(relay.url, folder.ownerKey, i % 2 === 0);
-      for (const fault of FAULTS) {
+      /** Rounds of completions under `fault` for at least FAULT_MS while /healthz is asked, and what they cost. */
+      const underFault = async (fault: UpstreamFault) => {
         upstream.fault = fault;
         // Each fault's growth is from what the relay held alive just before it, not from the start of the run: the
         // garbage of the faults before (a collector that has not run yet) is not this fault's.
@@ -132,16 +133,30 @@ test(
         clearInterval(sampler);
         assert.deepEqual(Object.keys(probed), ["200"], `${fault.kind}: /healthz answered ${JSON.stringify(probed)}`);
         const loop = await relayLoopDelay(relay);
-        const p99 = percentile(latencies, 99);
-        const worst = Math.max(...latencies);
         const growthMB = (peakKiB - baseKiB) / 1024;
         await relay.collectGarbage();
         const keptMB = ((relay.rssKiB() ?? 0) - baseKiB) / 1024;
-        rows.push(
-          `| ${fault.kind}${"stream" in fault && fault.stream ? " (streamed)" : ""} | ${tally(statuses)} | ${latencies.length} | ${p99.toFixed(1)} | ${worst.toFixed(1)} | ${loop.p99.toFixed(1)} | ${loop.max.toFixed(1)} | ${growthMB.toFixed(1)} | ${keptMB.toFixed(1)} |`,
-        );
         assert.ok(!statuses.includes(500), `${fault.kind}: ${statuses.join(", ")}`);
         assert.ok(relay.alive(), `${fault.kind}: the relay ended:\n${relay.tail()}`);
+        return { statuses, latencies, loop, growthMB, keptMB };
+      };
+      for (const fault of FAULTS) {
+        let measured = await underFault(fault);
+        // The relay's own stalls, apart from this process's: nested JSON within the size limits once held it 1 to 3 s,
+        // on every try. On a loaded CI machine (load 11 on 2 cores) the first fault's rounds once saw one stall of
+        // 1.1 s that no local run at that load came near (117 to 131 ms): a stall of a second is tried again, and
+        // only one that comes back fails.
+        let stalledOnce = "";
+        if (measured.loop.max >= 1000) {
+          stalledOnce = ` (a first try's ${measured.loop.max} ms)`;
+          measured = await underFault(fault);
+        }
+        const { statuses, latencies, loop, growthMB, keptMB } = measured;
+        const p99 = percentile(latencies, 99);
+        const worst = Math.max(...latencies);
+        rows.push(
+          `| ${fault.kind}${"stream" in fault && fault.stream ? " (streamed)" : ""} | ${tally(statuses)} | ${latencies.length} | ${p99.toFixed(1)} | ${worst.toFixed(1)} | ${loop.p99.toFixed(1)} | ${loop.max.toFixed(1)}${stalledOnce} | ${growthMB.toFixed(1)} | ${keptMB.toFixed(1)} |`,
+        );
         // The goal is a p99 under 50 ms (the figures in docs/testing.md); the bound asserted leaves room for a loaded CI
         // machine, where the probe's own process is scheduled late too.
         assert.ok(p99 < 1000, `${fault.kind}: /healthz p99 ${p99.toFixed(1)} ms`);
@@ -150,8 +165,7 @@ test(
         // 51.8 MB under the endless line, another 0.4 MB), so it is bounded far below the 1.9 GB the fault once made.
         assert.ok(keptMB < 50, `${fault.kind}: RSS kept ${keptMB.toFixed(1)} MB more after a full collection`);
         assert.ok(growthMB < 150, `${fault.kind}: RSS peaked ${growthMB.toFixed(1)} MB above where it started`);
-        // The relay's own stalls, apart from this process's: nested JSON within the size limits once held it 1 to 3 s.
-        assert.ok(loop.max < 1000, `${fault.kind}: the relay's event loop stalled for ${loop.max} ms`);
+        assert.ok(loop.max < 1000, `${fault.kind}: the relay's event loop stalled for ${loop.max} ms${stalledOnce}`);
       }
     } finally {
       console.log(
