@@ -19,8 +19,7 @@ import { createLifecycle } from "./lifecycle";
 import { type Logger, createStreamLogger } from "./logger";
 import { type Metrics, createMetrics } from "./metrics";
 import { createLocalProvider } from "./providers/local";
-import type { HttpPost } from "./providers/httpPost";
-import { createNodeHttpPost } from "./providers/nodeHttpPost";
+import { type HttpPost, createHttpPost } from "./providers/httpPost";
 import { createUpstreamProvider, deprecatedApiWarning, upstreamMode } from "./providers/upstream";
 import type { ModelProvider } from "./providers/types";
 import { createNextEditService } from "./nextEdits/service";
@@ -278,7 +277,7 @@ function createServices(
   metrics: Metrics,
   engine: Engine | undefined,
 ) {
-  const transport = createNodeHttpPost();
+  const transport = createHttpPost();
   const provider = engine?.provider ?? createProvider(config, options.post ?? transport, logger, metrics);
   return {
     metrics,

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { after, before, describe, test } from "node:test";
+import { after, before, test } from "node:test";
 import { UpstreamSilence, createHttpPost } from "./httpPost";
-import { createNodeHttpPost } from "./nodeHttpPost";
 
 let server: Server;
 let url: string;
 let connections = 0;
 let lastClosedEarly: Promise<void> = Promise.resolve();
+const post = createHttpPost();
 
 before(async () => {
   server = createServer((req, res) => {
@@ -34,6 +34,7 @@ before(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 after(async () => {
+  await post.destroy();
   server.closeAllConnections();
   server.close();
 });
@@ -53,82 +54,71 @@ async function readAll(response: { read: (onChunk: (chunk: Buffer) => void) => P
   return text;
 }
 
-// Both transports keep one contract: the relay may use either.
-for (const [transport, create] of [
-  ["undici", createHttpPost],
-  ["node:http", createNodeHttpPost],
-] as const) {
-  describe(transport, () => {
-    const post = create();
-    after(() => post.destroy());
+test("sends the body and streams the answer", async () => {
+  const response = await post(`${url}/`, init('{"a":1}'));
+  assert.equal(response.status, 200);
+  assert.equal(response.contentType, "text/event-stream");
+  assert.equal(await readAll(response), 'data: {"a":1}\n\ndata: [DONE]\n\n');
+});
 
-    test("sends the body and streams the answer", async () => {
-      const response = await post(`${url}/`, init('{"a":1}'));
-      assert.equal(response.status, 200);
-      assert.equal(response.contentType, "text/event-stream");
-      assert.equal(await readAll(response), 'data: {"a":1}\n\ndata: [DONE]\n\n');
-    });
+test("a reader that releases the body early keeps the connection for the next request", async () => {
+  const before = connections;
+  for (let i = 0; i < 3; i++) {
+    const response = await post(`${url}/`, init(`${i}`));
+    await response.read(() => "release");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.ok(connections - before <= 1, `opened ${connections - before} connections`);
+});
 
-    test("a reader that releases the body early keeps the connection for the next request", async () => {
-      const before = connections;
-      for (let i = 0; i < 3; i++) {
-        const response = await post(`${url}/`, init(`${i}`));
-        await response.read(() => "release");
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      assert.ok(connections - before <= 1, `opened ${connections - before} connections`);
-    });
+test("a reader that drops the body closes the upstream request at once", async () => {
+  const response = await post(`${url}/slow`, init("x"));
+  await response.read(() => "drop");
+  await lastClosedEarly;
+});
 
-    test("a reader that drops the body closes the upstream request at once", async () => {
-      const response = await post(`${url}/slow`, init("x"));
-      await response.read(() => "drop");
-      await lastClosedEarly;
-    });
-
-    test("aborting drops the request at once and rejects the read with the reason", async () => {
-      const controller = new AbortController();
-      const response = await post(`${url}/slow`, init("x", controller.signal));
-      const reason = new Error("client went away");
-      const reading = response.read(() => {
-        controller.abort(reason);
-      });
-      await assert.rejects(reading, (error: unknown) => error === reason);
-      await lastClosedEarly;
-    });
-
-    test("an already aborted signal sends nothing", async () => {
-      const controller = new AbortController();
-      controller.abort(new Error("too late"));
-      await assert.rejects(post(`${url}/`, init("x", controller.signal)), /too late/);
-    });
-
-    test("silence before the headers and in the body are told apart, and drop the request", async () => {
-      await assert.rejects(
-        post(`${url}/no-headers`, { ...init("x"), idleTimeoutMs: 100 }),
-        (error: unknown) => error instanceof UpstreamSilence && error.phase === "headers",
-      );
-      await lastClosedEarly;
-
-      const silent = await post(`${url}/silent-body`, { ...init("x"), idleTimeoutMs: 100 });
-      await assert.rejects(
-        readAll(silent),
-        (error: unknown) => error instanceof UpstreamSilence && error.phase === "body" && !error.sawBody,
-      );
-
-      const slow = await post(`${url}/slow`, { ...init("x"), idleTimeoutMs: 100 });
-      await assert.rejects(readAll(slow), (error: unknown) => error instanceof UpstreamSilence && error.sawBody);
-      await lastClosedEarly;
-    });
-
-    test("a connection cut mid-body rejects the read", async () => {
-      const response = await post(`${url}/slow`, init("x"));
-      await assert.rejects(
-        response.read(() => {
-          server.closeAllConnections();
-        }),
-        (error: unknown) =>
-          (error as { code?: string }).code === "ECONNRESET" && /closed the connection/.test(String(error)),
-      );
-    });
+test("aborting drops the request at once and rejects the read with the reason", async () => {
+  const controller = new AbortController();
+  const response = await post(`${url}/slow`, init("x", controller.signal));
+  const reason = new Error("client went away");
+  const reading = response.read(() => {
+    controller.abort(reason);
   });
-}
+  await assert.rejects(reading, (error: unknown) => error === reason);
+  await lastClosedEarly;
+});
+
+test("an already aborted signal sends nothing", async () => {
+  const controller = new AbortController();
+  controller.abort(new Error("too late"));
+  await assert.rejects(post(`${url}/`, init("x", controller.signal)), /too late/);
+});
+
+test("silence before the headers and in the body are told apart, and drop the request", async () => {
+  await assert.rejects(
+    post(`${url}/no-headers`, { ...init("x"), idleTimeoutMs: 100 }),
+    (error: unknown) => error instanceof UpstreamSilence && error.phase === "headers",
+  );
+  await lastClosedEarly;
+
+  const silent = await post(`${url}/silent-body`, { ...init("x"), idleTimeoutMs: 100 });
+  await assert.rejects(
+    readAll(silent),
+    (error: unknown) => error instanceof UpstreamSilence && error.phase === "body" && !error.sawBody,
+  );
+
+  const slow = await post(`${url}/slow`, { ...init("x"), idleTimeoutMs: 100 });
+  await assert.rejects(readAll(slow), (error: unknown) => error instanceof UpstreamSilence && error.sawBody);
+  await lastClosedEarly;
+});
+
+test("a connection cut mid-body rejects the read", async () => {
+  const response = await post(`${url}/slow`, init("x"));
+  await assert.rejects(
+    response.read(() => {
+      server.closeAllConnections();
+    }),
+    (error: unknown) =>
+      (error as { code?: string }).code === "ECONNRESET" && /closed the connection/.test(String(error)),
+  );
+});
