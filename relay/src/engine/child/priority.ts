@@ -1,9 +1,10 @@
 /**
  * The engine child's scheduling priority: its nice value raised by TAB_RELAY_ENGINE_NICE above the relay's, so that
  * the relay's short wake-ups (an IPC message to pass on, an HTTP write) are not left waiting behind a token's decode
- * on a machine with few cores. Timestamps on the shared 2-core machine put the relay's path from the child's first
- * token to the client's first text 0.4–0.9 ms shorter at the median with the child at nice 5, 10 or 19 than at 0,
- * the child's own first token unchanged (docs/benchmarks.md, "The engine child's priority").
+ * on a machine with few cores. On the shared 2-core machine the relay's share of a keystroke's first token (the
+ * client's time less the child's own) was 0.4–1.0 ms lower at the median with the child at nice 5, 10 or 19 than at
+ * 0, the child's own first token unchanged; timestamps put the gain in the rounds where the relay or the client
+ * waited to be woken while the child decoded (docs/benchmarks.md, "The engine child's priority").
  *
  * On Linux the nice value belongs to each thread, not to the process (setpriority(2), BUGS; sched(7), "The nice
  * value"), and `os.setPriority(pid)` sets only the thread whose id is `pid`: every thread already running (the main
