@@ -3,8 +3,8 @@
  * the relay's short wake-ups (an IPC message to pass on, an HTTP write) are not left waiting behind a token's decode
  * on a machine with few cores. On the shared 2-core machine the relay's share of a keystroke's first token (the
  * client's time less the child's own) was 0.4–1.0 ms lower at the median with the child at nice 5, 10 or 19 than at
- * 0, the child's own first token unchanged; timestamps put the gain in the rounds where the relay or the client
- * waited to be woken while the child decoded (docs/benchmarks.md, "The engine child's priority").
+ * 0 in 12 of 13 paired runs (0.1 ms in the other); timestamps put the gain in the rounds where the relay or the
+ * client waited to be woken while the child decoded (docs/benchmarks.md, "The engine child's priority").
  *
  * On Linux the nice value belongs to each thread, not to the process (setpriority(2), BUGS; sched(7), "The nice
  * value"), and `os.setPriority(pid)` sets only the thread whose id is `pid`: every thread already running (the main
