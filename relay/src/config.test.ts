@@ -432,3 +432,24 @@ describe("the embedded engine's FIM template", () => {
     );
   });
 });
+
+describe("the embedded engine's nice value", () => {
+  const engine = (env: Record<string, string>) =>
+    loadConfig({ TAB_RELAY_DATA: "/tmp/x", TAB_RELAY_MODEL: "./m.gguf", ...env }).engine;
+
+  test("is 5 steps below the relay unless set; 0 keeps the relay's priority", () => {
+    assert.equal(engine({})?.nice, 5);
+    assert.equal(engine({ TAB_RELAY_ENGINE_NICE: "0" })?.nice, 0);
+    assert.equal(engine({ TAB_RELAY_ENGINE_NICE: "19" })?.nice, 19);
+  });
+
+  test("outside 0 to 19 it is refused, naming the setting", () => {
+    for (const value of ["-1", "20", "2.5"]) {
+      assert.throws(
+        () => engine({ TAB_RELAY_ENGINE_NICE: value }),
+        (error: ConfigError) => error.problems.some((p) => p.includes("TAB_RELAY_ENGINE_NICE")),
+        value,
+      );
+    }
+  });
+});

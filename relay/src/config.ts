@@ -119,6 +119,8 @@ export interface EngineConfig {
   threads: number;
   /** Tokens per sequence. */
   contextSize: number;
+  /** Nice steps the engine child runs below the relay (engine/child/priority.ts). */
+  nice: number;
   gpu: "auto" | "off";
   allowUnverified: boolean;
   /** TAB_RELAY_FIM_TEMPLATE as a template string (a family's own, see templateText), used instead of the metadata. */
@@ -200,6 +202,7 @@ export const SETTINGS = {
   engineQueue: { env: "TAB_RELAY_ENGINE_QUEUE", flag: "engine-queue" },
   engineThreads: { env: "TAB_RELAY_ENGINE_THREADS", flag: "engine-threads" },
   engineContext: { env: "TAB_RELAY_ENGINE_CONTEXT", flag: "engine-context" },
+  engineNice: { env: "TAB_RELAY_ENGINE_NICE", flag: "engine-nice" },
   gpu: { env: "TAB_RELAY_GPU", flag: "gpu" },
   allowUnverified: { env: "TAB_RELAY_ALLOW_UNVERIFIED", flag: "allow-unverified" },
 } as const;
@@ -324,6 +327,7 @@ const RawConfig = z.object({
   engineQueue: integer(0, 10_000).optional(),
   engineThreads: integer(1, 256).optional(),
   engineContext: integer(256, 131_072).default(2048),
+  engineNice: integer(0, 19).default(5),
   gpu: z.enum(["auto", "off"]).default("auto"),
   allowUnverified: z
     .enum(["true", "false", "1", "0"], "must be true or false")
@@ -441,6 +445,7 @@ export function loadConfig(env: Env, overrides: Overrides = {}): Readonly<Config
             queue: c.engineQueue ?? c.engineSequences * 4,
             threads: c.engineThreads ?? defaultEngineThreads(availableParallelism()),
             contextSize: c.engineContext,
+            nice: c.engineNice,
             gpu: c.gpu,
             allowUnverified: c.allowUnverified,
             fimTemplate:

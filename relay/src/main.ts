@@ -640,6 +640,7 @@ async function startEngine(
       queue: settings.queue,
       threads: settings.threads,
       contextSize: settings.contextSize,
+      nice: settings.nice,
       gpu: settings.gpu,
       ...(settings.fimTemplate === undefined ? {} : { fimTemplate: settings.fimTemplate }),
     },

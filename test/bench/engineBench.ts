@@ -17,9 +17,11 @@
  * request reaching the child) against the time the client saw; the rest is the HTTP route, the IPC hop and, with
  * several people, the wait for a sequence.
  *
- * Usage: npm run bench:engine -- [--rounds n] [--qwen] [--in-process]
+ * Usage: npm run bench:engine -- [--rounds n] [--qwen] [--in-process] [--engine-nice n]
  *   --qwen  adds a model generated with Qwen2.5-Coder-0.5B's shape (about 670 MB, written to the system's temporary
  *           folder and removed after), cold and reused-prefix figures, and 1, 2 and 4 people at once.
+ *   --engine-nice  the relay's TAB_RELAY_ENGINE_NICE (its default, 5, when not given); 0 runs the engine child at the
+ *           relay's priority, as before 2026-11-28.
  */
 import { rmSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
@@ -227,6 +229,7 @@ async function openRelay(path: string, sequences?: number) {
     TAB_RELAY_ENGINE_CONTEXT: String(CONTEXT),
     TAB_RELAY_CACHE_ENTRIES: "0",
     TAB_RELAY_LOG_LEVEL: "warn",
+    ...(flag("--engine-nice") ? { TAB_RELAY_ENGINE_NICE: String(option("--engine-nice", 5)) } : {}),
   };
   const relay = flag("--in-process") ? await inProcessRelay(env) : await processRelay(env);
   /** One streamed completion; its generated tokens and the child's first-token time come from /metrics after. */

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, readdirSync, truncateSync, writeFileSync } from "node:fs";
+import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildInfillTokens } from "../../relay/src/engine/child/prompt";
@@ -310,6 +310,23 @@ describe("the embedded engine at its default of two sequences", () => {
     assert.ok(alone.trimEnd().endsWith("data: [DONE]"), alone);
     assert.match(alone, /"content":"[^"]/);
   });
+
+  // On Linux the nice value is per thread (setpriority(2)), so a child that lowered only its main thread would
+  // decode at the relay's priority: every thread of it must be below.
+  test(
+    "the engine child runs every thread of it five nice steps below the relay",
+    { skip: process.platform !== "linux" && "nice values per thread are Linux's" },
+    () => {
+      const pid = engineChildPid();
+      const nices = readdirSync(`/proc/${pid}/task`).map((tid) => {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        // proc(5): after the command's closing parenthesis, the 17th field is the nice value.
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      });
+      assert.ok(nices.length > 1, "the child runs several threads");
+      assert.deepEqual(new Set(nices), new Set([Math.min(19, getPriority() + 5)]));
+    },
+  );
 });
 
 describe("models the engine refuses at start, each with what is wrong", () => {

@@ -40,6 +40,8 @@ export interface EngineSettings {
   threads: number;
   contextSize: number;
   gpu: "auto" | "off";
+  /** Nice steps the child runs below the relay (child/priority.ts); none when unset. */
+  nice?: number;
   /**
    * A FIM template with `{prefix}`, `{suffix}` and `{context}` (templates.ts's `templateText` for a family), used
    * instead of the FIM tokens in the model's metadata; a model without them is refused unless one is set.
@@ -230,7 +232,12 @@ export function createEngine(deps: {
           load_ms: message.info.loadMs,
           sequences: message.info.sequences,
           threads: message.info.threads,
+          ...("nice" in message.info.priority ? { nice: message.info.priority.nice } : {}),
         });
+        if ("problem" in message.info.priority)
+          logger.warn("engine runs at the relay's priority: it could not lower its own", {
+            error: message.info.priority.problem,
+          });
         pump();
         return;
       case "load-failed":
@@ -275,6 +282,7 @@ export function createEngine(deps: {
       TAB_RELAY_ENGINE_THREADS: String(settings.threads),
       TAB_RELAY_ENGINE_CONTEXT: String(settings.contextSize),
       TAB_RELAY_ENGINE_GPU: settings.gpu,
+      ...(settings.nice === undefined ? {} : { TAB_RELAY_ENGINE_NICE: String(settings.nice) }),
       ...(settings.fimTemplate === undefined ? {} : { TAB_RELAY_ENGINE_FIM_TEMPLATE: settings.fimTemplate }),
     };
     const current = spawnChild(env);

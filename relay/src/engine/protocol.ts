@@ -48,6 +48,8 @@ export interface EngineInfo {
   binary: EngineBinary;
   fim: FimTokens;
   loadMs: number;
+  /** The child's nice value once lowered (priority.ts), or why it could not be. */
+  priority: { nice: number } | { problem: string };
 }
 
 /** What one completion cost, for metrics, the prefix-reuse tests and the benchmark. */

@@ -6,7 +6,9 @@
  * Settings come from the environment the supervisor sets (TAB_RELAY_ENGINE_*). node-llama-cpp is imported from the
  * engine folder (install.ts) with `await import()`, so the relay never loads it unless a model is configured.
  */
+import { readdirSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { getPriority, setPriority } from "node:os";
 import { basename } from "node:path";
 import type { ChildMessage, CompletionStats, EngineBinary, EngineInfo, ParentMessage } from "../protocol";
 import {
@@ -19,6 +21,7 @@ import {
 } from "./prompt";
 import { chooseSequence, dispatchSchedule } from "./sequences";
 import { createOutbox } from "./outbox";
+import { lowerPriority } from "./priority";
 
 // The few parts of node-llama-cpp 3.21.1 this file uses (its .d.ts files); it is not a dependency of the relay, so
 // its types are not at hand when the relay is built.
@@ -261,6 +264,14 @@ async function main(): Promise<void> {
       lastUsed: 0,
     });
   }
+  // Once the model is loaded (the relay waits for that at its start), so only serving runs at the lower priority;
+  // every thread the loading started is set too.
+  const priority = lowerPriority(Number(env["TAB_RELAY_ENGINE_NICE"] ?? "0"), {
+    platform: process.platform,
+    getPriority,
+    setPriority,
+    threadIds: () => readdirSync("/proc/self/task").map(Number),
+  });
   const binary: EngineBinary =
     llama.gpu === "cuda" ? "CUDA" : llama.gpu === "vulkan" ? "Vulkan" : llama.gpu === "metal" ? "Metal" : "CPU";
   const info: EngineInfo = {
@@ -272,6 +283,7 @@ async function main(): Promise<void> {
     binary,
     fim,
     loadMs: Math.round(performance.now() - started),
+    priority,
   };
   // Tokens that end a completion besides end-of-generation: the file separator and the FIM tokens themselves.
   const stops = [...new Set(stopTokens.filter((t): t is number => t !== undefined))].map((t) => [t]);
