@@ -21,3 +21,17 @@ test("a later millisecond always sorts after an earlier one, across generators",
   const b = createSortableIds({ now: () => 1_000_001 })("evt");
   assert.ok(a < b);
 });
+
+test("ids keep their random part distinct across many refills of the random pool", () => {
+  const next = createSortableIds({ now: () => 1_000_000 });
+  const randomParts = new Set<string>();
+  const all = new Set<string>();
+  for (let i = 0; i < 5_000; i++) {
+    const id = next("evt");
+    all.add(id);
+    randomParts.add(id.slice(-6));
+  }
+  assert.equal(all.size, 5_000);
+  // 5,000 draws of 30 random bits: a repeat is possible but rare (about 1 in 86), several are not.
+  assert.ok(randomParts.size >= 4_998, `only ${randomParts.size} distinct random parts`);
+});

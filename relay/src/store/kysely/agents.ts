@@ -1,5 +1,6 @@
 import type { AgentsTable, Db } from "../schema";
 import type { Store } from "../types";
+import { compiledOnce } from "./compiledOnce";
 import { bumpDirectory } from "./workspaces";
 
 const AGENT_COLUMNS = [
@@ -40,13 +41,8 @@ export function agentsStore(db: Db): Store["agents"] {
       return agent;
     },
     async get(workspaceId, id) {
-      return db
-        .selectFrom("agents")
-        .select(AGENT_COLUMNS)
-        .where("workspace_id", "=", workspaceId)
-        .where("id", "=", id)
-        .where("removed_at", "is", null)
-        .executeTakeFirst();
+      const { rows } = await getAgent(db, workspaceId, id);
+      return rows[0];
     },
     async list(workspaceId) {
       return db
@@ -111,3 +107,13 @@ export function agentsStore(db: Db): Store["agents"] {
     },
   };
 }
+
+/** Each post looks up the agents it addresses; built and compiled once (compiledOnce.ts). */
+const getAgent = compiledOnce("agents.get", (db: Db, workspaceId: string, id: string) =>
+  db
+    .selectFrom("agents")
+    .select(AGENT_COLUMNS)
+    .where("workspace_id", "=", workspaceId)
+    .where("id", "=", id)
+    .where("removed_at", "is", null),
+);

@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { Db } from "../schema";
-import type { MemberType, Store } from "../types";
+import type { ConversationType, MemberType, Store } from "../types";
+import { compiledOnce } from "./compiledOnce";
 
 const CONVERSATION_COLUMNS = [
   "c.id",
@@ -20,21 +21,12 @@ export function conversationsStore(db: Db): Store["conversations"] {
       return conversation;
     },
     async get(workspaceId, type, id) {
-      return db
-        .selectFrom("conversations as c")
-        .select(CONVERSATION_COLUMNS)
-        .where("c.workspace_id", "=", workspaceId)
-        .where("c.type", "=", type)
-        .where("c.id", "=", id)
-        .executeTakeFirst();
+      const { rows } = await getConversation(db, workspaceId, type, id);
+      return rows[0];
     },
     async byId(workspaceId, id) {
-      return db
-        .selectFrom("conversations as c")
-        .select(CONVERSATION_COLUMNS)
-        .where("c.workspace_id", "=", workspaceId)
-        .where("c.id", "=", id)
-        .executeTakeFirst();
+      const { rows } = await conversationById(db, workspaceId, id);
+      return rows[0];
     },
     async findDm(workspaceId, dmKey) {
       return db
@@ -77,21 +69,12 @@ export function conversationsStore(db: Db): Store["conversations"] {
       return rows.map(({ member_id, ...row }) => ({ ...row, is_member: member_id !== null }));
     },
     async addMember(conversationId, member, at) {
-      const result = await db
-        .insertInto("conversation_members")
-        .values({ conversation_id: conversationId, member_id: member.id, member_type: member.type, joined_at: at })
-        .onConflict((oc) => oc.columns(["conversation_id", "member_id"]).doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+      const result = await addMember(db, conversationId, member.id, member.type, at);
+      return Number(result.numAffectedRows ?? 0) > 0;
     },
     async isMember(conversationId, memberId) {
-      const row = await db
-        .selectFrom("conversation_members")
-        .select("member_id")
-        .where("conversation_id", "=", conversationId)
-        .where("member_id", "=", memberId)
-        .executeTakeFirst();
-      return row !== undefined;
+      const { rows } = await isMember(db, conversationId, memberId);
+      return rows.length > 0;
     },
     async directory(workspaceId) {
       const rows = await db
@@ -110,22 +93,62 @@ export function conversationsStore(db: Db): Store["conversations"] {
       return rows.map((row) => ({ id: row.id, name: row.name, type: row.type as MemberType }));
     },
     async directoryVersion(workspaceId) {
-      const row = await db
-        .selectFrom("workspaces")
-        .select("directory_version")
-        .where("id", "=", workspaceId)
-        .executeTakeFirst();
-      return Number(row?.directory_version ?? 0);
+      const { rows } = await directoryVersion(db, workspaceId);
+      return Number(rows[0]?.directory_version ?? 0);
     },
     async members(conversationId) {
-      const rows = await db
-        .selectFrom("conversation_members")
-        .select(["member_id", "member_type"])
-        .where("conversation_id", "=", conversationId)
-        .orderBy("joined_at")
-        .orderBy("member_id")
-        .execute();
+      const { rows } = await members(db, conversationId);
       return rows.map((row) => ({ id: row.member_id, type: row.member_type }));
     },
   };
 }
+
+/** The queries of every post, built and compiled once (compiledOnce.ts). */
+const getConversation = compiledOnce(
+  "conversations.get",
+  (db: Db, workspaceId: string, type: ConversationType, id: string) =>
+    db
+      .selectFrom("conversations as c")
+      .select(CONVERSATION_COLUMNS)
+      .where("c.workspace_id", "=", workspaceId)
+      .where("c.type", "=", type)
+      .where("c.id", "=", id),
+);
+
+const conversationById = compiledOnce("conversations.byId", (db: Db, workspaceId: string, id: string) =>
+  db
+    .selectFrom("conversations as c")
+    .select(CONVERSATION_COLUMNS)
+    .where("c.workspace_id", "=", workspaceId)
+    .where("c.id", "=", id),
+);
+
+const addMember = compiledOnce(
+  "conversations.addMember",
+  (db: Db, conversationId: string, memberId: string, memberType: MemberType, at: string) =>
+    db
+      .insertInto("conversation_members")
+      .values({ conversation_id: conversationId, member_id: memberId, member_type: memberType, joined_at: at })
+      .onConflict((oc) => oc.columns(["conversation_id", "member_id"]).doNothing()),
+);
+
+const isMember = compiledOnce("conversations.isMember", (db: Db, conversationId: string, memberId: string) =>
+  db
+    .selectFrom("conversation_members")
+    .select("member_id")
+    .where("conversation_id", "=", conversationId)
+    .where("member_id", "=", memberId),
+);
+
+const directoryVersion = compiledOnce("workspaces.directoryVersion", (db: Db, workspaceId: string) =>
+  db.selectFrom("workspaces").select("directory_version").where("id", "=", workspaceId),
+);
+
+const members = compiledOnce("conversations.members", (db: Db, conversationId: string) =>
+  db
+    .selectFrom("conversation_members")
+    .select(["member_id", "member_type"])
+    .where("conversation_id", "=", conversationId)
+    .orderBy("joined_at")
+    .orderBy("member_id"),
+);

@@ -1,5 +1,6 @@
 import type { Db, MessagesTable } from "../schema";
-import type { Member, Message, Store } from "../types";
+import type { Member, MemberType, Message, Store } from "../types";
+import { compiledOnce } from "./compiledOnce";
 
 function toMessage(row: MessagesTable): Message {
   return {
@@ -18,22 +19,20 @@ function toMessage(row: MessagesTable): Message {
 export function messagesStore(db: Db): Store["messages"] {
   return {
     async create(message) {
-      await db
-        .insertInto("messages")
-        .values({
-          id: message.id,
-          workspace_id: message.workspace_id,
-          conversation_id: message.conversation_id,
-          thread_id: message.thread_id,
-          author_id: message.author.id,
-          author_type: message.author.type,
-          author_name: message.author.name,
-          text: message.text,
-          aside: message.aside ? 1 : 0,
-          mentions: JSON.stringify(message.mentions),
-          created_at: message.created_at,
-        })
-        .execute();
+      await insertMessage(
+        db,
+        message.id,
+        message.workspace_id,
+        message.conversation_id,
+        message.thread_id,
+        message.author.id,
+        message.author.type,
+        message.author.name,
+        message.text,
+        message.aside ? 1 : 0,
+        JSON.stringify(message.mentions),
+        message.created_at,
+      );
       return message;
     },
     async get(conversationId, id) {
@@ -69,3 +68,35 @@ export function messagesStore(db: Db): Store["messages"] {
     },
   };
 }
+
+/** Every post writes one; built and compiled once (compiledOnce.ts). */
+const insertMessage = compiledOnce(
+  "messages.create",
+  (
+    db: Db,
+    id: string,
+    workspaceId: string,
+    conversationId: string,
+    threadId: string | null,
+    authorId: string,
+    authorType: MemberType,
+    authorName: string,
+    text: string,
+    aside: number,
+    mentions: string,
+    createdAt: string,
+  ) =>
+    db.insertInto("messages").values({
+      id,
+      workspace_id: workspaceId,
+      conversation_id: conversationId,
+      thread_id: threadId,
+      author_id: authorId,
+      author_type: authorType,
+      author_name: authorName,
+      text,
+      aside,
+      mentions,
+      created_at: createdAt,
+    }),
+);
