@@ -21,11 +21,25 @@ test("counts long source code within two per cent of counting it whole", () => {
 });
 
 test("counts 16k characters without spaces in milliseconds, not seconds", () => {
-  const cjk = Array.from({ length: 16_384 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20_000))).join("");
-  for (const text of [cjk, "a".repeat(16_384), " ".repeat(16_384), "😀".repeat(8_192)]) {
-    const started = performance.now();
-    assert.ok(countTokens(text) > 0);
-    assert.ok(performance.now() - started < 400, `took ${performance.now() - started} ms`);
+  // Each kind is counted in three texts of its own (the counter caches the pieces it has counted, so a text counted
+  // again would cost nothing), and the fastest counts: on a loaded CI machine one count once took 446 ms, while the
+  // slowness this guards against took seconds every time.
+  const cjk = (seed: number) =>
+    Array.from({ length: 16_384 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919 + seed * 101) % 20_000))).join("");
+  const kinds: Array<[string, (seed: number) => string]> = [
+    ["CJK", cjk],
+    ["one letter", (seed) => "abc"[seed]!.repeat(16_384)],
+    ["whitespace", (seed) => " \t\n"[seed]!.repeat(16_384)],
+    ["emoji", (seed) => ["😀", "😁", "😂"][seed]!.repeat(8_192)],
+  ];
+  for (const [kind, make] of kinds) {
+    const tries = [0, 1, 2].map((seed) => {
+      const text = make(seed);
+      const started = performance.now();
+      assert.ok(countTokens(text) > 0);
+      return performance.now() - started;
+    });
+    assert.ok(Math.min(...tries) < 400, `${kind}: took ${tries.map((ms) => ms.toFixed(1)).join(", ")} ms`);
   }
 });
 
