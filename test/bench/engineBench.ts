@@ -24,7 +24,7 @@
  *           relay's priority, as before 2026-11-28.
  */
 import { rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { cpus, loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { TAB_DEFAULTS } from "@tab-relay/shared";
@@ -32,6 +32,7 @@ import { engineModuleUrl } from "../../relay/src/engine/install";
 import { testEngineDir, testModel } from "../support/engine";
 import { QWEN_CODER_05B_SHAPE } from "../support/gguf";
 import { completionBody, startTestRelay } from "../support/relayHarness";
+import { keptAliveCall } from "./keptAliveCall";
 import { cleanEnv, startBenchRelay } from "./servers";
 
 const args = process.argv.slice(2);
@@ -156,7 +157,6 @@ async function processRelay(env: Record<string, string>): Promise<RelayClient> {
   const root = resolve(import.meta.dirname, "../..");
   const relay = await startBenchRelay({ root, baseEnv: cleanEnv(process.env) }, { settings: env });
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-  const { hostname, port } = new URL(relay.url);
   const ready = async (deadline: number): Promise<void> => {
     // `serve` announces itself before the engine has loaded the model; until then completions answer 503.
     while ((await fetch(`${relay.url}/readyz`)).status !== 200) {
@@ -164,34 +164,7 @@ async function processRelay(env: Record<string, string>): Promise<RelayClient> {
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  const call = (method: string, path: string, body: string | undefined, onChunk: (text: string) => void) =>
-    new Promise<void>((done, fail) => {
-      const req = httpRequest(
-        {
-          agent,
-          hostname,
-          port,
-          method,
-          path,
-          headers: {
-            authorization: `Bearer ${relay.apiKey}`,
-            ...(body === undefined
-              ? {}
-              : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }),
-          },
-        },
-        (response) => {
-          response.setEncoding("utf8");
-          response.on("data", onChunk);
-          response.once("end", () =>
-            (response.statusCode ?? 0) < 300 ? done() : fail(new Error(`${path} answered ${response.statusCode}`)),
-          );
-          response.once("error", fail);
-        },
-      );
-      req.once("error", fail);
-      req.end(body);
-    });
+  const call = keptAliveCall(relay.url, relay.apiKey, agent);
   await ready(performance.now() + 120_000);
   return {
     post: (path, json, onChunk) => call("POST", path, JSON.stringify(json), onChunk),

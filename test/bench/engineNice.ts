@@ -14,13 +14,14 @@
  * Usage: npm run bench:engine-nice -- [--keystrokes n] [--nice 0,5,10]
  */
 import { rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { cpus, loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { TAB_DEFAULTS } from "@tab-relay/shared";
 import { engineModuleUrl } from "../../relay/src/engine/install";
 import { testEngineDir, testModel } from "../support/engine";
 import { completionBody } from "../support/relayHarness";
+import { keptAliveCall } from "./keptAliveCall";
 import { cleanEnv, startBenchRelay } from "./servers";
 
 const args = process.argv.slice(2);
@@ -92,35 +93,7 @@ async function openRelay(nice: number) {
     },
   );
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
-  const { hostname, port } = new URL(relay.url);
-  const call = (method: string, path: string, body: string | undefined, onChunk: (text: string) => void) =>
-    new Promise<void>((done, fail) => {
-      const req = httpRequest(
-        {
-          agent,
-          hostname,
-          port,
-          method,
-          path,
-          headers: {
-            authorization: `Bearer ${relay.apiKey}`,
-            ...(body === undefined
-              ? {}
-              : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }),
-          },
-        },
-        (response) => {
-          response.setEncoding("utf8");
-          response.on("data", onChunk);
-          response.once("end", () =>
-            (response.statusCode ?? 0) < 300 ? done() : fail(new Error(`${path} answered ${response.statusCode}`)),
-          );
-          response.once("error", fail);
-        },
-      );
-      req.once("error", fail);
-      req.end(body);
-    });
+  const call = keptAliveCall(relay.url, relay.apiKey, agent);
   while ((await fetch(`${relay.url}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 100));
   const metric = async (name: string) => {
     let text = "";
