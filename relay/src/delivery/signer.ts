@@ -1,5 +1,11 @@
 import { type KeyObject, createHmac, createSecretKey } from "node:crypto";
-import { decodeSigningSecret } from "@tab-relay/shared";
+import {
+  SIGNATURE_VERSION,
+  SIGNING_KEY_CACHE_LIMIT,
+  checkSigningTimestamp,
+  decodeSigningSecret,
+  recentlyUsed,
+} from "@tab-relay/shared";
 
 /**
  * Standard Webhooks v1 signatures for the relay's deliveries, byte for byte those of `signWebhook` in
@@ -12,33 +18,20 @@ import { decodeSigningSecret } from "@tab-relay/shared";
  * CPU in the webhook benchmark's profile. One `createHmac` over a string is a few microseconds on the loop.
  */
 
-const SIGNATURE_VERSION = "v1";
-/** As shared's key cache: agents signed for recently keep their imported key, the oldest is dropped first. */
-const KEY_CACHE_LIMIT = 256;
-const keys = new Map<string, KeyObject>();
+const keys = recentlyUsed<KeyObject>(SIGNING_KEY_CACHE_LIMIT);
 
 function keyFor(secret: string): KeyObject {
   const cached = keys.get(secret);
-  if (cached !== undefined) {
-    keys.delete(secret);
-    keys.set(secret, cached);
-    return cached;
-  }
+  if (cached !== undefined) return cached;
   // Throws WebhookVerificationError("invalid_secret") for a malformed secret, as signWebhook rejects with it.
   const key = createSecretKey(decodeSigningSecret(secret));
   keys.set(secret, key);
-  if (keys.size > KEY_CACHE_LIMIT) {
-    const oldest = keys.keys().next();
-    if (oldest.done !== true) keys.delete(oldest.value);
-  }
   return key;
 }
 
 /** `v1,<base64 HMAC-SHA256>` of `${id}.${timestampSeconds}.${body}`, the exact body string that is sent. */
 export function signDelivery(secret: string, id: string, timestampSeconds: number, body: string): string {
-  if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) {
-    throw new RangeError("timestampSeconds must be a non-negative integer (unix seconds)");
-  }
+  checkSigningTimestamp(timestampSeconds);
   // A string is hashed as UTF-8, lone surrogates as U+FFFD, which is what TextEncoder gives signWebhook.
   const mac = createHmac("sha256", keyFor(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64");
   return `${SIGNATURE_VERSION},${mac}`;

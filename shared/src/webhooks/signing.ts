@@ -11,8 +11,46 @@ export const SIGNING_SECRET_MIN_BYTES = 24;
 export const SIGNING_SECRET_NEW_BYTES = 32;
 export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS = 300;
 
-const SIGNATURE_VERSION = "v1";
-const KEY_CACHE_LIMIT = 256;
+export const SIGNATURE_VERSION = "v1";
+/** How many secrets' keys a signer keeps: the relay signs every delivery attempt, and importing a key each time would dominate the cost. */
+export const SIGNING_KEY_CACHE_LIMIT = 256;
+
+/**
+ * Up to `limit` values by key, for a signer's keys. Insertion order doubles as recency order: a hit is moved to the
+ * end, the oldest entry is evicted.
+ */
+export function recentlyUsed<V>(limit: number): {
+  get(key: string): V | undefined;
+  set(key: string, value: V): void;
+  delete(key: string): void;
+} {
+  const entries = new Map<string, V>();
+  return {
+    get(key) {
+      const value = entries.get(key);
+      if (value !== undefined) {
+        entries.delete(key);
+        entries.set(key, value);
+      }
+      return value;
+    },
+    set(key, value) {
+      entries.set(key, value);
+      if (entries.size > limit) {
+        const oldest = entries.keys().next();
+        if (oldest.done !== true) entries.delete(oldest.value);
+      }
+    },
+    delete: (key) => void entries.delete(key),
+  };
+}
+
+/** A signature's timestamp must be whole non-negative Unix seconds; throws the RangeError signers give otherwise. */
+export function checkSigningTimestamp(timestampSeconds: number): void {
+  if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) {
+    throw new RangeError("timestampSeconds must be a non-negative integer (unix seconds)");
+  }
+}
 
 export type WebhookVerificationFailure =
   | "missing_headers"
@@ -142,27 +180,17 @@ export function newSigningSecret(): string {
   return SIGNING_SECRET_PREFIX + base64Encode(bytes);
 }
 
-// The relay signs every delivery attempt, so importing the key each time would dominate the cost.
-// Insertion order doubles as recency order: a hit is moved to the end, the oldest entry is evicted.
 // Spelled through `crypto` because Node's type definitions have no global CryptoKey outside the DOM lib.
 type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
-const keyCache = new Map<string, Promise<HmacKey>>();
+const keyCache = recentlyUsed<Promise<HmacKey>>(SIGNING_KEY_CACHE_LIMIT);
 
 function hmacKey(secret: string): Promise<HmacKey> {
   const cached = keyCache.get(secret);
-  if (cached !== undefined) {
-    keyCache.delete(secret);
-    keyCache.set(secret, cached);
-    return cached;
-  }
+  if (cached !== undefined) return cached;
   const raw = decodeSigningSecret(secret);
   const imported = crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   keyCache.set(secret, imported);
   imported.catch(() => keyCache.delete(secret));
-  if (keyCache.size > KEY_CACHE_LIMIT) {
-    const oldest = keyCache.keys().next();
-    if (oldest.done !== true) keyCache.delete(oldest.value);
-  }
   return imported;
 }
 
@@ -174,9 +202,7 @@ async function hmac(secret: string, id: string, timestamp: string, body: string)
 
 /** `v1,<base64 HMAC-SHA256>` of `${id}.${timestampSeconds}.${body}`; sign the exact body string that is sent. */
 export async function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): Promise<string> {
-  if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) {
-    throw new RangeError("timestampSeconds must be a non-negative integer (unix seconds)");
-  }
+  checkSigningTimestamp(timestampSeconds);
   const mac = await hmac(secret, id, String(timestampSeconds), body);
   return `${SIGNATURE_VERSION},${base64Encode(mac)}`;
 }
