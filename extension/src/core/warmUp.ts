@@ -48,7 +48,8 @@ export const WARM_UP_ANSWER = {
  * - the first `fetch`: VS Code's extension host wraps it (@vscode/proxy-agent's createFetchPatch, installed by
  *   extHostProxyResolver) and on its first call resolves the proxy and loads the system certificates, parsing each
  *   (getOrLoadAdditionalCertificates); Node loads undici, which implements fetch, on its first call too;
- * - the first parse of the next-edit request and answer schemas (zod compiles an object schema's parser then).
+ * - the first parse of the next-edit request and answer schemas (zod compiles an object schema's parser then);
+ * - for a relay on this machine, the connection the pauses then reuse (vscode/loopbackFetch.ts).
  *
  * The request is `GET /healthz`, which carries no key and no code and counts against no rate limit. Its answer is
  * dropped unread; a relay that is down or is not a tab-relay changes nothing. Never throws.

@@ -26,6 +26,7 @@ import { feedRecentFiles } from "./recentFilesFeed";
 import { onSettingsChanged, readSettings } from "./settings";
 import { COMMANDS, StatusBar, showNotice } from "./statusBar";
 import { feedUsage, telemetryAllowed } from "./usageFeed";
+import { createLoopbackFetch } from "./loopbackFetch";
 
 /** Where the learned typing rhythm is remembered, so adaptive debounce works from the first keystroke after a restart. */
 const RHYTHM_KEY = "tabRelay.typingGaps";
@@ -35,6 +36,8 @@ const WELCOMED_KEY = "tabRelay.welcomed";
 
 /** Sends the usage events still queued; VS Code waits for it on deactivate. */
 let flushUsage: (() => Promise<void>) | undefined;
+/** Closes the connections kept to a relay on this machine, once the last usage batch is sent. */
+let closeTransport: (() => void) | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   // The output channel goes by the extension's one name (package.json's displayName), as its commands do.
@@ -44,9 +47,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       log: true,
     },
   );
-  // One fetch for every relay call, looking up the global at each call (VS Code's extension host patches it for
-  // proxies: see core/warmUp.ts).
-  const relayFetch: FetchLike = (url, init) => fetch(url, init);
+  // One transport for every relay call: a relay on this machine over one kept connection (loopbackFetch.ts), any
+  // other through the global fetch, looked up at each call (VS Code's extension host patches it for proxies: see
+  // core/warmUp.ts).
+  const transport = createLoopbackFetch((url, init) => fetch(url, init));
+  closeTransport = () => transport.dispose();
+  const relayFetch: FetchLike = transport.fetch;
   const apiKeys = new ApiKeyStore(context.secrets, process.env.TAB_RELAY_API_KEY);
   let settings: Settings = readSettings().settings;
   // An unreachable relay is asked again on the backoff schedule with the cheapest authenticated call there is, so
@@ -200,4 +206,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 export async function deactivate(): Promise<void> {
   await flushUsage?.();
   flushUsage = undefined;
+  closeTransport?.();
+  closeTransport = undefined;
 }
