@@ -358,6 +358,27 @@ test("a pause asks for the completion before it tells the next edit, so the ghos
   assert.match(fake.calls[0]?.url ?? "", /\/tab\/chat\/completions$/);
 });
 
+test("the next edit is told when the debounce ran out, so the time to its decoration counts from there", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeFetch(clock, [sse("items.length;")]);
+  const told: number[] = [];
+  const session = new CompletionSession({
+    clock,
+    fetch: fake.fetch,
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
+    getApiKey: () => Promise.resolve(KEY),
+    status: new StatusController(clock, initialStatus(true, [])),
+    onPause: (_input, _signal, debouncedAt) => told.push(debouncedAt),
+  });
+  const editedAt = clock.now();
+  await clock.advance(50);
+  const pending = session.provide({ ...inputAt("const n = █"), editedAt });
+  await clock.advance(1_000);
+  assert.equal((await pending)?.insertText, "items.length;");
+  assert.deepEqual(told, [editedAt + DEFAULT_SETTINGS.debounceMs]);
+});
+
 test("a pause without an API key tells no next edit either", async () => {
   const clock = new FakeClock();
   const fake = new FakeFetch(clock, []);

@@ -33,10 +33,11 @@ export interface SessionDeps {
   /** Called as things happen, for benchmarks and tests that need timings. */
   readonly onEvent?: (event: SessionEvent) => void;
   /**
-   * Told when a pause has outlasted the debounce, with the pause's signal (aborted when typing goes on): the
-   * next-edit session asks in the same pause, under the same cancellation.
+   * Told when a pause has outlasted the debounce, with the pause's signal (aborted when typing goes on) and when the
+   * debounce ran out (`debouncedAt`, the clock's time): the next-edit session asks in the same pause, under the same
+   * cancellation, and times its answer from there.
    */
-  readonly onPause?: (input: CompletionInput, signal: AbortSignal) => void;
+  readonly onPause?: (input: CompletionInput, signal: AbortSignal, debouncedAt: number) => void;
 }
 
 export type SessionEvent =
@@ -140,6 +141,7 @@ export class CompletionSession {
       this.counters.debounceCancelled++;
       return undefined;
     }
+    const debouncedAt = clock.now();
     const apiKey = await this.deps.getApiKey();
     if (apiKey === undefined || apiKey === "" || signal.aborted) return this.skip();
 
@@ -160,7 +162,7 @@ export class CompletionSession {
       singleLine,
       signal,
     });
-    this.deps.onPause?.(input, signal);
+    this.deps.onPause?.(input, signal, debouncedAt);
     const outcome = await answered;
     status.dispatch({
       type: "requestEnded",

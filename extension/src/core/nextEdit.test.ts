@@ -155,9 +155,12 @@ test("after a pause that follows a rename, the session asks once with the edit h
     files.edit(uri, [changeAt(source, at, 1, "w1")]);
     const text = source.slice(0, at) + "w1" + source.slice(at + 1);
     const input = { uri, ...doc(text.split("\n"), 1, 10) };
-    const proposal = await session.onPause(input, new AbortController().signal);
+    // The pause's end, as the completion session tells it: the proposal is timed from there, not from its own start.
+    const debouncedAt = Date.now() - 3;
+    const proposal = await session.onPause(input, new AbortController().signal, debouncedAt);
     assert.deepEqual(proposal?.edits, [{ range, text: "w1" }]);
     assert.equal(proposal?.version, 7);
+    assert.equal(proposal?.pausedAt, debouncedAt);
     assert.equal(server.bodies.length, 1);
     assert.deepEqual(
       server.bodies[0]?.recent_edits.map((e) => [e.file_path, e.old_lines, e.new_lines]),

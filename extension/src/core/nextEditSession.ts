@@ -64,7 +64,12 @@ export class NextEditSession {
     this.current = undefined;
   }
 
-  async onPause(input: NextEditInput, pause: AbortSignal): Promise<NextEditProposal | undefined> {
+  /** `pausedAt`: when the pause's debounce ran out (the completion session's clock time); now when not given. */
+  async onPause(
+    input: NextEditInput,
+    pause: AbortSignal,
+    pausedAt = this.deps.clock.now(),
+  ): Promise<NextEditProposal | undefined> {
     this.cancel();
     const controller = new AbortController();
     this.current = controller;
@@ -72,14 +77,18 @@ export class NextEditSession {
     pause.addEventListener("abort", stop, { once: true });
     if (pause.aborted) controller.abort();
     try {
-      return await this.ask(input, controller.signal);
+      return await this.ask(input, controller.signal, pausedAt);
     } finally {
       pause.removeEventListener("abort", stop);
       if (this.current === controller) this.current = undefined;
     }
   }
 
-  private async ask(input: NextEditInput, signal: AbortSignal): Promise<NextEditProposal | undefined> {
+  private async ask(
+    input: NextEditInput,
+    signal: AbortSignal,
+    pausedAt: number,
+  ): Promise<NextEditProposal | undefined> {
     const { clock, files, logger } = this.deps;
     const settings = this.deps.getSettings();
     if (!settings.enabled || !settings["nextEdits.enabled"]) return undefined;
@@ -98,7 +107,6 @@ export class NextEditSession {
       },
       { once: true },
     );
-    const pausedAt = clock.now();
     const apiKey = await this.deps.getApiKey();
     if (apiKey === undefined || apiKey === "" || signal.aborted) return undefined;
 

@@ -122,7 +122,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     rhythm,
     relatedContext: recentFiles,
     usage,
-    onPause: (input, signal) => nextEdits.onPause(input, signal),
+    onPause: (input, signal, debouncedAt) => nextEdits.onPause(input, signal, debouncedAt),
   });
 
   /** The relay URL the warm-up last ran for. */

@@ -71,7 +71,7 @@ export class NextEditPresenter implements vscode.Disposable {
   }
 
   /** The completion session's pause hook: asks the core, then draws what comes back if it still fits. */
-  onPause(input: CompletionInput, signal: AbortSignal): void {
+  onPause(input: CompletionInput, signal: AbortSignal, debouncedAt: number): void {
     const editor = vscode.window.activeTextEditor;
     if (editor === undefined || editor.document.uri.toString() !== input.uri || input.relativePath === undefined)
       return;
@@ -93,6 +93,7 @@ export class NextEditPresenter implements vscode.Disposable {
           cursor: { line: cursor.line, character: cursor.character },
         },
         signal,
+        debouncedAt,
       )
       .then((proposal) => proposal && this.show(proposal))
       .catch((error: unknown) => this.log.warn(`next edit: ${error instanceof Error ? error.message : String(error)}`));
