@@ -337,20 +337,30 @@ test("the debounce counts from the keystroke the adapter saw, not from VS Code's
   assert.match(logs.at(-1) ?? "", /, 120 ms after the keystroke$/);
 });
 
-test("a pause asks for the completion before it tells the next edit, so the ghost text's request reaches the relay first", async () => {
-  const clock = new FakeClock();
-  const fake = new FakeFetch(clock, [sse("items.length;")]);
-  const requestsBeforePause: number[] = [];
-  const session = new CompletionSession({
+/** A session whose pauses tell `onPause`, as the next-edit presenter is told; `keySet` false: no API key is set. */
+function pausingSession(
+  clock: FakeClock,
+  fake: FakeFetch,
+  onPause: (input: unknown, signal: AbortSignal, debouncedAt: number) => void,
+  keySet = true,
+) {
+  return new CompletionSession({
     clock,
     fetch: fake.fetch,
     logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
-    getApiKey: () => Promise.resolve(KEY),
+    getApiKey: () => Promise.resolve(keySet ? KEY : undefined),
     status: new StatusController(clock, initialStatus(true, [])),
-    // The next-edit session sends its own request from here; what matters is what was sent before.
-    onPause: () => requestsBeforePause.push(fake.calls.length),
+    onPause,
   });
+}
+
+test("a pause asks for the completion before it tells the next edit, so the ghost text's request reaches the relay first", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeFetch(clock, [sse("items.length;")]);
+  const requestsBeforePause: number[] = [];
+  // The next-edit session sends its own request from here; what matters is what was sent before.
+  const session = pausingSession(clock, fake, () => requestsBeforePause.push(fake.calls.length));
   const pending = session.provide(inputAt("const n = █"));
   await clock.advance(1_000);
   assert.equal((await pending)?.insertText, "items.length;");
@@ -362,15 +372,7 @@ test("the next edit is told when the debounce ran out, so the time to its decora
   const clock = new FakeClock();
   const fake = new FakeFetch(clock, [sse("items.length;")]);
   const told: number[] = [];
-  const session = new CompletionSession({
-    clock,
-    fetch: fake.fetch,
-    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
-    getApiKey: () => Promise.resolve(KEY),
-    status: new StatusController(clock, initialStatus(true, [])),
-    onPause: (_input, _signal, debouncedAt) => told.push(debouncedAt),
-  });
+  const session = pausingSession(clock, fake, (_input, _signal, debouncedAt) => told.push(debouncedAt));
   const editedAt = clock.now();
   await clock.advance(50);
   const pending = session.provide({ ...inputAt("const n = █"), editedAt });
@@ -383,15 +385,7 @@ test("a pause without an API key tells no next edit either", async () => {
   const clock = new FakeClock();
   const fake = new FakeFetch(clock, []);
   let pauses = 0;
-  const session = new CompletionSession({
-    clock,
-    fetch: fake.fetch,
-    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    getSettings: () => ({ ...DEFAULT_SETTINGS, workspaceSlug: "acme" }),
-    getApiKey: () => Promise.resolve(undefined),
-    status: new StatusController(clock, initialStatus(true, [])),
-    onPause: () => pauses++,
-  });
+  const session = pausingSession(clock, fake, () => pauses++, false);
   const pending = session.provide(inputAt("const n = █"));
   await clock.advance(1_000);
   assert.equal(await pending, undefined);
