@@ -1,17 +1,36 @@
 import type { ChildMessage } from "../protocol";
 
+/** When the outbox sends: the child's own clock and timers (main.ts), or a fake in tests. */
+export interface OutboxTiming {
+  now(): number;
+  /** Runs `run` after `ms` milliseconds. */
+  later(run: () => void, ms: number): void;
+  /** Runs `run` at the end of this turn of the event loop. */
+  endOfTurn(run: () => void): void;
+}
+
+/**
+ * The least time between two text messages to the relay, in ms. Text produced faster than this is joined into one
+ * message: each message is a write to the IPC pipe in the child and wakes the relay, which writes an SSE frame and
+ * wakes the client, and at about 1,000 tokens/s (the bench's tiny model) that per-message work, not the decoding,
+ * was what set the child's pace (docs/benchmarks.md, "The tiny model's last 5 %"). A real model on a CPU takes tens
+ * of ms a token, so its every token still leaves on its own, as soon as it is decoded.
+ */
+export const TEXT_GAP_MS = 4;
+
 /**
  * The text a completion streams to the relay: its first text at once, the rest at the end of the event loop's turn
- * rather than from inside node-llama-cpp's token callback.
+ * rather than from inside node-llama-cpp's token callback, and no sooner than {@link TEXT_GAP_MS} after the last
+ * text message.
  *
  * node-llama-cpp asks for a token's successor only after `onTextChunk` returns (the `for await` loop of
  * `_generateResponse` in LlamaCompletion.js, 3.21.1), so a `process.send` there (a write to the IPC pipe, which
  * wakes the relay) sat between every token and the next decode. On the shared 2-core machine the writing process is
  * often descheduled right after that wake-up: a CPU profile of the child put 250 ms of its busy time in the write
  * (about 0.6 ms a message), and timestamps put one token in ten 2-4 ms late to its next decode (the 90th
- * percentile from the token callback to the decode; 0.3 ms with the write moved). Queued with `setImmediate`, the
- * write happens once the next decode has been handed to llama.cpp's thread, in the same turn, so the text leaves
- * only microseconds later than before. Fragments of one completion that meet in a turn go in one message.
+ * percentile from the token callback to the decode; 0.3 ms with the write moved). Queued, the write happens once the
+ * next decode has been handed to llama.cpp's thread. Fragments of one completion that meet in the queue go in one
+ * message.
  *
  * A completion's first text is the exception: it is what the person at the keyboard waits for, and queued it waited
  * for node-llama-cpp's own work on the token before the next decode is handed over (0.1–0.3 ms at the median in
@@ -19,9 +38,12 @@ import type { ChildMessage } from "../protocol";
  * second token's decode, once per completion, where timestamps showed no difference in the median.
  *
  * `finish` sends what is queued at once and forgets the completion: the child calls it before `done` or `failed`,
- * so a completion's end never overtakes its text.
+ * so a completion's end never overtakes its text, and the last text never waits out the gap.
  */
-export function createOutbox(send: (message: ChildMessage) => void): {
+export function createOutbox(
+  send: (message: ChildMessage) => void,
+  timing: OutboxTiming,
+): {
   text(id: number, text: string): void;
   finish(id: number): void;
 } {
@@ -29,23 +51,28 @@ export function createOutbox(send: (message: ChildMessage) => void): {
   /** Completions whose first text has gone. */
   const started = new Set<number>();
   let scheduled = false;
+  let lastSent = -Infinity;
   const flush = () => {
     scheduled = false;
+    if (queued.size === 0) return;
     for (const [id, text] of queued) send({ type: "text", id, text });
     queued.clear();
+    lastSent = timing.now();
   };
   return {
     text(id, text) {
       if (!started.has(id)) {
         started.add(id);
         send({ type: "text", id, text });
+        lastSent = timing.now();
         return;
       }
       queued.set(id, (queued.get(id) ?? "") + text);
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
+      if (scheduled) return;
+      scheduled = true;
+      const wait = lastSent + TEXT_GAP_MS - timing.now();
+      if (wait > 0) timing.later(flush, wait);
+      else timing.endOfTurn(flush);
     },
     finish(id) {
       flush();
