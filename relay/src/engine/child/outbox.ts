@@ -10,13 +10,15 @@ export interface OutboxTiming {
 }
 
 /**
- * The least time between two text messages to the relay, in ms. Text produced faster than this is joined into one
- * message: each message is a write to the IPC pipe in the child and wakes the relay, which writes an SSE frame and
- * wakes the client, and at about 1,000 tokens/s (the bench's tiny model) that per-message work, not the decoding,
- * was what set the child's pace (docs/benchmarks.md, "The tiny model's last 5 %"). A real model on a CPU takes tens
- * of ms a token, so its every token still leaves on its own, as soon as it is decoded.
+ * The least time between two text messages to the relay, in ms: one frame of a 60 Hz screen, so no editor can show
+ * the difference. Text produced faster than this is joined into one message. Each message is a write to the IPC
+ * pipe, which wakes the relay (nice 0, so it preempts the child at its lowered priority), and the relay then writes
+ * an SSE frame and wakes the client: in a CPU profile of the child under load the writes took about 0.25 ms of its
+ * main thread each, and at about 1,000 tokens/s (the bench's tiny model, about 17 messages a completion) that was
+ * the child's main difference from the floor (docs/benchmarks.md, "Fewer text messages from the engine child"). A
+ * real model on a CPU takes tens of ms a token, so its every token still leaves on its own as soon as it is decoded.
  */
-export const TEXT_GAP_MS = 4;
+export const TEXT_GAP_MS = 16;
 
 /**
  * The text a completion streams to the relay: its first text at once, the rest at the end of the event loop's turn
