@@ -82,6 +82,28 @@ test("text that comes faster than the gap leaves in one message once the gap has
   ]);
 });
 
+test("text after a completion's whitespace-only start does not wait out the gap: the relay may show nothing yet", () => {
+  const sent: ChildMessage[] = [];
+  const clock = fakeTiming();
+  const outbox = createOutbox((message) => sent.push(message), clock.timing);
+  // An indentation first: the relay's token limit holds trailing whitespace, so the client has seen nothing.
+  outbox.text(7, "    ");
+  clock.advance(1);
+  outbox.text(7, "return");
+  clock.turn();
+  assert.deepEqual(sent, [
+    { type: "text", id: 7, text: "    " },
+    { type: "text", id: 7, text: "return" },
+  ]);
+  // Now there is text to show, and what follows waits for the gap again.
+  clock.advance(1);
+  outbox.text(7, " a");
+  clock.turn();
+  assert.equal(sent.length, 2);
+  clock.advance(TEXT_GAP_MS);
+  assert.deepEqual(sent.slice(2), [{ type: "text", id: 7, text: " a" }]);
+});
+
 test("finish sends the queued text at once, so a completion's end never overtakes it, and nothing twice", () => {
   const sent: ChildMessage[] = [];
   const clock = fakeTiming();

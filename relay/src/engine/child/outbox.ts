@@ -40,7 +40,8 @@ export const TEXT_GAP_MS = 16;
  * second token's decode, once per completion, where timestamps showed no difference in the median.
  *
  * `finish` sends what is queued at once and forgets the completion: the child calls it before `done` or `failed`,
- * so a completion's end never overtakes its text, and the last text never waits out the gap.
+ * so a completion's end never overtakes its text, and the last text never waits out the gap. Nor does text that
+ * follows a completion's whitespace-only start: the relay may show nothing of that yet.
  */
 export function createOutbox(
   send: (message: ChildMessage) => void,
@@ -52,12 +53,20 @@ export function createOutbox(
   const queued = new Map<number, string>();
   /** Completions whose first text has gone. */
   const started = new Set<number>();
-  let scheduled = false;
+  /** Completions that have sent more than whitespace. */
+  const visible = new Set<number>();
+  let turnScheduled = false;
+  let timerScheduled = false;
   let lastSent = -Infinity;
+  const sendText = (id: number, text: string) => {
+    send({ type: "text", id, text });
+    if (!visible.has(id) && /\S/.test(text)) visible.add(id);
+  };
   const flush = () => {
-    scheduled = false;
+    turnScheduled = false;
+    timerScheduled = false;
     if (queued.size === 0) return;
-    for (const [id, text] of queued) send({ type: "text", id, text });
+    for (const [id, text] of queued) sendText(id, text);
     queued.clear();
     lastSent = timing.now();
   };
@@ -65,20 +74,28 @@ export function createOutbox(
     text(id, text) {
       if (!started.has(id)) {
         started.add(id);
-        send({ type: "text", id, text });
+        sendText(id, text);
         lastSent = timing.now();
         return;
       }
       queued.set(id, (queued.get(id) ?? "") + text);
-      if (scheduled) return;
-      scheduled = true;
-      const wait = lastSent + TEXT_GAP_MS - timing.now();
-      if (wait > 0) timing.later(flush, wait);
-      else timing.endOfTurn(flush);
+      // Until a completion has sent more than whitespace, the relay may show nothing of it yet (its token limit
+      // holds trailing whitespace, postprocess/tokenLimit.ts): its text does not wait out the gap.
+      const wait = visible.has(id) ? lastSent + TEXT_GAP_MS - timing.now() : 0;
+      if (wait <= 0) {
+        if (!turnScheduled) {
+          turnScheduled = true;
+          timing.endOfTurn(flush);
+        }
+      } else if (!timerScheduled && !turnScheduled) {
+        timerScheduled = true;
+        timing.later(flush, wait);
+      }
     },
     finish(id) {
       flush();
       started.delete(id);
+      visible.delete(id);
     },
   };
 }
