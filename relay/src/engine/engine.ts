@@ -11,8 +11,9 @@
  *   any ──close()──▶ stopped
  * ```
  *
- * - The relay's event loop only passes messages: inference runs in the child, and each token arrives as an IPC
- *   message, so no request ever waits on another's computation here.
+ * - The relay's event loop only passes messages: inference runs in the child, and text arrives as IPC messages (a
+ *   token each, or several joined when they come faster than child/outbox.ts's TEXT_GAP_MS), so no request ever
+ *   waits on another's computation here.
  * - At most `sequences` completions run in the child at once (one per context sequence); up to `queue` more wait
  *   here; beyond that a request is refused at once with 429 and Retry-After, never left waiting without bound.
  * - A child that exits (a llama.cpp abort, an out-of-memory kill, a signal) fails the completions it was running

@@ -289,7 +289,11 @@ async function main(): Promise<void> {
   const stops = [...new Set(stopTokens.filter((t): t is number => t !== undefined))].map((t) => [t]);
 
   const running = new Map<number, AbortController>();
-  const outbox = createOutbox(send);
+  const outbox = createOutbox(send, {
+    now: () => performance.now(),
+    later: (run, ms) => void setTimeout(run, ms),
+    endOfTurn: (run) => void setImmediate(run),
+  });
   let clock = 0;
 
   async function complete(message: Extract<ParentMessage, { type: "complete" }>): Promise<void> {
