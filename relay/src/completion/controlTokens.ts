@@ -136,6 +136,9 @@ const PATTERN = new RegExp(
   "g",
 );
 
+/** PATTERN without the global flag, so a test keeps no `lastIndex` between calls. */
+const ANY_TOKEN = new RegExp(PATTERN.source);
+
 /**
  * Neutralises every control token in a client's text (code, snippets, paths, chat content) before it is templated,
  * by inserting NEUTRALISER after each one's first character. `changed` says whether there was any.
@@ -155,6 +158,16 @@ export function neutraliseControlTokens(text: string): { text: string; changed: 
  * control token.
  */
 export function neutraliseContext(context: TabContext): { context: TabContext; changed: boolean } {
+  // Nearly every context holds no control token: a test per field finds that without building a copy of it.
+  let any = false;
+  for (const key in context) {
+    const value = context[key as keyof TabContext];
+    if (typeof value === "string" && ANY_TOKEN.test(value)) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return { context, changed: false };
   let changed = false;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(context)) {

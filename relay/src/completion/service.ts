@@ -40,13 +40,19 @@ export function createCompletionService(deps: {
   const cache = deps.cacheEntries > 0 ? new LRUCache<string, CachedCompletion>({ max: deps.cacheEntries }) : undefined;
   const { provider, metrics } = deps;
   const labels = { provider: provider.name };
+  // Each completion counts under these: built once rather than as a new object per call.
+  const hitLabels = { result: "hit" };
+  const missLabels = { result: "miss" };
+  const okLabels = { ...labels, outcome: "ok" };
+  const abortedLabels = { ...labels, outcome: "aborted" };
+  const errorLabels = { ...labels, outcome: "error" };
 
   return {
     async run(request, signal, sink) {
       const maxTokens = request.max_completion_tokens ?? TAB_LIMITS.maxCompletionTokens;
       const key = cache ? cacheKey(provider.name, request, maxTokens) : "";
       const hit = cache?.get(key);
-      metrics.cache.inc({ result: hit ? "hit" : "miss" });
+      metrics.cache.inc(hit ? hitLabels : missLabels);
       if (hit) {
         sink.cached?.();
         sink.start();
@@ -92,20 +98,20 @@ export function createCompletionService(deps: {
           text += rest;
           sink.text(rest);
         }
-        metrics.upstreamRequests.inc({ ...labels, outcome: "ok" });
+        metrics.upstreamRequests.inc(okLabels);
         metrics.upstreamDuration.observe(labels, elapsed());
         cache?.set(key, { text, raw, finishReason: post.finishReason });
         return post.finishReason;
       } catch (error) {
         if (signal.aborted) {
-          metrics.upstreamRequests.inc({ ...labels, outcome: "aborted" });
+          metrics.upstreamRequests.inc(abortedLabels);
           throw signal.reason;
         }
         const failure =
           error instanceof RelayError
             ? error
             : new RelayError("UPSTREAM_ERROR", "The model provider failed", { cause: error });
-        metrics.upstreamRequests.inc({ ...labels, outcome: "error" });
+        metrics.upstreamRequests.inc(errorLabels);
         metrics.upstreamErrors.inc({ ...labels, code: failure.code });
         deps.logger.warn("provider failed", { provider: provider.name, code: failure.code, error: failure.message });
         throw failure;

@@ -1,5 +1,5 @@
 import { RelayError } from "@tab-relay/shared";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import { effectiveScopes } from "../auth/apiKeys";
 import type { Scope } from "../auth/scopes";
 import { hashSecret, looksLikeApiKey } from "../auth/secrets";
@@ -43,27 +43,35 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
     }
     return known;
   };
-  return async function authenticate(req, _res, next) {
+  const settle = (req: Request, owner: KeyOwner | undefined) => {
+    if (!owner) {
+      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.unknown);
+    } else if (owner.key.revoked_at !== null) {
+      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.revoked);
+    } else {
+      req.caller = { ...owner, scopes: scopes(owner) };
+      if (owner.user.removed_at !== null) {
+        req.authError = new RelayError("FORBIDDEN", "The user this API key belongs to was removed from the workspace");
+      }
+    }
+  };
+  const withSession = async (req: Request, sessionToken: string) => {
+    const { resolved, error } = await resolveSession(deps.store, deps.clock, sessionToken);
+    if (resolved) {
+      req.caller = { ...resolved.owner, scopes: effectiveScopes(resolved.owner.key, resolved.owner.user) };
+      req.session = { id: resolved.session.id, token: sessionToken };
+    }
+    if (error) req.authError = error;
+    // A cookie arrives with every request the browser makes, from any site; only the console can read the CSRF token.
+    if (!error && !SAFE_METHODS.has(req.method) && !csrfMatches(sessionToken, headerValue(req.headers[CSRF_HEADER]))) {
+      req.authError = new RelayError("FORBIDDEN", "Missing or wrong X-CSRF-Token header for this session");
+    }
+  };
+  return function authenticate(req, _res, next) {
     const header = req.headers.authorization;
     const sessionToken =
       header === undefined ? readCookie(req.headers.cookie, sessionCookieName(deps.links.base())) : undefined;
-    if (sessionToken !== undefined) {
-      const { resolved, error } = await resolveSession(deps.store, deps.clock, sessionToken);
-      if (resolved) {
-        req.caller = { ...resolved.owner, scopes: effectiveScopes(resolved.owner.key, resolved.owner.user) };
-        req.session = { id: resolved.session.id, token: sessionToken };
-      }
-      if (error) req.authError = error;
-      // A cookie arrives with every request the browser makes, from any site; only the console can read the CSRF token.
-      if (
-        !error &&
-        !SAFE_METHODS.has(req.method) &&
-        !csrfMatches(sessionToken, headerValue(req.headers[CSRF_HEADER]))
-      ) {
-        req.authError = new RelayError("FORBIDDEN", "Missing or wrong X-CSRF-Token header for this session");
-      }
-      return next();
-    }
+    if (sessionToken !== undefined) return withSession(req, sessionToken).then(() => next());
     if (header === undefined) {
       req.authError = new RelayError(
         "UNAUTHORIZED",
@@ -83,18 +91,15 @@ export function createAuthenticate(deps: { store: Store; clock: Clock; links: Pi
       req.authError = new RelayError("UNAUTHORIZED", "Authorization header must be exactly `Bearer <API key>`");
       return next();
     }
-    // The checksum rejects typos and foreign tokens without touching the database.
-    const owner = looksLikeApiKey(token) ? await deps.store.apiKeys.findOwnerByHash(hashSecret(token)) : undefined;
-    if (!owner) {
-      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.unknown);
-    } else if (owner.key.revoked_at !== null) {
-      req.authError = new RelayError("UNAUTHORIZED", KEY_REFUSALS.revoked);
-    } else {
-      req.caller = { ...owner, scopes: scopes(owner) };
-      if (owner.user.removed_at !== null) {
-        req.authError = new RelayError("FORBIDDEN", "The user this API key belongs to was removed from the workspace");
-      }
-    }
+    // The checksum rejects typos and foreign tokens without touching the database. An owner the store remembers
+    // comes back at once, and the request goes on without a promise and a turn of the microtask queue.
+    const found = looksLikeApiKey(token) ? deps.store.apiKeys.findOwnerByHash(hashSecret(token)) : undefined;
+    if (found instanceof Promise)
+      return found.then((owner) => {
+        settle(req, owner);
+        next();
+      });
+    settle(req, found);
     next();
   };
 }

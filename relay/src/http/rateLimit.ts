@@ -1,8 +1,8 @@
 import { RelayError } from "@tab-relay/shared";
-import type { Request, RequestHandler } from "express";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Clock } from "../clock";
 import type { Metrics } from "../metrics";
-import type { RateLimitStore } from "../rateLimit/types";
+import type { RateLimitResult, RateLimitStore } from "../rateLimit/types";
 
 export type LimitClass = "read" | "write";
 
@@ -41,9 +41,13 @@ export interface RateDecision {
  * `createRateLimit`) and WebSocket upgrades (which never reach express) are both counted here.
  */
 export async function countRequest(deps: RateLimitDeps, policy: RatePolicy): Promise<RateDecision> {
-  const { bucket, limit, label } = policy;
   const now = deps.clock.now();
-  const result = await deps.store.hit(bucket, limit, deps.windowMs, now);
+  return decide(deps, policy, now, await deps.store.hit(policy.bucket, policy.limit, deps.windowMs, now));
+}
+
+/** What one count in the store means for the request counted at `now`. */
+function decide(deps: RateLimitDeps, policy: RatePolicy, now: number, result: RateLimitResult): RateDecision {
+  const { limit, label } = policy;
   const resetSeconds = Math.ceil(result.resetAt / 1000);
   const remaining = Math.max(0, result.remaining);
   if (result.allowed) return { limit: result.limit, remaining, resetSeconds, refused: undefined };
@@ -80,12 +84,20 @@ export function createRateLimit(
     refused?: (req: Request) => void;
   },
 ): RequestHandler {
-  return async function rateLimit(req, res, next) {
-    const decision = await countRequest(deps, deps.policy(req));
+  const answer = (req: Request, res: Response, next: NextFunction, decision: RateDecision) => {
     if (decision.refused) deps.refused?.(req);
     res.setHeader("X-RateLimit-Limit", String(decision.limit));
     res.setHeader("X-RateLimit-Remaining", String(decision.remaining));
     res.setHeader("X-RateLimit-Reset", String(decision.resetSeconds));
     next(decision.refused);
+  };
+  return function rateLimit(req, res, next) {
+    const policy = deps.policy(req);
+    const now = deps.clock.now();
+    const result = deps.store.hit(policy.bucket, policy.limit, deps.windowMs, now);
+    // The relay's own store counts at once: its answer goes on without a promise and a turn of the microtask queue.
+    if (result instanceof Promise)
+      return result.then((counted) => answer(req, res, next, decide(deps, policy, now, counted)));
+    return answer(req, res, next, decide(deps, policy, now, result));
   };
 }

@@ -169,6 +169,10 @@ export function createHttpPost(
             let contentType = "";
             let contentEncoding: string | undefined;
             for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+              // undici hands names over as bytes; only a name as long as one of the two wanted is decoded (a header
+              // name is ASCII, llhttp refuses anything else, so its length in bytes is its length in characters).
+              const length = rawHeaders[i]?.length;
+              if (length !== 12 && length !== 16) continue;
               const name = String(rawHeaders[i]).toLowerCase();
               if (name === "content-type") contentType = String(rawHeaders[i + 1]);
               else if (name === "content-encoding")

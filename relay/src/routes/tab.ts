@@ -22,7 +22,7 @@ import {
 } from "@tab-relay/shared";
 import { type AbortLike, Aborter } from "../aborter";
 import type { Clock } from "../clock";
-import type { CompletionService } from "../completion/service";
+import type { CompletionService, CompletionSink } from "../completion/service";
 import { TAB_MODELS, findModel } from "../completion/models";
 import type { TokenCounter } from "../completion/tokenCounter";
 import { countTokens } from "../completion/tokens";
@@ -140,22 +140,27 @@ export function createCompletionHandlers(deps: TabDeps): RequestHandler[] {
         : undefined;
     const meta = { id: nextCompletionId(), created: Math.floor(deps.clock.now() / 1000), model };
     // Counted in memory once the request is over (usage/recorder.ts): nothing here waits for the database.
-    const outcome = { cacheHit: false, failed: false };
-    const completions: CompletionService = {
-      run: (body, signal, sink) =>
-        deps.completions.run(body, signal, { ...sink, cached: () => (outcome.cacheHit = true) }),
-    };
+    const outcome: Outcome = { cacheHit: false, failed: false };
     try {
       if (request.stream === true)
-        outcome.failed = !(await streamCompletion(res, completions, request, meta, controller, promptTokens));
+        outcome.failed = !(await streamCompletion(
+          res,
+          deps.completions,
+          request,
+          meta,
+          controller,
+          promptTokens,
+          outcome,
+        ));
       else
         await answerCompletion(
           res,
-          completions,
+          deps.completions,
           request,
           meta,
           controller,
           promptTokens ?? awaitedLater(Promise.resolve(0)),
+          outcome,
         );
     } catch (error) {
       // A client that went away is not the relay's error.
@@ -186,6 +191,12 @@ interface Meta {
   id: string;
   created: number;
   model: string;
+}
+
+/** What the usage counts learn of a completion; the sink marks a cache hit on it. */
+interface Outcome {
+  cacheHit: boolean;
+  failed: boolean;
 }
 
 /**
@@ -225,6 +236,7 @@ async function streamCompletion(
   signal: AbortLike,
   /** Present when the client asked for a usage chunk. */
   promptTokens: AwaitedLater<number> | undefined,
+  outcome: Outcome,
 ): Promise<boolean> {
   const frames = framer(meta);
   let completion = "";
@@ -246,7 +258,7 @@ async function streamCompletion(
     }
   };
   try {
-    const finishReason = await completions.run(request, signal, {
+    const sink: CompletionSink = {
       start() {
         // Headers wait for the provider's first answer, so failures before it still get a real HTTP status.
         res.writeHead(200, SSE_HEADERS);
@@ -256,10 +268,13 @@ async function streamCompletion(
         completion += text;
         send(frames.text(text));
       },
-      ...(request.tab_raw_text === true
-        ? { raw: (text: string) => send(encodeSseEvent({ event: "raw", data: JSON.stringify({ text }) })) }
-        : {}),
-    });
+      cached() {
+        outcome.cacheHit = true;
+      },
+    };
+    if (request.tab_raw_text === true)
+      sink.raw = (text) => send(encodeSseEvent({ event: "raw", data: JSON.stringify({ text }) }));
+    const finishReason = await completions.run(request, signal, sink);
     let tail = frames.finish(finishReason);
     if (promptTokens) tail += frames.usage(usageOf(await promptTokens, completion));
     res.end(pending + tail + DONE_FRAME);
@@ -283,12 +298,16 @@ async function answerCompletion(
   meta: Meta,
   signal: AbortLike,
   promptTokens: AwaitedLater<number>,
+  outcome: Outcome,
 ): Promise<void> {
   let content = "";
   const finishReason = await completions.run(request, signal, {
     start() {},
     text(text) {
       content += text;
+    },
+    cached() {
+      outcome.cacheHit = true;
     },
   });
   const usage = usageOf(await promptTokens, content);

@@ -308,7 +308,8 @@ export interface Store {
   };
   readonly apiKeys: {
     create(input: NewApiKey): Promise<ApiKey>;
-    findOwnerByHash(secretHash: string): Promise<KeyOwner | undefined>;
+    /** A store that remembers owners may answer at once, without a promise (the completion path looks one up per request). */
+    findOwnerByHash(secretHash: string): Promise<KeyOwner | undefined> | KeyOwner | undefined;
     get(workspaceId: string, id: string): Promise<ApiKey | undefined>;
     listForUser(workspaceId: string, userId: string): Promise<ApiKey[]>;
     revoke(workspaceId: string, id: string, at: string): Promise<boolean>;

@@ -137,6 +137,36 @@ describe("buildChatMessages", () => {
     );
   });
 
+  test("the system message is the rules, the surface's instructions and the details, line by line", () => {
+    const { system } = chat({
+      surface: "notes",
+      document_type: "markdown",
+      active_text_before_cursor: "- milk\n- ",
+      active_text_after_cursor: "eggs\n",
+      note_title: "Shopping",
+      block_kind: "list",
+    });
+    assert.equal(
+      system,
+      [
+        `You are an inline completion engine inside an editor. The user's text contains the marker ${CURSOR_MARKER} where the cursor is. Predict the text the user is most likely to type next at the cursor.`,
+        "",
+        "Rules:",
+        "- Reply with only the text to insert at the cursor. No code fences, no quotes, no explanations, no preamble.",
+        `- Never repeat the text before or after ${CURSOR_MARKER}; your reply is inserted between them exactly as written.`,
+        "- Keep whitespace, indentation and line breaks exactly as they must appear in the result.",
+        "- Be brief: complete the current line, sentence or block, not the whole document.",
+        "- If nothing sensible fits, reply with nothing.",
+        "",
+        `You are completing a personal note titled "Shopping". Continue the writer's thought in their own voice and format: a list stays a list, shorthand stays shorthand.`,
+        "",
+        "The text is Markdown; keep its Markdown syntax consistent.",
+        `The cursor is in a "list" block; write what belongs in such a block.`,
+        "The cursor is in the middle of a line: complete only up to the text that follows it on that line.",
+      ].join("\n"),
+    );
+  });
+
   test("the system message asks for only the inserted text: no fences, no explanation", () => {
     const { system } = chat();
     assert.match(system, /only the text to insert at the cursor/i);

@@ -44,27 +44,29 @@ export function buildSuffixPrompt(
   return out;
 }
 
+/** The system message's opening, the same for every request, up to the surface's instructions. */
+const SYSTEM_RULES = `${[
+  "You are an inline completion engine inside an editor. The user's text contains the marker " +
+    `${CURSOR_MARKER} where the cursor is. Predict the text the user is most likely to type next at the cursor.`,
+  "",
+  "Rules:",
+  "- Reply with only the text to insert at the cursor. No code fences, no quotes, no explanations, no preamble.",
+  `- Never repeat the text before or after ${CURSOR_MARKER}; your reply is inserted between them exactly as written.`,
+  "- Keep whitespace, indentation and line breaks exactly as they must appear in the result.",
+  "- Be brief: complete the current line, sentence or block, not the whole document.",
+  "- If nothing sensible fits, reply with nothing.",
+  "",
+].join("\n")}\n`;
+
 /** System and user messages asking a chat model to fill the hole at the cursor, with instructions for the surface. */
 export function buildChatMessages(
   context: TabContext,
   snippets: readonly ContextSnippet[] = contextSnippets(context),
 ): ChatMessage[] {
-  const system = [
-    "You are an inline completion engine inside an editor. The user's text contains the marker " +
-      `${CURSOR_MARKER} where the cursor is. Predict the text the user is most likely to type next at the cursor.`,
-    "",
-    "Rules:",
-    "- Reply with only the text to insert at the cursor. No code fences, no quotes, no explanations, no preamble.",
-    `- Never repeat the text before or after ${CURSOR_MARKER}; your reply is inserted between them exactly as written.`,
-    "- Keep whitespace, indentation and line breaks exactly as they must appear in the result.",
-    "- Be brief: complete the current line, sentence or block, not the whole document.",
-    "- If nothing sensible fits, reply with nothing.",
-    "",
-    surfaceInstructions(context),
-    ...detailLines(context),
-  ];
+  const details = detailLines(context);
+  const system = `${SYSTEM_RULES}${surfaceInstructions(context)}${details.length === 0 ? "" : `\n${details.join("\n")}`}`;
   return [
-    { role: "system", content: system.join("\n").trimEnd() },
+    { role: "system", content: system.trimEnd() },
     { role: "user", content: userMessage(context, snippets) },
   ];
 }
@@ -206,8 +208,9 @@ function asComment(lines: string[], context: TabContext): string {
 
 /** Whether text follows the cursor on its line. */
 export function isMidLine(textAfterCursor: string): boolean {
-  const restOfLine = textAfterCursor.split(/\r?\n/, 1)[0] ?? "";
-  return restOfLine.trim() !== "";
+  // Up to the first LF; a CR before it is whitespace to `trim` either way.
+  const lineBreak = textAfterCursor.indexOf("\n");
+  return (lineBreak < 0 ? textAfterCursor : textAfterCursor.slice(0, lineBreak)).trim() !== "";
 }
 
 function titled(title: string | undefined): string {

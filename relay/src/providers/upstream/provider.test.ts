@@ -259,6 +259,34 @@ describe("openai provider against a real OpenAI-compatible server", () => {
     );
   });
 
+  test("UTF-8 split across chunks after ASCII ones, and at the end of the stream, is read whole", async () => {
+    const event = (text: string) => `data: ${JSON.stringify({ choices: [{ index: 0, text }] })}\n\n`;
+    const bytes = Buffer.from(`${event("plain ")}${event("café € 😀")}${event(" done")}`);
+    const split = bytes.indexOf(Buffer.from("😀")) + 2;
+    const pieces = [bytes.subarray(0, 40), bytes.subarray(40, split), bytes.subarray(split)];
+    // The last event has no blank line after it and its emoji is cut in two: what the decoder holds at the end.
+    const tail = Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, text: "!😀" }] })}`);
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunks = [...pieces, tail.subarray(0, tail.length - 3), tail.subarray(tail.length - 3)];
+      const next = () => {
+        const chunk = chunks.shift();
+        if (chunk === undefined) return void res.end();
+        res.write(chunk);
+        setTimeout(next, 15);
+      };
+      next();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const fragments = await collect(provider({ baseUrl: `http://127.0.0.1:${port}/v1` }));
+      assert.equal(fragments.join(""), "plain café € 😀 done!😀");
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   test("malformed stream data is UPSTREAM_ERROR", async () => {
     upstream.enqueue({ kind: "raw", body: "data: {not json\n\n" });
     await assert.rejects(collect(provider()), isRelayError("UPSTREAM_ERROR", /malformed/));

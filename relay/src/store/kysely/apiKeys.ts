@@ -85,10 +85,11 @@ export function apiKeysStore(db: Db, ownerByHash?: OwnerLookup): Store["apiKeys"
         revoked_at: null,
       };
     },
-    async findOwnerByHash(secretHash) {
+    findOwnerByHash(secretHash) {
       if (ownerByHash) return ownerByHash(secretHash);
-      const row = await ownerByHashQuery(db, secretHash).executeTakeFirst();
-      return row && toKeyOwner(row);
+      return ownerByHashQuery(db, secretHash)
+        .executeTakeFirst()
+        .then((row) => row && toKeyOwner(row));
     },
     async get(workspaceId, id) {
       const row = await db
