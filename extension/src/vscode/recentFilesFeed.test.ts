@@ -168,3 +168,35 @@ test("with the language on and nothing excluded, the same files go out as contex
   for (const text of ["MARKDOWN_ONLY", "DOTENV_ONLY", "GENERATED_ONLY"])
     assert.ok(sent.includes(text), `${text} was not sent:\n${sent}`);
 });
+
+test("an edit typed right after focusing a file is in the edit history, even while another tab is still being read from disk", async () => {
+  const vscodeNow = new VscodeStandIn(ROOT);
+  vscodeNow.languages = [
+    { id: "markdown", extensions: [".md"] },
+    { id: "typescript", extensions: [".ts"] },
+  ];
+  installVscodeStandIn(vscodeNow);
+  const files = new RecentFiles(new FakeClock());
+  const feed = feedRecentFiles(files, () => DEFAULT_SETTINGS, quiet);
+  let readDone = () => undefined as void;
+  vscodeNow.diskReads = new Promise<void>((resolve) => (readDone = resolve));
+  try {
+    // A tab VS Code has not loaded: the feed reads it from disk, and the read is slow.
+    vscodeNow.disk.set("notes/old.md", ON_DISK_MARKDOWN);
+    vscodeNow.didChangeTabs.fire({
+      opened: [{ input: new StandInTabInputText(StandInUri.file(`${ROOT}/notes/old.md`)), isActive: false }],
+    });
+    const counts = vscodeNow.document("src/counts.ts", "typescript", "let apples = 0;\n");
+    vscodeNow.show(counts);
+    (counts as StandInDocument & { append(text: string): void }).append("let pears = 0;");
+    readDone();
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(
+      files.recentEdits().map((edit) => [edit.file_path, edit.start_line, edit.old_lines, edit.new_lines]),
+      [["src/counts.ts", 1, [""], ["let pears = 0;"]]],
+    );
+    assert.ok(files.holds(StandInUri.file(`${ROOT}/notes/old.md`).toString()), "the slow tab is held in the end");
+  } finally {
+    feed.dispose();
+  }
+});

@@ -126,7 +126,10 @@ export function feedRecentFiles(
       }
     }),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
-      if (editor) enqueue(() => openDocument(editor.document));
+      // At once, not behind the queue: the person types into it next, and an edit made before the file is held is
+      // lost to the edit history (its text from before the edit is gone). In the real-VS-Code e2e the queue waited
+      // on another tab's disk read, and a rename typed right after focusing was recorded from its half-typed line.
+      if (editor) openDocument(editor.document);
     }),
     vscode.workspace.onDidChangeTextDocument((event) => {
       // VS Code's ranges and positions have the shape core expects; an event without changes is a dirty-flag update.

@@ -65,6 +65,8 @@ export class VscodeStandIn {
   readonly didChangeTabs = new StandInEmitter<{ opened: readonly Tab[] }>();
   readonly didChangeActiveTextEditor = new StandInEmitter<{ document: StandInDocument } | undefined>();
   activeTextEditor: { document: StandInDocument } | undefined;
+  /** Reads from disk wait for this, so a test can hold them as a slow disk or a busy window would. */
+  diskReads: Promise<void> = Promise.resolve();
   /** Languages the installed extensions contribute, as their package.json files declare them. */
   languages: { id: string; extensions?: string[]; filenames?: string[] }[] = [];
 
@@ -134,7 +136,10 @@ export class VscodeStandIn {
         asRelativePath: (uri: StandInUri) => (inFolder(uri) ? relative(uri) : uri.path),
         getConfiguration: () => ({ get: () => ({}) }),
         fs: {
-          stat: (uri: StandInUri) => Promise.resolve({ size: (this.disk.get(relative(uri)) ?? "").length }),
+          stat: async (uri: StandInUri) => {
+            await self.diskReads;
+            return { size: (this.disk.get(relative(uri)) ?? "").length };
+          },
           readFile: (uri: StandInUri) => Promise.resolve(new TextEncoder().encode(this.disk.get(relative(uri)) ?? "")),
         },
         onDidChangeTextDocument: this.didChangeTextDocument.event,
