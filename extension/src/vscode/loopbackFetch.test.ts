@@ -243,3 +243,21 @@ test("an answer without a body (204) has a null body; dispose closes the kept co
     await relay.close();
   }
 });
+
+test("a status `Response` cannot hold (not 200 to 599) is a failed request, not a promise left hanging", async (t) => {
+  const relay = await relayStandIn((_req, res) => {
+    res.writeHead(799);
+    res.end("odd");
+  });
+  const transport = createLoopbackFetch(noFallback);
+  t.after(async () => {
+    transport.dispose();
+    await relay.close();
+  });
+  const failure = await transport.fetch(`${relay.url}/odd`, post("{}")).then(
+    () => assert.fail("expected a failure"),
+    (e: unknown) => e as TypeError & { cause: Error },
+  );
+  assert.equal(failure.message, "fetch failed");
+  assert.match(failure.cause.message, /HTTP status 799/);
+});

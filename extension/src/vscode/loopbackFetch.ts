@@ -71,6 +71,11 @@ function send(agent: http.Agent, url: URL, init: Parameters<FetchLike>[1], mayRe
       answered = true;
       const head = { status: response.statusCode ?? 0, statusText: response.statusMessage ?? "" };
       response.on("close", settle);
+      // Node's parser takes any three digits; `Response` only 200 to 599 (a final status), and throws otherwise.
+      if (head.status < 200 || head.status > 599) {
+        response.destroy();
+        return reject(new TypeError("fetch failed", { cause: new Error(`HTTP status ${head.status} from the relay`) }));
+      }
       const responseHeaders = new Headers();
       const raw = response.rawHeaders;
       for (let i = 0; i + 1 < raw.length; i += 2) responseHeaders.append(raw[i] as string, raw[i + 1] as string);
