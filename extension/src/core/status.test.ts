@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { RequestOutcome } from "./request";
 import {
+  REQUESTING_SHOWN_AFTER_MS,
   StatusController,
   deriveStatus,
   initialStatus,
@@ -26,10 +27,48 @@ function after(model: StatusModel, outcome: RequestOutcome, now = NOW): StatusMo
   return reduceStatus(reduceStatus(model, { type: "requestStarted" }, now), { type: "requestEnded", outcome }, now);
 }
 
-test("ready → requesting while a request is in flight → ready", () => {
+test("ready → requesting once a request has been in flight for a second → ready when it ends", () => {
   const started = reduceStatus(ready, { type: "requestStarted" }, NOW);
-  assert.equal(deriveStatus(started, NOW), "requesting");
-  assert.equal(deriveStatus(reduceStatus(started, { type: "requestEnded", outcome: ok }, NOW), NOW), "ready");
+  assert.equal(deriveStatus(started, NOW), "ready");
+  assert.equal(deriveStatus(started, NOW + REQUESTING_SHOWN_AFTER_MS - 1), "ready");
+  assert.equal(deriveStatus(started, NOW + REQUESTING_SHOWN_AFTER_MS), "requesting");
+  const ended = reduceStatus(started, { type: "requestEnded", outcome: ok }, NOW + REQUESTING_SHOWN_AFTER_MS);
+  assert.equal(deriveStatus(ended, NOW + REQUESTING_SHOWN_AFTER_MS), "ready");
+});
+
+test("overlapping requests show as requesting from the first one's start until the last one ends", () => {
+  const first = reduceStatus(ready, { type: "requestStarted" }, NOW);
+  const second = reduceStatus(first, { type: "requestStarted" }, NOW + 600);
+  const firstEnded = reduceStatus(second, { type: "requestEnded", outcome: ok }, NOW + 700);
+  assert.equal(deriveStatus(firstEnded, NOW + REQUESTING_SHOWN_AFTER_MS), "requesting");
+  const bothEnded = reduceStatus(firstEnded, { type: "requestEnded", outcome: ok }, NOW + 1_200);
+  assert.equal(deriveStatus(bothEnded, NOW + 1_200), "ready");
+  // The next request counts its own time, not the earlier ones'.
+  const next = reduceStatus(bothEnded, { type: "requestStarted" }, NOW + 1_300);
+  assert.equal(deriveStatus(next, NOW + 1_300 + REQUESTING_SHOWN_AFTER_MS - 1), "ready");
+});
+
+test("the controller tells nobody about a request answered within the second, and shows a slower one by itself", async () => {
+  const clock = new FakeClock(NOW);
+  const status = new StatusController(clock, ready);
+  const seen: StatusKind[] = [];
+  status.onChange((kind) => seen.push(kind));
+  status.dispatch({ type: "requestStarted" });
+  await clock.advance(40);
+  status.dispatch({ type: "requestEnded", outcome: ok });
+  assert.deepEqual(seen, []);
+  assert.equal(clock.pendingTimers, 0);
+
+  status.dispatch({ type: "requestStarted" });
+  await clock.advance(REQUESTING_SHOWN_AFTER_MS - 1);
+  assert.deepEqual(seen, []);
+  await clock.advance(1);
+  assert.deepEqual(seen, ["requesting"]);
+  assert.equal(clock.pendingTimers, 0, "no timer is left running while the request goes on");
+  await clock.advance(5_000);
+  status.dispatch({ type: "requestEnded", outcome: ok });
+  assert.deepEqual(seen, ["requesting", "ready"]);
+  status.dispose();
 });
 
 test("disabled and enabled again by configuration", () => {
@@ -110,7 +149,7 @@ test("the controller blocks requests while rate limited and resumes by itself wh
   await clock.advance(1);
   assert.equal(status.kind, "ready");
   assert.equal(status.gate().blocked, undefined);
-  assert.deepEqual(seen, ["requesting", "rateLimited", "ready"]);
+  assert.deepEqual(seen, ["rateLimited", "ready"]);
 });
 
 test("the controller ends a snooze by itself", async () => {

@@ -39,7 +39,18 @@ export interface StatusModel {
   /** Requests in a row that got no answer in time; cleared by the next answer. */
   readonly timeoutStreak: number;
   readonly inFlight: number;
+  /** When the requests now in flight began (the first of them), or undefined with none in flight. */
+  readonly inFlightSince: number | undefined;
 }
+
+/**
+ * How long requests must have been in flight before the status bar says so. A pause's requests are answered in tens
+ * of milliseconds by a relay nearby, and a spinner for each would flicker on every pause (and, in the editor, cost a
+ * status bar update twice a pause while the answer is being drawn). Feedback is needed for a wait of a second or
+ * more, not below it (Nielsen, "Response Times: The 3 Important Limits", nngroup.com: "normally, no special feedback
+ * is necessary during delays of more than 0.1 but less than 1.0 second").
+ */
+export const REQUESTING_SHOWN_AFTER_MS = 1_000;
 
 export type StatusEvent =
   | { readonly type: "configured"; readonly enabled: boolean; readonly missing: readonly string[] }
@@ -73,6 +84,7 @@ export function initialStatus(enabled: boolean, missing: readonly string[]): Sta
     failureStreak: 0,
     timeoutStreak: 0,
     inFlight: 0,
+    inFlightSince: undefined,
   };
 }
 
@@ -94,9 +106,15 @@ export function reduceStatus(model: StatusModel, event: StatusEvent, now: number
     case "resumed":
       return { ...model, snoozedUntil: undefined };
     case "requestStarted":
-      return { ...model, inFlight: model.inFlight + 1 };
-    case "requestEnded":
-      return afterRequest({ ...model, inFlight: Math.max(0, model.inFlight - 1) }, event, now);
+      return { ...model, inFlight: model.inFlight + 1, inFlightSince: model.inFlightSince ?? now };
+    case "requestEnded": {
+      const inFlight = Math.max(0, model.inFlight - 1);
+      return afterRequest(
+        { ...model, inFlight, inFlightSince: inFlight > 0 ? model.inFlightSince : undefined },
+        event,
+        now,
+      );
+    }
     case "probed":
       if (model.problem?.kind !== "unreachable") return model;
       if (event.reachable) return { ...model, problem: undefined, failureStreak: 0 };
@@ -167,8 +185,15 @@ export function deriveStatus(model: StatusModel, now: number): StatusKind {
     return problem.kind;
   if (problem?.kind === "rateLimited" && problem.until > now) return "rateLimited";
   if (problem?.kind === "unreachable") return "unreachable";
-  if (model.inFlight > 0) return "requesting";
+  if (requestingShownAt(model) <= now) return "requesting";
   return model.timeoutStreak >= TIMEOUTS_FOR_STATE ? "timingOut" : "ready";
+}
+
+/** When the requests in flight are to show as "requesting"; never (Infinity) with none in flight. */
+function requestingShownAt(model: StatusModel): number {
+  return model.inFlight > 0 && model.inFlightSince !== undefined
+    ? model.inFlightSince + REQUESTING_SHOWN_AFTER_MS
+    : Number.POSITIVE_INFINITY;
 }
 
 export interface Gate {
@@ -298,7 +323,14 @@ export class StatusController {
     this.timer = undefined;
     const problem = this.state.problem;
     const probeAt = problem?.kind === "unreachable" && this.probe !== undefined ? problem.retryAt : undefined;
-    const deadlines = [this.state.snoozedUntil, problem?.kind === "rateLimited" ? problem.until : undefined, probeAt]
+    // Unlike the others, requests in flight are still in flight after their deadline's tick: only one still to come.
+    const requesting = requestingShownAt(this.state);
+    const deadlines = [
+      this.state.snoozedUntil,
+      problem?.kind === "rateLimited" ? problem.until : undefined,
+      probeAt,
+      requesting > now && Number.isFinite(requesting) ? requesting : undefined,
+    ]
       .filter((at): at is number => at !== undefined)
       .map((at) => Math.max(at, now));
     if (deadlines.length === 0 || this.disposed) return;
