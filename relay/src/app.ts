@@ -17,6 +17,7 @@ import { rejectUndecodablePath } from "./http/decodablePath";
 import { createErrorHandler, notFound } from "./http/errors";
 import { type ClientAddress, rateLimitAddress } from "./http/clientAddress";
 import { type LimitClass, classify, createRateLimit } from "./http/rateLimit";
+import { setOrHold } from "./http/heldHeaders";
 import { createLane } from "./http/lane";
 import { createRequestContext, named } from "./http/requestContext";
 import { createDownloadsRouter } from "./routes/downloads";
@@ -94,7 +95,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const requestContext = createRequestContext(deps);
   const refuseWhileDraining: RequestHandler = function refuseWhileDraining(_req, res, next) {
     if (!deps.lifecycle.draining) return next();
-    res.setHeader("Connection", "close");
+    setOrHold(res, "Connection", "close");
     next(new RelayError("SERVICE_UNAVAILABLE", "The relay is shutting down; retry on another instance"));
   };
   app.use(requestContext, refuseWhileDraining, rejectUndecodablePath);

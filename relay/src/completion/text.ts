@@ -21,3 +21,24 @@ export function indentation(line: string): number {
 export function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
+
+/**
+ * Whether one UTF-16 code unit is what `/\s/` matches: ECMAScript's WhiteSpace and LineTerminator (ECMA-262 §12.2
+ * and §12.3; Unicode's Space_Separator is U+0020, U+00A0, U+1680, U+2000–U+200A, U+202F, U+205F, U+3000). A test
+ * compares it with the regular expression on every code unit.
+ */
+export function isWhitespaceCode(code: number): boolean {
+  if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}

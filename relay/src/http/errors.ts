@@ -9,6 +9,7 @@ import {
 import type { ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "../logger";
+import { releaseHeaders } from "./heldHeaders";
 
 /** How long a client waits before trying a write again that found the database busy. */
 const BUSY_RETRY_AFTER_S = 1;
@@ -55,6 +56,7 @@ export function createErrorHandler(deps: { logger: Logger }): ErrorRequestHandle
 /** A JSON response with Node's own API, so it also serves requests that never went through express. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
+  releaseHeaders(res);
   res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", Buffer.byteLength(text));

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from "express";
+import { holdHeaders, releaseHeaders } from "./heldHeaders";
 
 /**
  * One route served in front of express: the completion route is the relay's hot path, and going around express's
@@ -28,7 +29,13 @@ export function createLane(options: {
     const res = outgoing as Response;
     req.routeName = path;
     let index = 0;
-    const fail = (error: unknown) => onError(error, req, res, () => undefined);
+    // The headers decided on the way (request id, rate limit) wait for the answer, so a stream can be written
+    // with one `writeHead` (heldHeaders.ts); an error's answer gets them first, in the order they were decided.
+    holdHeaders(res);
+    const fail = (error: unknown) => {
+      releaseHeaders(res);
+      onError(error, req, res, () => undefined);
+    };
     const next = (error?: unknown) => {
       const handler = handlers[index++];
       if (error !== undefined && error !== null) fail(error);

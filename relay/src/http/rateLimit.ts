@@ -2,6 +2,7 @@ import { RelayError } from "@tab-relay/shared";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Clock } from "../clock";
 import type { Metrics } from "../metrics";
+import { setOrHold } from "./heldHeaders";
 import type { RateLimitResult, RateLimitStore } from "../rateLimit/types";
 
 export type LimitClass = "read" | "write";
@@ -86,9 +87,9 @@ export function createRateLimit(
 ): RequestHandler {
   const answer = (req: Request, res: Response, next: NextFunction, decision: RateDecision) => {
     if (decision.refused) deps.refused?.(req);
-    res.setHeader("X-RateLimit-Limit", String(decision.limit));
-    res.setHeader("X-RateLimit-Remaining", String(decision.remaining));
-    res.setHeader("X-RateLimit-Reset", String(decision.resetSeconds));
+    setOrHold(res, "X-RateLimit-Limit", String(decision.limit));
+    setOrHold(res, "X-RateLimit-Remaining", String(decision.remaining));
+    setOrHold(res, "X-RateLimit-Reset", String(decision.resetSeconds));
     next(decision.refused);
   };
   return function rateLimit(req, res, next) {

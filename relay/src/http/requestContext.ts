@@ -2,6 +2,7 @@ import { RelayError } from "@tab-relay/shared";
 import type { RequestHandler } from "express";
 import type { ClientAddress } from "./clientAddress";
 import type { Logger } from "../logger";
+import { setOrHold } from "./heldHeaders";
 import { createIdSequence } from "./ids";
 import type { Metrics } from "../metrics";
 
@@ -18,7 +19,7 @@ export function createRequestContext(deps: {
     const started = process.hrtime.bigint();
     const incoming = req.headers["x-request-id"];
     req.requestId = typeof incoming === "string" && CLIENT_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
-    res.setHeader("X-Request-Id", req.requestId);
+    setOrHold(res, "X-Request-Id", req.requestId);
     res.on("close", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = req.routeName ?? "unmatched";

@@ -28,6 +28,7 @@ import type { TokenCounter } from "../completion/tokenCounter";
 import { countTokens } from "../completion/tokens";
 import { requireScope } from "../http/authenticate";
 import { sendJson } from "../http/errors";
+import { writeHeadWithHeld } from "../http/heldHeaders";
 import { parseWith } from "../http/body";
 import { createIdSequence } from "../http/ids";
 import { named } from "../http/requestContext";
@@ -221,12 +222,17 @@ function framer(meta: Meta) {
 }
 
 const DONE_FRAME = encodeSseEvent({ data: SSE_DONE });
-const SSE_HEADERS = {
-  "Content-Type": "text/event-stream; charset=utf-8",
-  "Cache-Control": "no-cache, no-transform",
-  Connection: "keep-alive",
-  "X-Accel-Buffering": "no",
-};
+/** Names and values, after the request id and rate limit headers, as `writeHeadWithHeld` takes them. */
+const SSE_HEADERS = [
+  "Content-Type",
+  "text/event-stream; charset=utf-8",
+  "Cache-Control",
+  "no-cache, no-transform",
+  "Connection",
+  "keep-alive",
+  "X-Accel-Buffering",
+  "no",
+];
 
 async function streamCompletion(
   res: Response,
@@ -261,7 +267,7 @@ async function streamCompletion(
     const sink: CompletionSink = {
       start() {
         // Headers wait for the provider's first answer, so failures before it still get a real HTTP status.
-        res.writeHead(200, SSE_HEADERS);
+        writeHeadWithHeld(res, 200, SSE_HEADERS);
         send(frames.role);
       },
       text(text) {

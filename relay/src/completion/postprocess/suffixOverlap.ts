@@ -1,5 +1,5 @@
 import { isWordChar } from "@tab-relay/shared";
-import { CLOSERS, OPENERS } from "../text";
+import { CLOSERS, OPENERS, isWhitespaceCode } from "../text";
 import type { Stage } from "./stage";
 
 // Text that is already after the cursor: stop before the output restates it.
@@ -58,32 +58,44 @@ export class SuffixOverlapStop implements Stage {
   private scan(ending: boolean): string {
     const text = this.pending;
     let out = "";
+    // Text goes out in slices rather than a string per character (the stage's garbage, docs/benchmarks.md):
+    // text[mark, passed) has been let through and is still to be added to `out`; text[passed, index) is whitespace
+    // held after `heldWhitespace` (which is non-empty only while mark === passed).
+    let mark = 0;
+    let passed = 0;
     let index = 0;
     for (; index < text.length; index++) {
       const char = text[index] ?? "";
-      if (!/\s/.test(char)) {
+      if (!isWhitespaceCode(text.charCodeAt(index))) {
         const verdict = this.overlapAt(text, index, ending);
         if (verdict === "wait") break;
         if (verdict === "overlap") {
+          out += text.slice(mark, passed);
+          this.heldWhitespace += text.slice(passed, index);
           out += this.cutWhitespace();
           this.stopped = true;
           this.pending = "";
           return out;
         }
-        out += this.takeWhitespace() + char;
+        if (this.heldWhitespace !== "") out += this.takeWhitespace();
+        passed = index + 1;
         this.lineHasContent = true;
         if (OPENERS.includes(char)) this.depth++;
         else if (CLOSERS.includes(char)) this.depth--;
       } else {
-        this.heldWhitespace += char;
         if (char === "\n") this.lineHasContent = false;
-        if (this.heldWhitespace.length > MAX_HELD_WHITESPACE) {
-          out += this.heldWhitespace.slice(0, -MAX_HELD_WHITESPACE);
-          this.heldWhitespace = this.heldWhitespace.slice(-MAX_HELD_WHITESPACE);
+        if (this.heldWhitespace.length + index + 1 - passed > MAX_HELD_WHITESPACE) {
+          // Past the cap, the oldest held whitespace goes out and the last MAX_HELD_WHITESPACE chars stay held.
+          const held = this.heldWhitespace + text.slice(passed, index + 1);
+          out += text.slice(mark, passed) + held.slice(0, -MAX_HELD_WHITESPACE);
+          this.heldWhitespace = held.slice(-MAX_HELD_WHITESPACE);
+          mark = passed = index + 1;
         }
       }
       this.lastChar = char;
     }
+    out += text.slice(mark, passed);
+    this.heldWhitespace += text.slice(passed, index);
     this.pending = text.slice(index);
     return out;
   }
