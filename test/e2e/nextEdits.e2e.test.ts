@@ -175,6 +175,36 @@ function drawnInLog(session: VsCodeSession): DrawnLine[] {
   }));
 }
 
+/**
+ * The packaged extension in a window of its own, activated, asking `relayUrl` (the relay itself, or a proxy in front
+ * of it) for `relay`'s workspace with its key; `settings` go on top.
+ */
+async function openWindow(options: {
+  packagingDir: string;
+  outDir: string;
+  relay: RelayUnderTest;
+  relayUrl: string;
+  workspaceFiles: Record<string, string>;
+  settings?: Record<string, unknown>;
+}): Promise<VsCodeSession> {
+  const { relay } = options;
+  const session = await VsCodeSession.start({
+    vsix: packageTabRelayExtension(options.packagingDir),
+    outDir: options.outDir,
+    workspaceFiles: options.workspaceFiles,
+    settings: {
+      "tabRelay.relayUrl": options.relayUrl,
+      "tabRelay.workspaceSlug": relay.workspaceSlug,
+      // A loaded CI machine can take seconds to answer the first request; the default 5 s would drop it.
+      "tabRelay.requestTimeoutMilliseconds": 30_000,
+      ...options.settings,
+    },
+    env: { TAB_RELAY_API_KEY: relay.apiKey },
+  });
+  await session.waitForActivation();
+  return session;
+}
+
 /** The `q` quantile (0..1) of `values`, nearest rank. */
 function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -227,7 +257,6 @@ async function saved(vscode: VsCodeSession, file: string, expected: string): Pro
 
 describe("next edits in a real VS Code", { skip }, () => {
   let packagingDir = "";
-  let vsix = "";
   let relay: RelayUnderTest | undefined;
   let proxy: RecordingProxy | undefined;
   let vscode: VsCodeSession | undefined;
@@ -236,27 +265,22 @@ describe("next edits in a real VS Code", { skip }, () => {
     if (!prerequisites.ready) throw new Error(`cannot run the VS Code end-to-end test: ${prerequisites.reason}`);
     ensureRelayBuilt();
     packagingDir = mkdtempSync(join(tmpdir(), "tab-relay-e2e-vsix-"));
-    vsix = packageTabRelayExtension(packagingDir);
     rmSync(OUTPUT, { recursive: true, force: true });
     mkdirSync(OUTPUT, { recursive: true });
     relay = await startCliRelay("e2e-next-edits", join(OUTPUT, "relay.log"));
     proxy = await startRecordingProxy(relay.url);
-    vscode = await VsCodeSession.start({
-      vsix,
+    vscode = await openWindow({
+      packagingDir,
       outDir: OUTPUT,
+      relay,
+      relayUrl: proxy.url,
       workspaceFiles: { [FILE]: FIXTURE, [EXCLUDED]: FIXTURE },
       settings: {
-        "tabRelay.relayUrl": proxy.url,
-        "tabRelay.workspaceSlug": relay.workspaceSlug,
         "tabRelay.excludeGlobs": [".env*", "*.pem", "*.key", "id_*", "private/**"],
-        // A loaded CI machine can take seconds to answer the first request; the default 5 s would drop it.
-        "tabRelay.requestTimeoutMilliseconds": 30_000,
         // Room for the drawn hint in the docs picture.
         "editor.minimap.enabled": false,
       },
-      env: { TAB_RELAY_API_KEY: relay.apiKey },
     });
-    await vscode.waitForActivation();
   }, STEP);
 
   after(async () => {
@@ -389,21 +413,15 @@ describe("next-edit latency in a real VS Code", { skip }, () => {
     if (!prerequisites.ready) throw new Error(`cannot run the VS Code end-to-end test: ${prerequisites.reason}`);
     ensureRelayBuilt();
     packagingDir = mkdtempSync(join(tmpdir(), "tab-relay-e2e-vsix-"));
-    const vsix = packageTabRelayExtension(packagingDir);
     mkdirSync(LATENCY_OUTPUT, { recursive: true });
     relay = await startCliRelay("e2e-next-edit-latency", join(LATENCY_OUTPUT, "relay.log"));
-    vscode = await VsCodeSession.start({
-      vsix,
+    vscode = await openWindow({
+      packagingDir,
       outDir: LATENCY_OUTPUT,
+      relay,
+      relayUrl: relay.url,
       workspaceFiles: { [LATENCY_FILE]: LATENCY_FIXTURE },
-      settings: {
-        "tabRelay.relayUrl": relay.url,
-        "tabRelay.workspaceSlug": relay.workspaceSlug,
-        "tabRelay.requestTimeoutMilliseconds": 30_000,
-      },
-      env: { TAB_RELAY_API_KEY: relay.apiKey },
     });
-    await vscode.waitForActivation();
   }, STEP);
 
   after(async () => {
