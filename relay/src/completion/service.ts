@@ -5,7 +5,7 @@ import type { AbortLike } from "../aborter";
 import type { Logger } from "../logger";
 import type { Metrics } from "../metrics";
 import type { ModelProvider } from "../providers/types";
-import { createPostprocessor } from "./postprocess";
+import { type Postprocessor, createPostprocessor } from "./postprocess";
 import { countTokens } from "./tokens";
 
 /** Where a completion goes as it is produced: the route turns it into SSE frames or one JSON body. */
@@ -61,13 +61,17 @@ export function createCompletionService(deps: {
         return hit.finishReason;
       }
 
-      const post = createPostprocessor({
-        context: request.tab_context,
-        maxTokens,
-        countTokens,
-        ...(provider.stopSequences ? { stops: provider.stopSequences } : {}),
-        ...(provider.fillInTheMiddle ? { chatWrapping: false } : {}),
-      });
+      // Made once the request is on its way to the model rather than before: a provider that answers later (the
+      // engine child, a model server) works in the meantime, so its set-up is off the first token's path.
+      let made: Postprocessor | undefined;
+      const postprocessor = (): Postprocessor =>
+        (made ??= createPostprocessor({
+          context: request.tab_context,
+          maxTokens,
+          countTokens,
+          ...(provider.stopSequences ? { stops: provider.stopSequences } : {}),
+          ...(provider.fillInTheMiddle ? { chatWrapping: false } : {}),
+        }));
       const started = process.hrtime.bigint();
       const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
       let answered = false;
@@ -77,7 +81,8 @@ export function createCompletionService(deps: {
         const input = { context: request.tab_context, maxTokens, temperature: TAB_DEFAULTS.temperature };
         // Returning false once the postprocessor is done (suffix reached, token limit) makes the provider release
         // its upstream request; the client's signal covers disconnects and shutdown.
-        await provider.complete(input, signal, (fragment) => {
+        // A provider may answer before `complete` returns (the local engine does), hence `postprocessor()` there too.
+        const completing = provider.complete(input, signal, (fragment) => {
           if (!answered) {
             answered = true;
             metrics.upstreamFirstByte.observe(labels, elapsed());
@@ -85,6 +90,7 @@ export function createCompletionService(deps: {
           }
           raw += fragment;
           sink.raw?.(fragment);
+          const post = postprocessor();
           const out = post.push(fragment);
           if (out !== "") {
             text += out;
@@ -92,6 +98,8 @@ export function createCompletionService(deps: {
           }
           return post.done ? false : undefined;
         });
+        const post = postprocessor();
+        await completing;
         if (!answered) sink.start();
         const rest = post.end();
         if (rest !== "") {
