@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { request as httpRequest } from "node:http";
+import { type IncomingMessage, request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import type { Api, NextEditRequest } from "@tab-relay/shared";
+import { application } from "express";
 import { completionBody, dataOf, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
 
 // 20 s into a window, so a spelling's requests never straddle a boundary; each spelling gets a window of its own.
@@ -216,5 +217,48 @@ describe("next-edit route: the answer's header lines and body, on every spelling
     nextWindow();
     const usage = await dataOf<Api.TabUsageReport>(await relay.request("/api/v1/tab/usage"), 200);
     assert.equal(usage.totals.rate_limited, 1);
+  });
+});
+
+/**
+ * Which requests reach express at all: the canonical spellings of the two routes asked for on every pause in the
+ * editor (a completion, then a next edit) are served by lanes in front of it (app.ts), and every other spelling goes
+ * through express's router, which answers the same (above, and completions.test.ts).
+ */
+describe("the completion and next-edit lanes: which spellings go around express", () => {
+  let relay: TestRelay;
+  const seen: string[] = [];
+  // Every express application copies `handle` from this prototype when it is made, so the relay made below reports
+  // each request express is given.
+  const proto = application as unknown as { handle: (req: IncomingMessage, ...rest: unknown[]) => void };
+  const handle = proto.handle;
+  before(async () => {
+    proto.handle = function (this: unknown, req: IncomingMessage, ...rest: unknown[]) {
+      seen.push(req.url ?? "");
+      handle.call(this, req, ...rest);
+    };
+    relay = await startTestRelay();
+  });
+  after(async () => {
+    proto.handle = handle;
+    await relay.close();
+  });
+
+  test("the canonical spellings never reach express's router; the others do, and all answer 200", async () => {
+    const ask = async (path: string, json: unknown) => {
+      const response = await relay.request(path, { method: "POST", json });
+      assert.equal(response.status, 200, `${path}: ${await response.text()}`);
+    };
+    const lanes = [
+      "/api/v1/tab/next-edits",
+      "/v1/tab/next-edits",
+      "/api/v1/tab/next-edits?trace=1",
+      "/api/v1/tab/chat/completions",
+      "/v1/tab/chat/completions",
+    ];
+    const router = ["/api/v1/tab/next-edits/", "/V1/Tab/Next-Edits", "/api/v1/tab/chat/completions/"];
+    for (const path of [...lanes, ...router])
+      await ask(path, path.toLowerCase().includes("next-edits") ? renameRequest() : completionBody());
+    assert.deepEqual(seen, router);
   });
 });
