@@ -32,7 +32,7 @@ import { type EngineHealth, createHealthRouter } from "./routes/health";
 import type { TabModelServedBy } from "@tab-relay/shared";
 import { createMeRouter } from "./routes/me";
 import { createCompletionHandlers, createTabRouter } from "./routes/tab";
-import { createNextEditsRouter } from "./routes/nextEdits";
+import { createNextEditHandlers, createNextEditsRouter } from "./routes/nextEdits";
 import type { NextEditService } from "./nextEdits/service";
 import { createAgentService } from "./agents/service";
 import { createConversationService } from "./conversations/service";
@@ -180,9 +180,10 @@ export function createApp(deps: AppDeps): RequestListener {
   );
   // The completion route is the hot path, so its router is tried first.
   const completionHandlers = createCompletionHandlers(deps);
+  const nextEditHandlers = createNextEditHandlers(deps);
   api.use(
     createTabRouter(deps, completionHandlers),
-    createNextEditsRouter(deps),
+    createNextEditsRouter(deps, nextEditHandlers),
     createMeRouter(),
     createApiKeysRouter({ ...deps, audit, sessionsChanged }),
     createUsersRouter({ ...deps, audit, agents, sessionsChanged }),
@@ -264,7 +265,28 @@ export function createApp(deps: AppDeps): RequestListener {
     ],
     onError: errorHandler,
   });
+  // A next edit is asked for after each pause too, right after the completion: its canonical spellings take a lane
+  // of their own with the same chain. It counts as a read, and (as through express) a refused one is not counted
+  // in Tab usage as a rate-limited completion.
+  const nextEditLane = createLane({
+    method: "POST",
+    paths: [`${API_PREFIX}${TAB_NEXT_EDITS_PATH}`, `/v1${TAB_NEXT_EDITS_PATH}`],
+    handlers: [
+      requestContext,
+      refuseWhileDraining,
+      authenticate,
+      rateLimit(
+        () => "read",
+        () => false,
+      ),
+      requireCaller,
+      jsonBody,
+      ...nextEditHandlers,
+    ],
+    onError: errorHandler,
+  });
+  // The completion lane, the hot path, is tried first.
   return function relayApp(req, res) {
-    if (!completionLane(req, res)) app(req, res);
+    if (!completionLane(req, res) && !nextEditLane(req, res)) app(req, res);
   };
 }

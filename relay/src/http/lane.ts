@@ -5,10 +5,11 @@ import { holdHeaders, releaseHeaders } from "./heldHeaders";
 /**
  * One route served in front of express: the completion route is the relay's hot path, and going around express's
  * router (path matching through every layer, a per-request prototype swap that defeats V8's inline caches) cut
- * its CPU per request by nearly a third. The lane runs the same middleware, in order, with express's `next`
- * contract (an error skips to `onError`; an async handler's rejection is an error), for one method and exact
- * paths; every other spelling falls through to express, which serves it the same way. Handlers given here may use
- * only Node's request and response API and the fields of `context.ts`, not express's helpers.
+ * its CPU per request by nearly a third. The next-edit route, asked after every pause right after a completion, has
+ * a lane too. A lane runs the same middleware, in order, with express's `next` contract (an error skips to
+ * `onError`; an async handler's rejection is an error), for one method and exact paths; every other spelling falls
+ * through to express, which serves it the same way. Handlers given here may use only Node's request and response
+ * API and the fields of `context.ts`, not express's helpers.
  */
 export function createLane(options: {
   method: string;

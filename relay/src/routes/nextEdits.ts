@@ -1,4 +1,4 @@
-import { Router } from "express";
+import { type RequestHandler, Router } from "express";
 import { NextEditRequest, type NextEditResponse, RelayError, TAB_NEXT_EDITS_PATH } from "@tab-relay/shared";
 import type { Clock } from "../clock";
 import { requireScope } from "../http/authenticate";
@@ -9,19 +9,33 @@ import { named } from "../http/requestContext";
 import type { Lifecycle } from "../lifecycle";
 import type { NextEditService } from "../nextEdits/service";
 
+type NextEditDeps = {
+  nextEdits: NextEditService;
+  clock: Clock;
+  lifecycle: Lifecycle;
+};
+
 /**
  * POST /tab/next-edits (docs/api.md#next-edits): after an edit, the edit that comes next, as ranges of the excerpt
  * the client sent and their new text. Same key scope as completions; the relay reads the model's format, so a
  * client never does.
  */
-export function createNextEditsRouter(deps: {
-  nextEdits: NextEditService;
-  clock: Clock;
-  lifecycle: Lifecycle;
-}): Router {
+export function createNextEditsRouter(
+  deps: NextEditDeps,
+  nextEditHandlers: readonly RequestHandler[] = createNextEditHandlers(deps),
+): Router {
   const router = Router();
+  router.post(TAB_NEXT_EDITS_PATH, named(TAB_NEXT_EDITS_PATH), ...nextEditHandlers);
+  return router;
+}
+
+/**
+ * POST /tab/next-edits after authentication, rate limiting and body reading: the scope check and the next edit.
+ * They use Node's request and response API only, so the app's next-edit lane can serve them too.
+ */
+export function createNextEditHandlers(deps: NextEditDeps): RequestHandler[] {
   const nextId = createIdSequence("nextedit-");
-  router.post(TAB_NEXT_EDITS_PATH, named(TAB_NEXT_EDITS_PATH), requireScope("tab.complete"), async (req, res) => {
+  const nextEdit: RequestHandler = async (req, res) => {
     const request = parseWith(NextEditRequest, req.body);
     if (request.workspace_slug !== req.caller?.workspace.slug)
       throw new RelayError("UNAUTHORIZED", "This API key is scoped to a different workspace than workspace_slug");
@@ -52,6 +66,6 @@ export function createNextEditsRouter(deps: {
       res.off("close", onClose);
       finished();
     }
-  });
-  return router;
+  };
+  return [requireScope("tab.complete"), nextEdit];
 }
