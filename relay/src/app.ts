@@ -247,44 +247,29 @@ export function createApp(deps: AppDeps): RequestListener {
   const errorHandler = createErrorHandler(deps);
   app.use(errorHandler);
 
-  // The same chain as above, for the completion route's canonical spellings, without express's router.
-  const completionLane = createLane({
-    method: "POST",
-    paths: [`${API_PREFIX}${TAB_COMPLETIONS_PATH}`, `/v1${TAB_COMPLETIONS_PATH}`],
-    handlers: [
-      requestContext,
-      refuseWhileDraining,
-      authenticate,
-      rateLimit(
-        () => "read",
-        () => true,
-      ),
-      requireCaller,
-      jsonBody,
-      ...completionHandlers,
-    ],
-    onError: errorHandler,
-  });
-  // A next edit is asked for after each pause too, right after the completion: its canonical spellings take a lane
-  // of their own with the same chain. It counts as a read, and (as through express) a refused one is not counted
-  // in Tab usage as a rate-limited completion.
-  const nextEditLane = createLane({
-    method: "POST",
-    paths: [`${API_PREFIX}${TAB_NEXT_EDITS_PATH}`, `/v1${TAB_NEXT_EDITS_PATH}`],
-    handlers: [
-      requestContext,
-      refuseWhileDraining,
-      authenticate,
-      rateLimit(
-        () => "read",
-        () => false,
-      ),
-      requireCaller,
-      jsonBody,
-      ...nextEditHandlers,
-    ],
-    onError: errorHandler,
-  });
+  // The same chain as above, for a POST route's canonical spellings, without express's router. Both routes count as
+  // reads; only a refused completion is counted in Tab usage as rate limited, as through express.
+  const lane = (path: string, handlers: readonly RequestHandler[], isCompletionRoute: boolean) =>
+    createLane({
+      method: "POST",
+      paths: [`${API_PREFIX}${path}`, `/v1${path}`],
+      handlers: [
+        requestContext,
+        refuseWhileDraining,
+        authenticate,
+        rateLimit(
+          () => "read",
+          () => isCompletionRoute,
+        ),
+        requireCaller,
+        jsonBody,
+        ...handlers,
+      ],
+      onError: errorHandler,
+    });
+  const completionLane = lane(TAB_COMPLETIONS_PATH, completionHandlers, true);
+  // A next edit is asked for after each pause too, right after the completion.
+  const nextEditLane = lane(TAB_NEXT_EDITS_PATH, nextEditHandlers, false);
   // The completion lane, the hot path, is tried first.
   return function relayApp(req, res) {
     if (!completionLane(req, res) && !nextEditLane(req, res)) app(req, res);

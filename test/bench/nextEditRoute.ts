@@ -14,6 +14,7 @@ import { Agent } from "node:http";
 import { cpus, loadavg } from "node:os";
 import { resolve } from "node:path";
 import type { NextEditRequest } from "@tab-relay/shared";
+import { WARM_UP_REQUEST } from "../../relay/src/nextEdits/service";
 import { keptAliveCall } from "./keptAliveCall";
 import { cleanEnv, startBenchRelay } from "./servers";
 
@@ -45,28 +46,8 @@ const call = keptAliveCall(relay.url, relay.apiKey, agent);
 const cpuNs = () =>
   Number(readFileSync(`/proc/${relay.server.pid}/task/${relay.server.pid}/schedstat`, "utf8").split(" ")[0]);
 
-/** The person renamed `sum` to `priceSum`; the local engine proposes the name's other occurrences. */
-const body = JSON.stringify({
-  workspace_slug: relay.workspaceSlug,
-  file_path: "src/total.js",
-  code_language: "javascript",
-  document_version: 7,
-  excerpt: {
-    start_line: 20,
-    text: [
-      "function total(items) {",
-      "  let priceSum = 0;",
-      "  for (const item of items) sum += item.price;",
-      "  return sum;",
-      "}",
-    ].join("\n"),
-  },
-  editable_region: { start_line: 20, end_line: 25 },
-  cursor: { line: 21, character: 14 },
-  recent_edits: [
-    { file_path: "src/total.js", start_line: 21, old_lines: ["  let sum = 0;"], new_lines: ["  let priceSum = 0;"] },
-  ],
-} satisfies NextEditRequest);
+/** The relay's own warm-up rename (`sum` renamed `priceSum`), which the local engine proposes on, in its workspace. */
+const body = JSON.stringify({ ...WARM_UP_REQUEST, workspace_slug: relay.workspaceSlug } satisfies NextEditRequest);
 
 const spellings = [
   { name: "lane", path: "/api/v1/tab/next-edits" },

@@ -1,40 +1,12 @@
 import assert from "node:assert/strict";
-import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { completionBody, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { rawAnswer } from "../support/rawAnswer";
 
 // 20 s into a window, so a test's requests never straddle a boundary.
 const WINDOW_START = Date.UTC(2026, 10, 28, 8, 0, 0);
 const NOW = WINDOW_START + 20_000;
 const RESET = String((WINDOW_START + 60_000) / 1000);
-
-/** A response's header lines exactly as they came off the wire, in order (`Date`'s value, which moves, elided). */
-function rawAnswer(
-  url: string,
-  path: string,
-  init: { key?: string; body: string; requestId?: string },
-): Promise<{ status: number; headers: string[]; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "Content-Type": "application/json" };
-    if (init.key !== undefined) headers.Authorization = `Bearer ${init.key}`;
-    if (init.requestId !== undefined) headers["X-Request-Id"] = init.requestId;
-    const req = httpRequest(`${url}${path}`, { method: "POST", headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => {
-        const lines: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i] ?? "";
-          lines.push(`${name}: ${name.toLowerCase() === "date" ? "…" : res.rawHeaders[i + 1]}`);
-        }
-        resolve({ status: res.statusCode ?? 0, headers: lines, body });
-      });
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
 
 const limitHeaders = (remaining: number) => [
   "X-RateLimit-Limit: 5",

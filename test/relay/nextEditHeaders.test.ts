@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { type IncomingMessage, request as httpRequest } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { after, before, describe, test } from "node:test";
 import type { Api, NextEditRequest } from "@tab-relay/shared";
 import { application } from "express";
 import { completionBody, dataOf, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { type RawAnswer, rawAnswer } from "../support/rawAnswer";
 
 // 20 s into a window, so a spelling's requests never straddle a boundary; each spelling gets a window of its own.
 const WINDOW_START = Date.UTC(2026, 10, 28, 8, 0, 0);
@@ -37,42 +38,6 @@ function renameRequest(overrides: Partial<NextEditRequest> = {}): NextEditReques
   };
 }
 
-interface Answer {
-  status: number;
-  /** Header lines as they came off the wire, in order, with `Date`'s value (which moves) elided. */
-  headers: string[];
-  body: string;
-}
-
-function rawAnswer(
-  url: string,
-  path: string,
-  init: { key?: string; body: string; requestId: string; type?: string },
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = {
-      "Content-Type": init.type ?? "application/json",
-      "X-Request-Id": init.requestId,
-    };
-    if (init.key !== undefined) headers.Authorization = `Bearer ${init.key}`;
-    const req = httpRequest(`${url}${path}`, { method: "POST", headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => {
-        const lines: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          const name = res.rawHeaders[i] ?? "";
-          lines.push(`${name}: ${name.toLowerCase() === "date" ? "…" : res.rawHeaders[i + 1]}`);
-        }
-        resolve({ status: res.statusCode ?? 0, headers: lines, body });
-      });
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
-
 /**
  * The next-edit route's answers, header by header and byte by byte, whichever spelling of its path is asked: the
  * canonical ones (`/api/v1/tab/next-edits`, `/v1/tab/next-edits`) and the ones only express's router matches (a
@@ -83,7 +48,7 @@ function rawAnswer(
 describe("next-edit route: the answer's header lines and body, on every spelling", () => {
   let relay: TestRelay;
   let narrowKey: string;
-  let reference: Map<string, Answer>;
+  let reference: Map<string, RawAnswer>;
   const clock = fakeClock(WINDOW_START + INTO_WINDOW_MS);
   let window = 0;
   /** Each exchange in a window of its own, so every spelling starts with full rate-limit counters. */
@@ -94,12 +59,12 @@ describe("next-edit route: the answer's header lines and body, on every spelling
   };
 
   /** One of each answer the route gives, in an order that leaves the rate-limit figures known. */
-  async function exchange(path: string): Promise<Map<string, Answer>> {
+  async function exchange(path: string): Promise<Map<string, RawAnswer>> {
     const reset = nextWindow();
     const send = (requestId: string, init: { key?: string; body: string; type?: string }) =>
       rawAnswer(relay.url, path, { requestId, ...init });
     const owner = relay.apiKey;
-    const answers = new Map<string, Answer>([
+    const answers = new Map<string, RawAnswer>([
       ["edits", await send("edits", { key: owner, body: JSON.stringify(renameRequest()) })],
       ["no change", await send("no-change", { key: owner, body: JSON.stringify(renameRequest({ recent_edits: [] })) })],
       [
