@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import type { Api, NextEditRequest } from "@tab-relay/shared";
 import { application } from "express";
 import { completionBody, dataOf, fakeClock, startTestRelay, type TestRelay } from "../support/relayHarness";
+import { WARM_UP_REQUEST } from "../../relay/src/nextEdits/service";
 import { type RawAnswer, rawAnswer } from "../support/rawAnswer";
 
 // 20 s into a window, so a spelling's requests never straddle a boundary; each spelling gets a window of its own.
@@ -12,30 +13,9 @@ const INTO_WINDOW_MS = 20_000;
 const READS = 7;
 const MAX_BODY_BYTES = 4096;
 
-/** The person renamed `sum` to `priceSum` on line 21; the local engine proposes the name's other occurrences. */
+/** The relay's own warm-up rename (`sum` renamed `priceSum`), which the local engine proposes on, in this workspace. */
 function renameRequest(overrides: Partial<NextEditRequest> = {}): NextEditRequest {
-  return {
-    workspace_slug: "acme",
-    file_path: "src/total.js",
-    code_language: "javascript",
-    document_version: 7,
-    excerpt: {
-      start_line: 20,
-      text: [
-        "function total(items) {",
-        "  let priceSum = 0;",
-        "  for (const item of items) sum += item.price;",
-        "  return sum;",
-        "}",
-      ].join("\n"),
-    },
-    editable_region: { start_line: 20, end_line: 25 },
-    cursor: { line: 21, character: 14 },
-    recent_edits: [
-      { file_path: "src/total.js", start_line: 21, old_lines: ["  let sum = 0;"], new_lines: ["  let priceSum = 0;"] },
-    ],
-    ...overrides,
-  };
+  return { ...WARM_UP_REQUEST, workspace_slug: "acme", ...overrides };
 }
 
 /**
