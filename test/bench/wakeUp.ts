@@ -8,8 +8,8 @@
  *   channel, which is how the relay talks to its engine child (relay/src/engine/engine.ts);
  * - HTTP: a bare `node:http` server answers a 1.5 KB POST with a small chunked body, asked over one kept-alive
  *   `node:http` connection, as `bench:engine` asks the relay.
- * Back to back (no gap) is the warm figure; after gaps as long as a person's pauses between keystrokes the woken
- * process's caches are cold and its CPU may have been idle.
+ * Back to back (no gap) is the warm figure; the longer gaps are a person's pauses between keystrokes, after which the
+ * process woken has been idle.
  *
  * Usage: npx tsx test/bench/wakeUp.ts [--rounds n] [--gaps 0,1,20,100]
  */
