@@ -6,7 +6,7 @@
  * Two round trips, each timed after an idle gap in which neither side does anything:
  * - IPC: a `fork`ed Node child echoes a message of the size of a completion request (1.5 KB) over Node's IPC
  *   channel, which is how the relay talks to its engine child (relay/src/engine/engine.ts);
- * - HTTP: a bare `node:http` server answers a 1.5 KB POST with a small chunked body, asked over one kept-alive
+ * - HTTP: a bare `node:http` server answers a 1.5 KB POST with a small body, asked over one kept-alive
  *   `node:http` connection, as `bench:engine` asks the relay.
  * Back to back (no gap) is the warm figure; the longer gaps are a person's pauses between keystrokes, after which the
  * process woken has been idle.
