@@ -125,13 +125,14 @@ async function noHint(editor: Locator): Promise<boolean> {
 /**
  * Records, in the page, the wall-clock time (Date.now(), the clock the extension host's pausedAt is read on) of the
  * first animation frame after a next edit's hint entered the editor's DOM: the frame that puts it on screen. Armed
- * before each sample; `drawnAt` waits for it. The hint is a decoration's `::after` text, so only the spans VS Code gives
- * decoration classes (`ced-…`) among the nodes each change adds are checked for it, which keeps the observer cheap.
+ * before each sample; `drawnAt` waits for it. The hint is a decoration's `::after` text, so only the spans VS Code
+ * gives decoration classes (`ced-…`) among the nodes each change adds are checked for it, which keeps the observer
+ * cheap.
  */
 async function watchNextEditDrawn(page: Page): Promise<void> {
   // A string, run in the page: the test's TypeScript has no DOM types.
   await page.evaluate(`(() => {
-    const state = { armed: false, drawnAt: -1, drawn: undefined, resolve: () => {} };
+    const state = { armed: false, drawn: undefined, resolve: () => {} };
     window.__nextEditDrawn = state;
     const HINT = /^"Tab to (jump|apply)/;
     const hinted = (node) => node.nodeType === 1 && [
@@ -141,7 +142,7 @@ async function watchNextEditDrawn(page: Page): Promise<void> {
     new MutationObserver((records) => {
       if (!state.armed || !records.some((record) => [...record.addedNodes].some(hinted))) return;
       state.armed = false;
-      requestAnimationFrame(() => { state.drawnAt = Date.now(); state.resolve(state.drawnAt); });
+      requestAnimationFrame(() => state.resolve(Date.now()));
     }).observe(document.body, { subtree: true, childList: true });
   })()`);
 }
@@ -149,22 +150,30 @@ async function watchNextEditDrawn(page: Page): Promise<void> {
 async function armNextEditDrawn(page: Page): Promise<void> {
   await page.evaluate(`(() => {
     const state = window.__nextEditDrawn;
-    Object.assign(state, { armed: true, drawnAt: -1 });
+    state.armed = true;
     state.drawn = new Promise((resolve) => { state.resolve = resolve; });
   })()`);
 }
 
 /**
  * One call that the page answers when the frame comes, rather than asking every 100 ms: each ask is work for the
- * renderer, and the asks fell around the end of the pause, while the renderer was to draw the answer.
+ * renderer, and the asks fell around the end of the pause, while the renderer was to draw the answer. The timeout
+ * is kept on this side, so the page has no timer left behind to wake it during later pauses.
  */
 async function drawnAt(page: Page): Promise<number> {
   const timeoutMs = 30_000;
-  const at = (await page.evaluate(
-    `Promise.race([window.__nextEditDrawn.drawn, new Promise((resolve) => setTimeout(() => resolve(-1), ${timeoutMs}))])`,
-  )) as number;
-  if (at < 0) throw new Error(`timed out after ${timeoutMs} ms waiting for the frame that drew the next edit`);
-  return at;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${timeoutMs} ms waiting for the frame that drew the next edit`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return (await Promise.race([page.evaluate("window.__nextEditDrawn.drawn"), timedOut])) as number;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 interface DrawnLine {

@@ -1,11 +1,11 @@
 import type { ServerResponse } from "node:http";
 
 /**
- * Headers decided before the answer is written (`X-Request-Id`, `X-RateLimit-*`), held on the completion lane's
- * responses so that its success stream goes out with one `writeHead` carrying them all. Node 20 stores the headers
- * given to `writeHead` as they are only when none was set on the response before; once one was, every header of the
- * call goes through `setHeader` (v20.20.2 lib/_http_server.js:367-389, `writeHead`, the `this[kOutHeaders]` branch),
- * its name lower-cased and kept in a map, which the stream's answer did for nothing.
+ * Headers decided before the answer is written (`X-Request-Id`, `X-RateLimit-*`), held on a lane's responses
+ * (lane.ts) so that the completion route's success stream goes out with one `writeHead` carrying them all. Node 20
+ * stores the headers given to `writeHead` as they are only when none was set on the response before; once one was,
+ * every header of the call goes through `setHeader` (v20.20.2 lib/_http_server.js:367-389, `writeHead`, the
+ * `this[kOutHeaders]` branch), its name lower-cased and kept in a map, which the stream's answer did for nothing.
  *
  * A response the lane did not take (express's) has nothing held, and these set its headers at once as before.
  * Whatever writes an answer other than through `writeHeadWithHeld` releases the held headers first (the lane's
