@@ -137,6 +137,12 @@ const QUIET_SETTINGS: Record<string, unknown> = {
   "editor.parameterHints.enabled": false,
   "editor.formatOnType": false,
   "editor.acceptSuggestionOnEnter": "off",
+  // Opening a JavaScript file made VS Code's TypeScript extension run `npm install types-registry@latest` and
+  // `npm install @types/…` in the background (automatic type acquisition, seen in the next-edit latency window at
+  // half a core for seconds, beside its TS server): a download from the registry in the middle of a test, and load
+  // on the 2 cores the timed pauses run on. The setting is the extension's own (its package.json as shipped in
+  // code-server 4.100.3, extensions/typescript-language-features, tagged usesOnlineServices).
+  "typescript.disableAutomaticTypeAcquisition": true,
 };
 
 /** Headless Chromium as root in a sandboxed machine: no sandbox, no GPU, nothing phoning home. */
