@@ -303,13 +303,24 @@ async function compare(label: string, path: string, lines: number, n: number) {
       xs[0]!.childTps === undefined ? "" : m(xs, "childTps").toFixed(1)
     } |`;
   const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
-  const ttftGap = m(r.warm, "ttft") - m(f.warm, "ttft");
-  const tpsRatio = m(r.cold, "tps") / m(f.cold, "tps");
+  // Issue 20's goals name no kind of prompt, so both are judged: a cold prompt and a keystroke that reuses its prefix.
+  const ttftGap = (kind: "cold" | "warm") => m(r[kind], "ttft") - m(f[kind], "ttft");
+  const tpsRatio = (kind: "cold" | "warm") => m(r[kind], "tps") / m(f[kind], "tps");
   const reuse = m(r.warm, "ttft") / m(r.cold, "ttft");
+  const kinds = [
+    ["cold", "cold"],
+    ["warm", "prefix reused"],
+  ] as const;
   return {
     goals: [
-      `${label}: first token (prefix reused) within 2 ms of the floor: ${ttftGap.toFixed(1)} ms ${verdict(ttftGap <= 2)}`,
-      `${label}: tokens/s at least 0.95x the floor: ${tpsRatio.toFixed(2)}x ${verdict(tpsRatio >= 0.95)}`,
+      ...kinds.map(
+        ([kind, name]) =>
+          `${label}: first token (${name}) within 2 ms of the floor: ${ttftGap(kind).toFixed(1)} ms ${verdict(ttftGap(kind) <= 2)}`,
+      ),
+      ...kinds.map(
+        ([kind, name]) =>
+          `${label}: tokens/s (${name}) at least 0.95x the floor: ${tpsRatio(kind).toFixed(2)}x ${verdict(tpsRatio(kind) >= 0.95)}`,
+      ),
       `${label}: reused-prefix first token at most 30 % of a cold one's: ${(100 * reuse).toFixed(0)} % ${verdict(reuse <= 0.3)}`,
     ],
     rows: [
