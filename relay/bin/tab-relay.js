@@ -17,20 +17,21 @@ if (!existsSync(cli)) {
 // The young generation stays at its initial size (two 1 MB semi-spaces) while the relay loads, instead of doubling
 // up to two 16 MB ones: loading grew it to that at once, and the pages stayed resident until V8's memory reducer
 // returned them some 20 s later, so an idle relay held about 15 MB more than it used (docs/benchmarks.md, issue 23).
-// Once it serves, the young generation may grow under load, up to two 4 MB semi-spaces (`capYoungGeneration`
+// Once it serves, the young generation may grow under load, up to two 8 MB semi-spaces (`capYoungGeneration`
 // below): kept at 1 MB under load, the relay spent about a third more CPU per streamed completion (584 against
-// 430 µs at 50 in flight, same run), collecting the young generation far more often; left to V8's default it grew to
-// two 16 MB semi-spaces, all of it resident, and the relay held 122.5 MB after 10,000 completions against a goal of
-// 120.
+// 430 µs at 50 in flight, same run), collecting the young generation far more often, and at 4 MB still about 15 %
+// more than at 8 (docs/benchmarks.md, issue 23); left to V8's default it grew to two 16 MB semi-spaces, all of it
+// resident, and the relay held 122.5 MB after 10,000 completions against a goal of 120.
 // `--max-semi-space-size` would say so directly, but V8 reads it once, when it sets up the heap, before this file
 // runs. The growth factor it reads on every growth: SemiSpaceNewSpace::Grow in V8 11.3 (src/heap/new-spaces.cc) asks
 // for `std::min(MaximumCapacity(), v8_flags.semi_space_growth_factor * TotalCapacity())`. V8 raises a factor below
 // 2 to 2 in Heap::ConfigureHeap, also before this line; at 1 a growth asks for the capacity the space already has
 // and adds no page; 2 is V8's default (`node --v8-options`). An operator who sets either flag on node's command line
 // or in NODE_OPTIONS keeps what they set.
-// Semi-spaces of at most 4 MB: after 10,000 completions the relay held 99.5 to 104.4 MB against 120.3 to 122.3 with
-// V8's 16 MB, for no CPU per completion the same interleaved runs could tell apart (docs/benchmarks.md, issue 23).
-const YOUNG_CAP_BYTES = 4 * 1024 * 1024;
+// Semi-spaces of at most 8 MB: after 10,000 completions the relay held about 100 MB with 4 MB ones and 120 to 122 with
+// V8's 16 MB; at 50 streams in flight 4 MB ones cost the relay some 15 % more CPU per stream than 8 MB ones
+// (docs/benchmarks.md, issue 23).
+const YOUNG_CAP_BYTES = 8 * 1024 * 1024;
 const ownYoungGeneration = /--(max[-_]semi[-_]space[-_]size|semi[-_]space[-_]growth[-_]factor)\b/;
 const ownOptimizer = /--(no-)?(opt|turbofan|jitless)\b/;
 const operatorFlags = [...process.execArgv, process.env.NODE_OPTIONS ?? ""];
