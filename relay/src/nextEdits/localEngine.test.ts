@@ -69,6 +69,20 @@ test("renames are declined for properties, changed words and names already in us
   );
 });
 
+test("a call switched to another name is not proposed at the definition of the function it called", () => {
+  const lines = ["const before = tailFromLineStart(text, 10);", "", "function tail(text, n) {", "  return text;", "}"];
+  assert.equal(proposed(lines, 0, "const before = tail(text, 10);"), "ambiguous");
+  // The same edit where the name is a value, not a call, and a definition renamed first, still go to the uses.
+  assert.deepEqual(proposed(["const b = tailEnd;", "use(tail);"], 0, "const b = tail;"), [
+    "const b = tailEnd;",
+    "use(tailEnd);",
+  ]);
+  assert.deepEqual(proposed(["function tailEnd(text) {}", "tail(x);"], 0, "function tail(text) {}"), [
+    "function tailEnd(text) {}",
+    "tailEnd(x);",
+  ]);
+});
+
 test("the diff of a rewritten region is the smallest edits, line breaks included, never past the region's last line", () => {
   assert.deepEqual(diffRegion(["a", "b"], "a", 5), [
     { range: { start: { line: 5, character: 1 }, end: { line: 6, character: 1 } }, text: "" },

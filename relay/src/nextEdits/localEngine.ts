@@ -213,6 +213,23 @@ function occurrences(line: string, name: string, member: boolean): Token[] {
   );
 }
 
+/** Whether `name` is called on the line, and whether a function of that name is defined there (`function name(`). */
+function usesOf(line: string | undefined, name: string): { call: boolean; definition: boolean } {
+  const uses = { call: false, definition: false };
+  if (line === undefined || !line.includes(name)) return uses;
+  const tokens = tokenize(line);
+  tokens.forEach((token, i) => {
+    if (token.kind !== "identifier" || token.text !== name || tokens[i - 1]?.text === ".") return;
+    let open = i + 1;
+    while (tokens[open]?.kind === "space") open++;
+    if (tokens[open]?.text !== "(") return;
+    const close = matchingParen(tokens, open);
+    if (close !== undefined && isDefinition(tokens, i, close)) uses.definition = true;
+    else uses.call = true;
+  });
+  return uses;
+}
+
 function propagateRename(
   doc: NextEditDocument,
   change: Extract<Change, { kind: "rename" }>,
@@ -224,6 +241,11 @@ function propagateRename(
   // another function or type as a rename; names that keep their words (Clock -> WallClock, AgentView -> Agent) are
   // renames. Measured on this repository's history (docs/benchmarks.md#next-edits).
   if (!wordsKept(change.from, change.to)) return ambiguous;
+  // A call changed to another name, of a function this file defines: as often a switch to a function written next
+  // (tail -> tailFromLineStart, record -> recordWhileHeld) as a rename. Proposed at the definition, the replay of
+  // this repository's history found both such proposals wrong (docs/benchmarks.md#next-edits).
+  const calledWhereEdited = [...edited].some((line) => usesOf(doc.lines[line - doc.firstLine], change.to).call);
+  if (calledWhereEdited && doc.lines.some((text) => usesOf(text, change.from).definition)) return ambiguous;
   const found: { line: number; token: Token }[] = [];
   for (let i = 0; i < doc.lines.length; i++) {
     const line = doc.firstLine + i;
