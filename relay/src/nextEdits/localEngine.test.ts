@@ -72,6 +72,8 @@ test("renames are declined for properties, changed words and names already in us
 test("a call switched to another name is not proposed at the definition of the function it called", () => {
   const lines = ["const before = tailFromLineStart(text, 10);", "", "function tail(text, n) {", "  return text;", "}"];
   assert.equal(proposed(lines, 0, "const before = tail(text, 10);"), "ambiguous");
+  const arrow = ["const before = tailFromLineStart(text, 10);", "const tail = (text, n) => text;"];
+  assert.equal(proposed(arrow, 0, "const before = tail(text, 10);"), "ambiguous");
   // The same edit where the name is a value, not a call, and a definition renamed first, still go to the uses.
   assert.deepEqual(proposed(["const b = tailEnd;", "use(tail);"], 0, "const b = tail;"), [
     "const b = tailEnd;",

@@ -213,19 +213,15 @@ function occurrences(line: string, name: string, member: boolean): Token[] {
   );
 }
 
-/** Whether `name` is called on the line, and whether a function of that name is defined there (`function name(`). */
+/** Whether `name` is called on the line (`name(`), and whether a function of that name is defined there. */
 function usesOf(line: string | undefined, name: string): { call: boolean; definition: boolean } {
   const uses = { call: false, definition: false };
   if (line === undefined || !line.includes(name)) return uses;
   const tokens = tokenize(line);
-  tokens.forEach((token, i) => {
-    if (token.kind !== "identifier" || token.text !== name || tokens[i - 1]?.text === ".") return;
-    let open = i + 1;
-    while (tokens[open]?.kind === "space") open++;
-    if (tokens[open]?.text !== "(") return;
-    const close = matchingParen(tokens, open);
-    if (close !== undefined && isDefinition(tokens, i, close)) uses.definition = true;
-    else uses.call = true;
+  tokens.forEach((token, t) => {
+    if (token.kind !== "identifier" || token.text !== name || tokens[t - 1]?.text === ".") return;
+    if (definedAt(tokens, t) !== undefined) uses.definition = true;
+    else if (tokens[t + 1]?.text === "(") uses.call = true;
   });
   return uses;
 }
@@ -362,19 +358,9 @@ function definesRequiredParameter(doc: NextEditDocument, change: Extract<Change,
     for (let t = 0; t < tokens.length; t++) {
       const token = tokens[t] as Token;
       if (token.kind !== "identifier" || token.text !== change.callee) continue;
-      // `function f(`, `f(…) {`, or `f = (…) =>` / `const f = async (…) =>`.
-      let open = t + 1;
-      while (tokens[open]?.kind === "space" || tokens[open]?.text === "=" || tokens[open]?.text === "async") open++;
-      if (tokens[open]?.text !== "(") continue;
-      const close = matchingParen(tokens, open);
-      if (close === undefined) continue;
-      const arrow = open !== t + 1;
-      const rest = tokens
-        .slice(close + 1)
-        .map((x) => x.text)
-        .join("")
-        .trim();
-      if (!(arrow ? rest.startsWith("=>") || /^:[^=]*=>/.test(rest) : isDefinition(tokens, t, close))) continue;
+      const parameters = definedAt(tokens, t);
+      if (parameters === undefined) continue;
+      const { open, close } = parameters;
       if (countArgs(tokens, open, close) !== change.args + 1) return false;
       const params = splitArgs(tokens, open, close);
       const param = change.atStart ? params[0] : params[params.length - 1];
@@ -382,6 +368,26 @@ function definesRequiredParameter(doc: NextEditDocument, change: Extract<Change,
     }
   }
   return false;
+}
+
+/**
+ * The parameter list's parentheses when the identifier at `t` names a function defined there: `function f(`,
+ * `f(…) {`, or `f = (…) =>` / `const f = async (…) =>`; undefined for a call or anything else.
+ */
+function definedAt(tokens: Token[], t: number): { open: number; close: number } | undefined {
+  let open = t + 1;
+  while (tokens[open]?.kind === "space" || tokens[open]?.text === "=" || tokens[open]?.text === "async") open++;
+  if (tokens[open]?.text !== "(") return undefined;
+  const close = matchingParen(tokens, open);
+  if (close === undefined) return undefined;
+  const arrow = open !== t + 1;
+  const rest = tokens
+    .slice(close + 1)
+    .map((x) => x.text)
+    .join("")
+    .trim();
+  const defined = arrow ? rest.startsWith("=>") || /^:[^=]*=>/.test(rest) : isDefinition(tokens, t, close);
+  return defined ? { open, close } : undefined;
 }
 
 /** The texts of the top-level arguments between the parentheses at `open` and `close`. */
