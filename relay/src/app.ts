@@ -249,6 +249,11 @@ export function createApp(deps: AppDeps): RequestListener {
 
   // The same chain as above, for a POST route's canonical spellings, without express's router. Both routes count as
   // reads; only a refused completion is counted in Tab usage as rate limited, as through express.
+  // An authenticated caller within its limits: the provider may get ready while the body arrives and is checked.
+  const prepareProvider: RequestHandler = (_req, _res, next) => {
+    deps.completions.prepare();
+    next();
+  };
   const lane = (path: string, handlers: readonly RequestHandler[], isCompletionRoute: boolean) =>
     createLane({
       method: "POST",
@@ -262,6 +267,7 @@ export function createApp(deps: AppDeps): RequestListener {
           () => isCompletionRoute,
         ),
         requireCaller,
+        ...(isCompletionRoute ? [prepareProvider] : []),
         jsonBody,
         ...handlers,
       ],

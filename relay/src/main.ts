@@ -41,7 +41,7 @@ import { attachUpgrades } from "./live/upgrade";
 import { type SortableIds, createSortableIds } from "./store/sortableIds";
 import { openSqliteStore } from "./store/sqlite";
 import { lockDataFolder, looseModeWarnings, worldWritableProblems } from "./dataFolder";
-import { type Engine, EngineLoadError, createEngine, forkEngineChild } from "./engine/engine";
+import { type Engine, EngineLoadError, type ForkChild, createEngine, forkEngineChild } from "./engine/engine";
 import { engineInstalled, engineModuleUrl, notInstalledMessage } from "./engine/install";
 import type { EngineConfig } from "./config";
 import type { Store } from "./store/types";
@@ -139,6 +139,8 @@ export interface StartOptions {
   modelPath?: string;
   /** A fixed sampling seed for the embedded engine (tests). */
   engineSeed?: number;
+  /** How the engine child is started; tests wrap the default to watch what it is sent. */
+  engineFork?: ForkChild;
 }
 
 /** The composition root: builds the real dependencies from config and listens, one named step at a time. */
@@ -646,7 +648,7 @@ async function startEngine(
     },
     logger,
     clock,
-    fork: forkEngineChild(process.env),
+    fork: options.engineFork ?? forkEngineChild(process.env),
     observer: {
       completed(stats) {
         if (stats.firstTokenMs !== undefined) metrics.engineFirstToken.observe({}, stats.firstTokenMs / 1000);

@@ -4,11 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { mkdtempSync, readFileSync, readdirSync, truncateSync, writeFileSync } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildInfillTokens } from "../../relay/src/engine/child/prompt";
+import { forkEngineChild } from "../../relay/src/engine/engine";
+import type { ParentMessage } from "../../relay/src/engine/protocol";
 import { engineModuleUrl } from "../../relay/src/engine/install";
 import { testEngineDir, testModel } from "../support/engine";
 import { type TestRelay, completionBody, errorOf, startTestRelay } from "../support/relayHarness";
@@ -280,6 +283,83 @@ describe("the embedded engine, one sequence and a queue of one", () => {
     assert.equal(await metric(relay, "tab_relay_engine_restarts_total"), 1);
     const again = await relay.request(PATH, { method: "POST", json: completionBody({}, { max_completion_tokens: 4 }) });
     assert.equal(again.status, 200);
+  });
+});
+
+describe("waking the engine child while a completion request arrives", () => {
+  let relay: TestRelay;
+  const sent: ParentMessage[] = [];
+  before(async () => {
+    const { path } = testModel({ seed: 3, oneLine: true });
+    const fork = forkEngineChild(process.env);
+    relay = await startTestRelay({
+      env: engineEnv(await testEngineDir(), path),
+      // The real child, with what the relay sends it written down on the way.
+      engineFork: (env) => {
+        const child = fork(env);
+        const send = child.send.bind(child) as (message: ParentMessage) => boolean;
+        child.send = ((message: ParentMessage) => {
+          sent.push(message);
+          return send(message);
+        }) as typeof child.send;
+        return child;
+      },
+    });
+  });
+  after(() => relay?.close());
+
+  /** A completion whose body is sent in two parts; `between` runs once the first part is on its way. */
+  async function inTwoParts(key: string, between: () => Promise<void>): Promise<number> {
+    const body = JSON.stringify(
+      completionBody({ active_text_before_cursor: "const total = " }, { max_completion_tokens: 3 }),
+    );
+    const url = new URL(relay.url + PATH);
+    const request = httpRequest({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      },
+    });
+    const status = new Promise<number>((resolve, reject) => {
+      request.on("response", (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      });
+      request.on("error", reject);
+    });
+    request.write(body.slice(0, 20));
+    await between();
+    request.end(body.slice(20));
+    return status;
+  }
+
+  test("an authenticated completion wakes the child before its body has arrived, then sends it the request", async () => {
+    sent.length = 0;
+    const status = await inTwoParts(relay.apiKey, async () => {
+      await until(async () => (sent.length > 0 ? true : undefined), "a message to the engine child");
+      // Half a body cannot be a request yet: what reached the child so far only wakes it.
+      assert.deepEqual(
+        sent.map((message) => message.type),
+        ["wake"],
+      );
+    });
+    assert.equal(status, 200);
+    assert.deepEqual(
+      sent.map((message) => message.type),
+      ["wake", "complete"],
+    );
+  });
+
+  test("a request without a valid key does not wake the child", async () => {
+    sent.length = 0;
+    const status = await inTwoParts("tr_not_a_key", () => new Promise((resolve) => setTimeout(resolve, 100)));
+    assert.equal(status, 401);
+    assert.deepEqual(sent, []);
   });
 });
 

@@ -43,6 +43,8 @@ export async function startTestRelay(
     join?: InitializedWorkspace;
     /** Timings a test shortens rather than waits out. */
     timings?: Pick<StartOptions, "liveCheckMs" | "engineSeed">;
+    /** Starts the engine child (StartOptions.engineFork). */
+    engineFork?: StartOptions["engineFork"];
   } = {},
 ): Promise<TestRelay> {
   const dataDir = options.reuse?.dataDir ?? mkdtempSync(join(tmpdir(), "tab-relay-test-"));
@@ -72,6 +74,7 @@ export async function startTestRelay(
     logger: options.logger ?? silentLogger,
     ...(bus === undefined ? {} : { bus }),
     ...options.timings,
+    ...(options.engineFork ? { engineFork: options.engineFork } : {}),
   });
   const request: TestRelay["request"] = (path, init_ = {}) => {
     const { key, json, headers, ...rest } = init_;

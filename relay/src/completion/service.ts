@@ -22,6 +22,8 @@ export interface CompletionSink {
 export interface CompletionService {
   /** Runs one completion into `sink` and resolves with why it finished; rejects with a RelayError or the abort reason. */
   run(request: CompletionRequest, signal: AbortLike, sink: CompletionSink): Promise<FinishReason>;
+  /** A request is authenticated and its body is on its way (ModelProvider.prepare). */
+  prepare(): void;
 }
 
 interface CachedCompletion {
@@ -47,7 +49,9 @@ export function createCompletionService(deps: {
   const abortedLabels = { ...labels, outcome: "aborted" };
   const errorLabels = { ...labels, outcome: "error" };
 
+  const prepare = provider.prepare?.bind(provider);
   return {
+    prepare: prepare ?? (() => undefined),
     async run(request, signal, sink) {
       const maxTokens = request.max_completion_tokens ?? TAB_LIMITS.maxCompletionTokens;
       const key = cache ? cacheKey(provider.name, request, maxTokens) : "";

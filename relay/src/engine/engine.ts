@@ -349,6 +349,9 @@ export function createEngine(deps: {
   const provider: ModelProvider = {
     name: "engine",
     fillInTheMiddle: true,
+    prepare() {
+      if (state === "ready") send({ type: "wake" });
+    },
     complete(input, signal, onText) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller's reason, passed on as it is
       if (signal.aborted) return Promise.reject(signal.reason);

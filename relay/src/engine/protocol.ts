@@ -21,7 +21,14 @@ export interface PromptInput {
 
 export type ParentMessage =
   | { type: "complete"; id: number; prompt: PromptInput; maxTokens: number; temperature: number; seed?: number }
-  | { type: "abort"; id: number };
+  | { type: "abort"; id: number }
+  /**
+   * A request is on its way and asks for nothing yet. A process that has been idle answers its first message
+   * two to four times slower than a busy one (docs/benchmarks.md, "What a hop costs after a pause"); this one takes
+   * that cost while the relay still reads and checks the request, so that the `complete` after it finds the child
+   * awake.
+   */
+  | { type: "wake" };
 
 /** Which llama.cpp build runs the model. */
 export type EngineBinary = "CPU" | "CUDA" | "Vulkan" | "Metal";

@@ -33,5 +33,11 @@ export interface ModelProvider {
    * never a chat answer, so the postprocessor does not look for chat wrapping.
    */
   readonly fillInTheMiddle?: boolean;
+  /**
+   * A completion request for this provider has been authenticated and its body is on its way: a provider whose work
+   * runs in another process may get that process ready (the embedded engine wakes its child). It promises nothing:
+   * the request may still be refused, or answered from the cache.
+   */
+  prepare?(): void;
   complete(input: CompletionInput, signal: AbortLike, onText: TextSink): Promise<void>;
 }

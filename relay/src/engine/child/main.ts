@@ -368,6 +368,7 @@ async function main(): Promise<void> {
   process.on("message", (raw: ParentMessage) => {
     if (raw.type === "complete") void complete(raw);
     else if (raw.type === "abort") running.get(raw.id)?.abort();
+    // "wake": its arrival was the point (protocol.ts).
   });
   send({ type: "ready", info });
 }
