@@ -247,13 +247,14 @@ export function createApp(deps: AppDeps): RequestListener {
   const errorHandler = createErrorHandler(deps);
   app.use(errorHandler);
 
-  // The same chain as above, for a POST route's canonical spellings, without express's router. Both routes count as
-  // reads; only a refused completion is counted in Tab usage as rate limited, as through express.
-  // An authenticated caller within its limits: the provider may get ready while the body arrives and is checked.
+  // An authenticated caller within its limits: the provider may get ready while the body arrives and is checked
+  // (the embedded engine wakes its child). Only on the completion lane, the hot path.
   const prepareProvider: RequestHandler = (_req, _res, next) => {
     deps.completions.prepare();
     next();
   };
+  // The same chain as above, for a POST route's canonical spellings, without express's router. Both routes count as
+  // reads; only a refused completion is counted in Tab usage as rate limited, as through express.
   const lane = (path: string, handlers: readonly RequestHandler[], isCompletionRoute: boolean) =>
     createLane({
       method: "POST",
