@@ -204,13 +204,17 @@ function skeletonOf(tokens: Token[]): string {
     .join(" ");
 }
 
+/** Whether the token at `i` is the identifier `name`, after a `.` (a member) or not as asked. */
+function isOccurrence(tokens: Token[], i: number, name: string, member: boolean): boolean {
+  const token = tokens[i];
+  return token?.kind === "identifier" && token.text === name && (tokens[i - 1]?.text === ".") === member;
+}
+
 /** Identifier occurrences of `name` in a line: outside strings, as whole words, members or not as asked. */
 function occurrences(line: string, name: string, member: boolean): Token[] {
   if (!line.includes(name)) return [];
   const tokens = tokenize(line);
-  return tokens.filter(
-    (token, i) => token.kind === "identifier" && token.text === name && (tokens[i - 1]?.text === ".") === member,
-  );
+  return tokens.filter((_, i) => isOccurrence(tokens, i, name, member));
 }
 
 /** Whether `name` is called on the line (`name(`), and whether a function of that name is defined there. */
@@ -218,8 +222,8 @@ function usesOf(line: string | undefined, name: string): { call: boolean; defini
   const uses = { call: false, definition: false };
   if (line === undefined || !line.includes(name)) return uses;
   const tokens = tokenize(line);
-  tokens.forEach((token, t) => {
-    if (token.kind !== "identifier" || token.text !== name || tokens[t - 1]?.text === ".") return;
+  tokens.forEach((_, t) => {
+    if (!isOccurrence(tokens, t, name, false)) return;
     if (definedAt(tokens, t) !== undefined) uses.definition = true;
     else if (tokens[t + 1]?.text === "(") uses.call = true;
   });
